@@ -1,0 +1,52 @@
+# Two commands set everything up on a machine with only python3: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.memc-installed
+MANIFEST := dbt_project/target/manifest.json
+DBT_SOURCES := $(shell find dbt_project/models dbt_project/macros dbt_project/tests -type f 2>/dev/null) dbt_project/dbt_project.yml dbt_project/profiles.yml
+DEMO_HOME ?= $(CURDIR)/memc_home
+export DAGSTER_DISABLE_TELEMETRY := 1
+export DO_NOT_TRACK := 1
+export HF_HUB_OFFLINE := 1
+
+.PHONY: install manifest demo test test-slow bench ui clean
+
+install: $(STAMP)
+
+# torch first: `torch==2.13.0` takes the CPU build this machine keeps on disk; any other request
+# pulls a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# The dbt manifest must exist before the Dagster definitions load.
+manifest: $(MANIFEST)
+$(MANIFEST): $(STAMP) $(DBT_SOURCES)
+	cd dbt_project && MEMC_HOME=$(DEMO_HOME) ../$(BIN)/dbt parse --quiet --profiles-dir .
+	touch $@
+
+demo: install manifest
+	$(BIN)/memc --home $(DEMO_HOME) ingest samples/corpus/team --scope team
+	$(BIN)/memc --home $(DEMO_HOME) ingest samples/corpus/private --scope team --visibility elena,priya
+	$(BIN)/memc --home $(DEMO_HOME) build
+	$(BIN)/memc --home $(DEMO_HOME) ask "Where does Elena live now?" --as tomasz --scope team
+	$(BIN)/memc --home $(DEMO_HOME) ask "Where does Elena live now?" --as elena --scope team
+
+test: install manifest
+	$(BIN)/python -m pytest -q
+
+test-slow: install manifest
+	$(BIN)/python -m pytest -q -m slow
+
+bench: install manifest
+	$(BIN)/python -m benchmarks
+
+ui: install manifest
+	$(BIN)/memc --home $(DEMO_HOME) ui
+
+clean:
+	rm -rf $(DEMO_HOME) dbt_project/target dbt_project/logs

@@ -1,0 +1,80 @@
+"""A claim: one typed statement traced to the verbatim quote in one ledger entry."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field
+
+from memc.ids import content_id
+
+TS = pa.timestamp("us", tz="UTC")
+
+CLAIM_SCHEMA = pa.schema(
+    [
+        pa.field("claim_id", pa.string(), nullable=False),
+        pa.field("extractor", pa.string(), nullable=False),
+        pa.field("extractor_version", pa.string(), nullable=False),
+        pa.field("scope", pa.string(), nullable=False),
+        pa.field("subject", pa.string(), nullable=False),
+        pa.field("subject_id", pa.string(), nullable=False),
+        pa.field("predicate", pa.string(), nullable=False),
+        pa.field("object", pa.string(), nullable=False),
+        pa.field("cardinality", pa.string(), nullable=False),
+        pa.field("valid_at", TS, nullable=False),
+        pa.field("recorded_at", TS, nullable=False),
+        pa.field("source_entry_id", pa.string(), nullable=False),
+        pa.field("source_seq", pa.int64(), nullable=False),
+        pa.field("source_ref", pa.string()),
+        pa.field("quote", pa.string(), nullable=False),
+        pa.field("visibility", pa.list_(pa.string()), nullable=False),
+        pa.field("confidence", pa.float64(), nullable=False),
+    ]
+)
+
+REJECTION_SCHEMA = pa.schema(
+    [
+        pa.field("proposal_id", pa.string(), nullable=False),
+        pa.field("extractor", pa.string(), nullable=False),
+        pa.field("extractor_version", pa.string(), nullable=False),
+        pa.field("source_entry_id", pa.string()),
+        pa.field("source_seq", pa.int64()),
+        pa.field("validator", pa.string(), nullable=False),
+        pa.field("reason", pa.string(), nullable=False),
+        pa.field("proposal", pa.string(), nullable=False),  # the proposal as JSON, for inspection
+    ]
+)
+
+
+class Proposal(BaseModel):
+    """What an extractor proposes. Untrusted until every validator passes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subject: str = Field(min_length=1, max_length=256)
+    predicate: str = Field(min_length=1, max_length=64)
+    object: str = Field(min_length=1, max_length=1024)
+    valid_at: datetime
+    source_entry_id: str = Field(min_length=1)
+    quote: str = Field(min_length=1, max_length=4096)
+    visibility: tuple[str, ...] = Field(min_length=1)
+    confidence: float = Field(ge=0.0, le=1.0)
+
+    def claim_id(self, extractor: str, version: str, scope: str) -> str:
+        return content_id(
+            "c",
+            extractor,
+            version,
+            scope,
+            self.subject,
+            self.predicate,
+            self.object,
+            self.valid_at.isoformat(),
+            self.source_entry_id,
+            self.quote,
+        )
+
+    def as_json_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")

@@ -1,0 +1,32 @@
+{% macro entity_id(scope, name) -%}
+    {#- Same value as memc.ids.entity_id in Python: entities are per scope, names case-folded. -#}
+    'ent_' || left(sha256({{ scope }} || chr(31) || lower(trim({{ name }}))), 24)
+{%- endmacro %}
+
+{% macro within_watermark(seq_column) -%}
+    {%- if var('watermark') | int >= 0 -%}
+        {{ seq_column }} <= {{ var('watermark') | int }}
+    {%- else -%}
+        true
+    {%- endif -%}
+{%- endmacro %}
+
+{% macro visibility_meet(visibility_column) -%}
+    {#- Aggregate: who may see something derived from every row in the group.
+        'public' is the identity (public meet X = X); otherwise principals in every row.
+        An empty list means nobody but an administrator. -#}
+    list_sort(list_reduce(
+        list({{ visibility_column }}),
+        lambda a, b: case
+            when list_contains(a, 'public') then b
+            when list_contains(b, 'public') then a
+            else list_intersect(a, b)
+        end
+    ))
+{%- endmacro %}
+
+{% macro mart_export_path(name) -%}
+    {#- Marts are also written as Parquet so that readers never hold the warehouse file
+        (DuckDB's single-writer lock would make the next dbt build fail). -#}
+    {{ env_var('MEMC_HOME') }}/warehouse/marts/{{ name }}.parquet
+{%- endmacro %}

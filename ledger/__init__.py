@@ -1,0 +1,18 @@
+"""The ledger: append-only, seq-numbered, checksummed Parquet evidence. The only thing memc cannot rebuild.
+
+Only this package writes ledger files; everything else reads through :class:`Ledger`.
+"""
+
+from ledger.schema import ENTRY_KINDS, LEDGER_SCHEMA, NewEntry, PUBLIC
+from ledger.store import AppendResult, Ledger, LedgerCorruption, VerifyReport
+
+__all__ = [
+    "ENTRY_KINDS",
+    "LEDGER_SCHEMA",
+    "PUBLIC",
+    "AppendResult",
+    "Ledger",
+    "LedgerCorruption",
+    "NewEntry",
+    "VerifyReport",
+]

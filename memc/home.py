@@ -1,0 +1,77 @@
+"""Where a memory lives on disk.
+
+One memory home holds everything: the ledger (the only thing that cannot be rebuilt) and
+every compiled view. Chosen by, in order: an explicit path (``--home``), ``$MEMC_HOME``,
+``./memc_home``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_HOME = "memc_home"
+
+
+@dataclass(frozen=True)
+class MemcHome:
+    root: Path
+
+    @classmethod
+    def resolve(cls, explicit: str | os.PathLike[str] | None = None) -> "MemcHome":
+        raw = explicit or os.environ.get("MEMC_HOME") or DEFAULT_HOME
+        return cls(Path(raw).expanduser().resolve())
+
+    # The evidence.
+    @property
+    def ledger(self) -> Path:
+        return self.root / "ledger"
+
+    @property
+    def inbox(self) -> Path:
+        return self.root / "inbox"
+
+    # Compiled views: each may be deleted and rebuilt from the ledger.
+    @property
+    def claims(self) -> Path:
+        return self.root / "claims"
+
+    @property
+    def warehouse(self) -> Path:
+        """dbt owns this folder: the DuckDB file and the marts it exports as Parquet."""
+        return self.root / "warehouse"
+
+    @property
+    def warehouse_db(self) -> Path:
+        return self.warehouse / "memc.duckdb"
+
+    @property
+    def marts(self) -> Path:
+        return self.warehouse / "marts"
+
+    @property
+    def vectors(self) -> Path:
+        return self.root / "vectors"
+
+    @property
+    def graph(self) -> Path:
+        return self.root / "graph"
+
+    @property
+    def dagster(self) -> Path:
+        return self.root / "dagster"
+
+    def view_dirs(self) -> dict[str, Path]:
+        """Every rebuildable view, by name: deleting all of these loses nothing."""
+        return {
+            "claims": self.claims,
+            "warehouse": self.warehouse,
+            "vectors": self.vectors,
+            "graph": self.graph,
+        }
+
+    def ensure(self) -> "MemcHome":
+        for p in (self.root, self.ledger, self.inbox):
+            p.mkdir(parents=True, exist_ok=True)
+        return self

@@ -1,0 +1,1 @@
+"""Dagster wiring: asset keys, resources, partitions, schedules, sensors and the one composition root."""

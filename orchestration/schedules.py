@@ -1,0 +1,13 @@
+"""Schedules: nightly dreaming."""
+
+import dagster as dg
+
+from orchestration.keys import CENTRALITY
+
+nightly_dreaming = dg.ScheduleDefinition(
+    name="nightly_dreaming",
+    cron_schedule="0 3 * * *",
+    target=dg.AssetSelection.assets(CENTRALITY).upstream(),
+    description="Rebuild the views the graph needs and run dreaming (PageRank written back to the ledger).",
+    default_status=dg.DefaultScheduleStatus.STOPPED,
+)
