@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): measured, never asserted. Results go to docs/benchmarks.md."""
