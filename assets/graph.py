@@ -15,15 +15,16 @@ GRAPH_BUILDER_VERSION = "entity-graph-1"
 def entity_graph(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
     """Entities (per scope) and who-talked-with-whom edges, bulk-loaded from the dbt marts into a
     fresh Kùzu database that is swapped in whole. Grain: one node per entity, one INTERACTS edge
-    per pair of speakers with its weight, first and last time, and evidence entry ids."""
-    from views.graph import KuzuGraphStore
+    per direction per pair of speakers with its weight, first and last time, and evidence entry
+    ids (stored both ways: interactions are symmetric)."""
+    from views.graph import KuzuGraphStore, both_directions
 
     home = memc.home
     entities = pq.read_table(home.marts / "entities.parquet")
     interactions = pq.read_table(home.marts / "interactions.parquet")
     store = KuzuGraphStore(str(home.graph / "kuzu"))
     try:
-        stats = store.rebuild(entities, interactions)
+        stats = store.rebuild(entities, both_directions(interactions))
     finally:
         store.close()
     state = read_watermark(home.warehouse) or {"watermark": 0}

@@ -12,32 +12,13 @@ from typing import Any, Iterable
 import pyarrow as pa
 
 from memc.ids import content_id, text_hash
+from views.vectors import EVIDENCE_SCHEMA
 
 # Kinds that carry retrievable evidence. Derived claims reach retrieval through the state view.
 RETRIEVABLE_KINDS = ("message", "document", "event", "observation", "correction")
 
 # ~200 tokens: MiniLM truncates at 256 word pieces, so a longer chunk would be embedded in part.
 CHUNK_CHARS = 800
-
-TS = pa.timestamp("us", tz="UTC")
-EVIDENCE_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("entry_id", pa.string()),
-        ("seq", pa.int64()),
-        ("kind", pa.string()),
-        ("scope", pa.string()),
-        ("session_id", pa.string()),
-        ("actor", pa.string()),
-        ("source_ref", pa.string()),
-        ("visibility", pa.list_(pa.string())),
-        ("valid_at", TS),
-        ("recorded_at", TS),
-        ("text", pa.string()),
-        ("content_hash", pa.string()),
-    ]
-)
-
 
 def render(entry: dict[str, Any]) -> str:
     """The text a person would search for: who said it, what, and any shared picture's caption."""

