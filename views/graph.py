@@ -127,7 +127,7 @@ def both_directions(interactions: pa.Table) -> pa.Table:
     reverse = interactions.set_column(
         interactions.schema.get_field_index("src"), "src", interactions.column("dst")
     ).set_column(interactions.schema.get_field_index("dst"), "dst", interactions.column("src"))
-    return pa.concat_tables([interactions, reverse])
+    return pa.concat_tables([interactions, reverse.cast(interactions.schema)])
 
 
 def prepare_graph(entities: pa.Table, interactions: pa.Table) -> tuple[pa.Table, pa.Table]:
