@@ -38,3 +38,5 @@ def claims(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Material
             "path": dg.MetadataValue.path(str(path)),
         }
     )
+
+ASSETS = [claims]

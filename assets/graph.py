@@ -69,3 +69,5 @@ def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Mate
             "ledger_head": result.head,
         }
     )
+
+ASSETS = [entity_graph, centrality]

@@ -26,3 +26,5 @@ def ledger(memc: MemcResource) -> dg.ObserveResult:
             "path": dg.MetadataValue.path(stats["root"]),
         },
     )
+
+ASSETS = [ledger]

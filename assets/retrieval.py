@@ -40,3 +40,5 @@ def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedd
             "embedding_model": EMBEDDING_MODEL_VERSION,
         }
     )
+
+ASSETS = [evidence_index]

@@ -22,3 +22,5 @@ def claims_provenance(memc: MemcResource) -> dg.AssetCheckResult:
         passed=not bad,
         metadata={"claims": len(claims), "failing": len(bad), "failing_claim_ids": ", ".join(bad[:50]) or "none"},
     )
+
+CHECKS = [claims_provenance]

@@ -19,3 +19,5 @@ def ledger_integrity(memc: MemcResource) -> dg.AssetCheckResult:
             "problems": "\n".join(report.problems[:50]) or "none",
         },
     )
+
+CHECKS = [ledger_integrity]

@@ -242,6 +242,11 @@ def ui(ctx, port, home_dir):
     os.execvpe(args[0], args, os.environ)
 
 
+from memc.commands import register as _register_commands  # noqa: E402
+
+_register_commands(cli)
+
+
 def main() -> None:
     cli(obj={})
 

@@ -1,0 +1,7 @@
+"""(placeholder: no commands yet)"""
+
+import click
+
+
+def register(cli: click.Group) -> None:
+    """Adds nothing yet."""
