@@ -23,13 +23,28 @@ from memc.watermark import read_watermark
 
 
 class QueryConfig(BaseModel):
-    """How much each route retrieves and how they are fused."""
+    """How much each route retrieves, how they are fused, and how much context is packed."""
 
     k: int = Field(default=10, ge=1, le=200)
     vector_k: int = Field(default=40, ge=1)
     fulltext_k: int = Field(default=40, ge=1)
     rrf_k: int = Field(default=60, ge=1)  # reciprocal rank fusion constant (Cormack et al.)
     max_state_facts: int = Field(default=20, ge=0)
+    budget_tokens: int = Field(default=2000, ge=50)
+
+    @classmethod
+    def preset(cls, name: str) -> "QueryConfig":
+        try:
+            return PRESETS[name].model_copy()
+        except KeyError:
+            raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}") from None
+
+
+PRESETS: dict[str, QueryConfig] = {
+    "fast": QueryConfig(k=5, vector_k=15, fulltext_k=15, max_state_facts=8, budget_tokens=800),
+    "balanced": QueryConfig(),
+    "thorough": QueryConfig(k=20, vector_k=100, fulltext_k=100, max_state_facts=40, budget_tokens=4000),
+}
 
 
 @dataclass
@@ -67,32 +82,41 @@ class Context:
     watermarks: dict[str, int | None]
     items: list[ContextItem] = field(default_factory=list)
     state: list[StateFact] = field(default_factory=list)
+    tokens: int = 0  # of the rendered context, counted with a real tokenizer
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def render(self) -> str:
+    def header(self) -> list[str]:
         marks = ", ".join(f"{k}@{v if v is not None else 'missing'}" for k, v in self.watermarks.items())
-        lines = [
+        return [
             f'Context for "{self.question}" as {self.asker}' + (f" in scope {self.scope}" if self.scope else ""),
             f"ledger head {self.ledger_head}; views {marks}",
         ]
+
+    def render(self) -> str:
+        lines = self.header()
         if self.state:
-            lines.append("")
-            lines.append("What holds now:")
-            for f in self.state:
-                lines.append(
-                    f"  {f.subject} {f.predicate} {f.object}  (since {f.valid_from[:10]}; "
-                    f"source {f.source_ref or '-'} {f.source_entry_id}: \"{f.quote}\")"
-                )
+            lines += ["", "What holds now:", *(_state_line(f) for f in self.state)]
         lines.append("")
         lines.append("Evidence:" if self.items else "Evidence: none visible to this asker.")
         for i, it in enumerate(self.items, 1):
-            lines.append(f"  {i:>2}. [{it.source_ref or '-'}] {it.valid_at[:10]} {_one_line(it.text)}")
-            lines.append(
-                f"      entry {it.entry_id}, recorded {it.recorded_at[:19]}, routes {'+'.join(it.routes)}, score {it.score:.4f}"
-            )
+            lines += _item_lines(i, it)
         return "\n".join(lines)
+
+
+def _state_line(f: StateFact) -> str:
+    return (
+        f"  {f.subject} {f.predicate} {f.object}  (since {f.valid_from[:10]}; "
+        f"source {f.source_ref or '-'} {f.source_entry_id}: \"{f.quote}\")"
+    )
+
+
+def _item_lines(i: int, it: ContextItem) -> list[str]:
+    return [
+        f"  {i:>2}. [{it.source_ref or '-'}] {it.valid_at[:10]} {_one_line(it.text)}",
+        f"      entry {it.entry_id}, recorded {it.recorded_at[:19]}, routes {'+'.join(it.routes)}, score {it.score:.4f}",
+    ]
 
 
 def _one_line(text: str, limit: int = 160) -> str:
@@ -139,7 +163,31 @@ def compile_context(
     ctx.items = _retrieve(home, question, asker, scope, config, embedder)
     ctx.state = _state_facts(home, question, asker, scope, config)
     _recheck_visibility(ctx, ledger)
+    _pack(ctx, config.budget_tokens)
     return ctx
+
+
+def _pack(ctx: Context, budget: int) -> None:
+    """Keep the state facts, then the evidence items, that fit the token budget, in rank order."""
+    from query.tokens import count_tokens
+
+    # Fixed lines (header, section titles) first; then each line as it would be rendered.
+    used = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))
+    kept_state, kept_items = [], []
+    for f in ctx.state:
+        cost = count_tokens(_state_line(f))
+        if used + cost > budget:
+            break
+        kept_state.append(f)
+        used += cost
+    for it in ctx.items:
+        cost = count_tokens("\n".join(_item_lines(len(kept_items) + 1, it)))
+        if used + cost > budget:
+            break
+        kept_items.append(it)
+        used += cost
+    ctx.state, ctx.items = kept_state, kept_items
+    ctx.tokens = count_tokens(ctx.render())
 
 
 def _retrieve(home: MemcHome, question: str, asker: str, scope: str | None, config: QueryConfig, embedder: Any) -> list[ContextItem]:
