@@ -151,11 +151,13 @@ class Ledger:
         if info is None:
             try:
                 t = pq.read_table(path, columns=["recorded_at", "idempotency_key"])
-            except Exception as exc:  # a torn or damaged footer
+                rec = t.column("recorded_at")
+                max_rec = pc.max(rec).as_py() if t.num_rows else None
+                info = (t.num_rows, max_rec, frozenset(t.column("idempotency_key").to_pylist()))
+            except Exception as exc:
+                # a torn or damaged footer, or damaged values: bytes that are not UTF-8 in a key
+                # (UnicodeDecodeError), a timestamp out of datetime's range (OverflowError)
                 raise LedgerCorruption(f"{path}: unreadable Parquet ({exc})") from exc
-            rec = t.column("recorded_at")
-            max_rec = pc.max(rec).as_py() if t.num_rows else None
-            info = (t.num_rows, max_rec, frozenset(t.column("idempotency_key").to_pylist()))
             self._file_cache[key] = info
         return info
 
