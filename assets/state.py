@@ -1,4 +1,5 @@
-"""The dbt state models (staging over the ledger's and claims' Parquet, the marts)."""
+"""The dbt state models: staging over the ledger's and claims' Parquet, the bi-temporal fold
+(intermediate, incremental where the ledger only grows) and the marts analysts query."""
 
 import functools
 import json
@@ -8,11 +9,48 @@ from pathlib import Path
 
 import dagster as dg
 
-from claims.extract import RULES
-from memc.watermark import write_watermark
+from memc.home import MemcHome
+from memc.watermark import read_watermark, write_watermark
 from orchestration.dbt_project import dbt_project
 from orchestration.keys import STATE_GROUP
 from orchestration.resources import MemcResource
+
+
+def extractor_key() -> str:
+    """The claims folder dbt folds (``var('extractor_key')``): the active extractor's key."""
+    import claims.extract as extract
+
+    active = getattr(extract, "active_extractor_key", None)
+    return active() if active else extract.RULES.key
+
+
+def full_refresh_reason(home: MemcHome, watermark: int, key: str) -> str | None:
+    """Why the incremental models must be rebuilt from scratch, or None when appending is exact.
+
+    The incremental models append what lies above their highest seq, which is right only while
+    the ledger grows and old claims stay as they were: a new extractor rewrites every claim, an
+    erasure rewrites ledger files, and a ledger that shrank was restored or replaced."""
+    if not home.warehouse_db.exists():
+        return None  # the first build is a full build anyway
+    previous = read_watermark(home.warehouse)
+    if previous is None:
+        return "no watermark from the previous build"
+    if previous.get("extractor") != key:
+        return f"extractor changed ({previous.get('extractor')} -> {key})"
+    if watermark < int(previous["watermark"]):
+        return f"ledger head {watermark} is below the last build's {previous['watermark']}"
+    if watermark > int(previous["watermark"]):
+        from ledger import Ledger
+
+        kinds = Ledger(home.ledger).read(["kind"], since_seq=int(previous["watermark"]), until_seq=watermark)
+        if "erasure" in set(kinds.column("kind").to_pylist()):
+            return "an erasure was recorded since the last build"
+    return None
+
+
+def dbt_build_args(watermark: int, key: str, full_refresh: bool) -> list[str]:
+    args = ["build", "--vars", json.dumps({"watermark": watermark, "extractor_key": key})]
+    return [*args, "--full-refresh"] if full_refresh else args
 
 
 @functools.cache
@@ -40,13 +78,18 @@ def state_models():
         # The dbt profile and sources read MEMC_HOME; dbt runs as a child process of this one.
         os.environ["MEMC_HOME"] = str(home.root)
         watermark = memc.ledger().head()
-        dbt_vars = {"watermark": watermark, "extractor_key": RULES.key}
-        invocation = dbt.cli(["build", "--vars", json.dumps(dbt_vars)], context=context)
+        key = extractor_key()
+        reason = full_refresh_reason(home, watermark, key)
+        if reason:
+            context.log.info(f"full refresh of the incremental state models: {reason}")
+        invocation = dbt.cli(dbt_build_args(watermark, key, reason is not None), context=context)
         for event in invocation.stream():
             if isinstance(event, dg.Output | dg.MaterializeResult):
-                event = event.with_metadata({**(event.metadata or {}), "ledger_watermark": watermark})
+                event = event.with_metadata(
+                    {**(event.metadata or {}), "ledger_watermark": watermark, "full_refresh": reason or "no"}
+                )
             yield event
-        write_watermark(home.warehouse, "state", watermark, extractor=RULES.key)
+        write_watermark(home.warehouse, "state", watermark, extractor=key)
 
     return state_dbt_models
 

@@ -3,6 +3,13 @@
     'ent_' || left(sha256({{ scope }} || chr(31) || lower(trim({{ name }}))), 24)
 {%- endmacro %}
 
+{% macro normalize_name(name) -%}
+    {#- memc.ids.normalize_name: runs of white space become one space, then case-folded. The
+        key entity resolution's aliases are looked up by, and how objects are compared when a
+        retraction names the value it closes or two claims contradict each other. -#}
+    lower(trim(regexp_replace({{ name }}, '\s+', ' ', 'g')))
+{%- endmacro %}
+
 {% macro within_watermark(seq_column) -%}
     {%- if var('watermark') | int >= 0 -%}
         {{ seq_column }} <= {{ var('watermark') | int }}
@@ -17,12 +24,27 @@
         An empty list means nobody but an administrator. -#}
     list_sort(list_reduce(
         list({{ visibility_column }}),
-        lambda a, b: case
-            when list_contains(a, 'public') then b
-            when list_contains(b, 'public') then a
-            else list_intersect(a, b)
-        end
+        lambda a, b: {{ visibility_meet_pair('a', 'b') }}
     ))
+{%- endmacro %}
+
+{% macro visibility_meet_pair(a, b) -%}
+    {#- Row-wise meet of two visibility lists (same rule as memc.visibility.meet). -#}
+    case
+        when list_contains({{ a }}, 'public') then {{ b }}
+        when list_contains({{ b }}, 'public') then {{ a }}
+        else list_intersect({{ a }}, {{ b }})
+    end
+{%- endmacro %}
+
+{% macro may_see(visibility_column, principal) -%}
+    {#- memc.visibility.may_see in SQL: 'public' admits everyone, otherwise the principal must be
+        listed; an empty list admits nobody. principal=none is the administrator (sees all). -#}
+    {%- if principal is none -%}
+        true
+    {%- else -%}
+        (list_contains({{ visibility_column }}, 'public') or list_contains({{ visibility_column }}, {{ principal }}))
+    {%- endif -%}
 {%- endmacro %}
 
 {% macro mart_export_path(name) -%}

@@ -1,23 +1,51 @@
 {{ config(materialized='external', location=mart_export_path('entities'), format='parquet') }}
 -- People and things memc knows of, per scope: speakers of messages and subjects of claims.
+-- When entity resolution has run, a name it merged ("Jo" -> "Joanna") counts for the canonical
+-- entity, and the entity lists every alias resolution found for it, with the rule behind each.
 with mentions as (
     select scope, actor as name, 'person' as entity_type, entry_id, visibility
     from {{ ref('stg_memc__ledger_entries') }}
     where kind = 'message' and actor is not null
     union all
     select scope, subject as name, 'person' as entity_type, source_entry_id as entry_id, visibility
-    from {{ ref('stg_memc__claims') }}
+    from {{ ref('int_claims_joined_to_entries') }}
     where predicate <> 'mentions_identifier'
+),
+
+aliases as (
+    select * from {{ ref('stg_memc__entity_aliases') }}
+),
+
+resolved as (
+    select
+        coalesce(a.entity_id, {{ entity_id('m.scope', 'm.name') }}) as entity_id,
+        a.canonical_name,
+        m.*
+    from mentions as m
+    left join aliases as a
+        on a.scope = m.scope and a.normalized = {{ normalize_name('m.name') }}
+),
+
+alias_lists as (
+    select
+        entity_id,
+        scope,
+        list_sort(list(distinct alias)) as resolved_aliases,
+        list_sort(list(distinct rule)) as alias_rules
+    from aliases
+    group by entity_id, scope
 )
 
 select
-    {{ entity_id('scope', 'name') }} as entity_id,
-    scope,
-    min(name) as name,
-    min(entity_type) as entity_type,
-    list_sort(list(distinct name)) as aliases,
-    list_sort(list(distinct entry_id)) as evidence,
-    {{ visibility_meet('visibility') }} as visibility,
+    r.entity_id,
+    r.scope,
+    coalesce(min(r.canonical_name), min(r.name)) as name,
+    min(r.entity_type) as entity_type,
+    list_sort(list_distinct(list(distinct r.name) || coalesce(any_value(l.resolved_aliases), []::varchar[]))) as aliases,
+    coalesce(any_value(l.alias_rules), []::varchar[]) as alias_rules,
+    list_sort(list(distinct r.entry_id)) as evidence,
+    {{ visibility_meet('r.visibility') }} as visibility,
     count(*) as mention_count
-from mentions
-group by 1, 2
+from resolved as r
+left join alias_lists as l on l.entity_id = r.entity_id and l.scope = r.scope
+group by r.entity_id, r.scope

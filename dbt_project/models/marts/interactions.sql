@@ -1,6 +1,7 @@
 {{ config(materialized='external', location=mart_export_path('interactions'), format='parquet') }}
 -- Who talked with whom: a turn answering another speaker's turn in the same session counts
--- one interaction for the (unordered) pair.
+-- one interaction for the (unordered) pair. Speakers are mapped through entity resolution's
+-- aliases when it has run, so that "Jo" and "Joanna" are one end of an edge.
 with turns as (
     select
         scope,
@@ -14,17 +15,31 @@ with turns as (
     where kind = 'message' and actor is not null and session_id is not null
 ),
 
+aliases as (
+    select scope, normalized, entity_id from {{ ref('stg_memc__entity_aliases') }}
+),
+
+speakers as (
+    select
+        t.*,
+        coalesce(a.entity_id, {{ entity_id('t.scope', 't.actor') }}) as actor_id,
+        coalesce(p.entity_id, {{ entity_id('t.scope', 't.previous_actor') }}) as previous_id
+    from turns as t
+    left join aliases as a on a.scope = t.scope and a.normalized = {{ normalize_name('t.actor') }}
+    left join aliases as p on p.scope = t.scope and p.normalized = {{ normalize_name('t.previous_actor') }}
+    where t.previous_actor is not null
+),
+
 pairs as (
     select
         scope,
-        least({{ entity_id('scope', 'actor') }}, {{ entity_id('scope', 'previous_actor') }}) as src,
-        greatest({{ entity_id('scope', 'actor') }}, {{ entity_id('scope', 'previous_actor') }}) as dst,
+        least(actor_id, previous_id) as src,
+        greatest(actor_id, previous_id) as dst,
         entry_id,
         valid_at,
         visibility
-    from turns
-    where previous_actor is not null
-      and lower(trim(previous_actor)) <> lower(trim(actor))
+    from speakers
+    where actor_id <> previous_id
 )
 
 select

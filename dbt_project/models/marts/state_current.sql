@@ -1,39 +1,62 @@
 {{ config(materialized='external', location=mart_export_path('state_current'), format='parquet') }}
--- What holds now. A functional predicate keeps its newest claim (valid time, then transaction
--- time); multi-valued predicates accumulate. The fold runs per visibility set, because what is
--- current depends on who asks: a claim superseded only by one the asker may not see is still
--- current for that asker. The query module takes, per subject and predicate, the newest row
--- among those the asker may see.
+-- What holds now, for every asker at once. A claim is current for asker P when P may see it and
+-- no claim closing it is visible to P (int_claim_closings_paired). One row per claim: a row is
+-- dropped only when its closers together reach everyone who may see it (a public closer, or
+-- closers naming every principal of a private claim); otherwise it stays, and `closed_for`
+-- lists the principals for whom a closer they may see has closed it. So:
+--   * may_see(P, visibility) and P not in closed_for  -> exact per-asker state;
+--   * may_see alone, then the newest row per functional predicate (what query/context.py does)
+--     -> the same answer, except after a retraction P may see that others may not.
+-- Claims in an unresolved conflict (same valid and transaction time, different values) are all
+-- kept, flagged by in_conflict: the fold does not pick a winner between them.
 with claims as (
-    select *, array_to_string(list_sort(visibility), ',') as visibility_key
-    from {{ ref('stg_memc__claims') }}
+    select * from {{ ref('int_claims_joined_to_entries') }}
+    where polarity = 'assert'
 ),
 
-ranked as (
+closers as (
     select
-        *,
-        row_number() over (
-            partition by scope, subject_id, predicate, visibility_key
-            order by valid_at desc, recorded_at desc, claim_id desc
-        ) as recency_rank
-    from claims
+        claim_id,
+        bool_or(list_contains(closer_visibility, 'public')) as closed_publicly,
+        list_sort(list_distinct(flatten(list(closer_visibility)))) as closer_principals,
+        list_sort(list_distinct(list(closer_claim_id))) as closed_by
+    from {{ ref('int_claim_closings_paired') }}
+    group by claim_id
+),
+
+unresolved as (
+    select distinct unnest([claim_id_a, claim_id_b]) as claim_id
+    from {{ ref('conflicts') }}
+    where resolution = 'unresolved'
 )
 
 select
-    scope,
-    subject_id,
-    subject,
-    predicate,
-    object,
-    cardinality,
-    valid_at as valid_from,
-    recorded_at,
-    visibility,
-    claim_id,
-    source_entry_id,
-    source_seq,
-    source_ref,
-    quote,
-    confidence
-from ranked
-where cardinality = 'multi' or recency_rank = 1
+    c.scope,
+    c.subject_id,
+    c.subject,
+    c.predicate,
+    c.object,
+    c.cardinality,
+    c.valid_at as valid_from,
+    c.recorded_at,
+    c.visibility,
+    c.claim_id,
+    c.source_entry_id,
+    c.source_seq,
+    c.source_ref,
+    c.quote,
+    c.confidence,
+    c.object_id,
+    c.time_phrase,
+    c.source_kind,
+    coalesce(k.closer_principals, []::varchar[]) as closed_for,
+    coalesce(k.closed_by, []::varchar[]) as closed_by,
+    u.claim_id is not null as in_conflict
+from claims as c
+left join closers as k using (claim_id)
+left join unresolved as u using (claim_id)
+where not coalesce(
+    k.closed_publicly
+    or (not list_contains(c.visibility, 'public') and list_has_all(k.closer_principals, c.visibility)),
+    false
+)

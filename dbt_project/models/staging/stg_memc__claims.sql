@@ -1,4 +1,6 @@
 -- Rename and cast only; claims whose source entry is above the build's watermark wait.
+-- polarity, time_phrase and object_id are newer claim columns: files written before them read
+-- as NULL, and a claim with no polarity is an assertion (what every claim was before).
 select
     claim_id,
     extractor,
@@ -8,7 +10,10 @@ select
     subject_id,
     predicate,
     object,
+    object_id,
     cardinality,
+    coalesce(polarity, 'assert') as polarity,
+    time_phrase,
     valid_at::timestamptz as valid_at,
     recorded_at::timestamptz as recorded_at,
     source_entry_id,
@@ -17,5 +22,5 @@ select
     quote,
     visibility,
     confidence::double as confidence
-from {{ source('memc', 'claims') }}
+from {{ with_optional_columns(source('memc', 'claims'), {'polarity': 'varchar', 'time_phrase': 'varchar', 'object_id': 'varchar'}) }}
 where {{ within_watermark('source_seq') }}

@@ -1,0 +1,100 @@
+{{ config(materialized='incremental', incremental_strategy='append') }}
+-- Which claim closes which. The fold is pairwise, so it can be stored once and appended to:
+--   * functional predicates: a claim newer by valid time, then by transaction time, closes an
+--     older one from its own valid time (a move; a user's correction recorded later about an
+--     earlier time). Two claims with the same valid AND transaction time close neither: that is
+--     a conflict (see the conflicts mart), and the fold keeps both rather than pick a winner;
+--   * any predicate: a retraction (polarity 'retract') closes the matching claim (same subject,
+--     predicate and normalised object) from the retraction's valid time, if it is not older
+--     (valid time, transaction time, then seq: a retraction in the same entry closes);
+--   * multi-valued assertions accumulate and close nothing.
+-- Because the relation is pairwise and independent of who asks, "what holds for asker P" is
+-- "what P may see, closed by nothing P may see" — exact per asker (state_current, state_as_of).
+--
+-- Incremental: a pair is fixed once both claims exist, and new claims only add pairs in which
+-- one of them takes part. A claim above the highest pair_seq here produced no pair with any
+-- older claim, so taking claims above that mark again adds nothing twice.
+{% if is_incremental() %}
+{% set mark = "(select coalesce(max(pair_seq), -1) from " ~ this ~ ")" %}
+{% endif %}
+with claims as (
+    select * from {{ ref('int_claims_joined_to_entries') }}
+),
+
+{% if is_incremental() %}
+-- Only subjects and predicates that received a claim need to be paired again.
+touched as (
+    select distinct scope, subject_id, predicate
+    from claims
+    where source_seq > {{ mark }}
+),
+
+candidates as (
+    select c.*
+    from claims as c
+    semi join touched as t using (scope, subject_id, predicate)
+),
+{% else %}
+candidates as (
+    select * from claims
+),
+{% endif %}
+
+pairs as (
+    select
+        x.claim_id,
+        y.claim_id as closer_claim_id,
+        x.scope,
+        x.subject_id,
+        x.predicate,
+        x.object as closed_object,
+        x.recorded_at as closed_recorded_at,
+        x.visibility as closed_visibility,
+        y.valid_at as close_at,
+        y.recorded_at as closer_recorded_at,
+        -- A closer recorded before the claim it closes (it spoke of a later time) is known from
+        -- the moment the closed claim is: the claim's first version is already closed.
+        greatest(y.recorded_at, x.recorded_at) as known_from,
+        case
+            when y.polarity = 'retract' then 'retracted'
+            when y.source_kind = 'correction' then 'corrected'
+            else 'superseded'
+        end as reason,
+        y.object as closer_object,
+        y.polarity as closer_polarity,
+        y.source_kind as closer_source_kind,
+        y.source_entry_id as closer_source_entry_id,
+        y.source_seq as closer_source_seq,
+        y.source_ref as closer_source_ref,
+        y.quote as closer_quote,
+        y.visibility as closer_visibility,
+        greatest(x.source_seq, y.source_seq) as pair_seq
+    from candidates as x
+    inner join candidates as y
+        on y.scope = x.scope
+        and y.subject_id = x.subject_id
+        and y.predicate = x.predicate
+        and y.claim_id <> x.claim_id
+    where x.polarity = 'assert'
+      and (
+        (
+            x.cardinality = 'functional'
+            and y.polarity = 'assert'
+            and (y.valid_at > x.valid_at or (y.valid_at = x.valid_at and y.recorded_at > x.recorded_at))
+        )
+        or (
+            y.polarity = 'retract'
+            and y.object_key = x.object_key
+            and (
+                y.valid_at > x.valid_at
+                or (y.valid_at = x.valid_at and y.recorded_at > x.recorded_at)
+                or (y.valid_at = x.valid_at and y.recorded_at = x.recorded_at and y.source_seq >= x.source_seq)
+            )
+        )
+      )
+)
+
+select * from pairs
+{% if is_incremental() %}
+where pair_seq > {{ mark }}
+{% endif %}

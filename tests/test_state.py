@@ -1,0 +1,370 @@
+"""The bi-temporal state fold in dbt: unit tests through a real `dbt build`, incremental = full
+refresh, as-of and known-at answers, visibility, and the `memc state` / `memc sql` commands.
+
+Claims are written straight into the claims layout (claims/extractor=<key>/day=<d>/claims.parquet,
+and the older flat claims.parquet), with the columns the claims engineer is adding (polarity,
+time_phrase, object_id), so the dbt models are tested against them whatever the extractor does.
+"""
+
+from __future__ import annotations
+
+import json
+import pytest
+import os
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ledger import Ledger
+from ledger.schema import NewEntry
+from memc.ids import content_id, entity_id
+
+REPO = Path(__file__).resolve().parents[1]
+DBT_DIR = REPO / "dbt_project"
+EXTRACTOR_KEY = "test-1"
+FUNCTIONAL = {"lives_in", "works_at"}
+TS = pa.timestamp("us", tz="UTC")
+
+CLAIMS_SCHEMA = pa.schema(
+    [
+        ("claim_id", pa.string()), ("extractor", pa.string()), ("extractor_version", pa.string()),
+        ("scope", pa.string()), ("subject", pa.string()), ("subject_id", pa.string()),
+        ("predicate", pa.string()), ("object", pa.string()), ("cardinality", pa.string()),
+        ("valid_at", TS), ("recorded_at", TS), ("source_entry_id", pa.string()), ("source_seq", pa.int64()),
+        ("source_ref", pa.string()), ("quote", pa.string()), ("visibility", pa.list_(pa.string())),
+        ("confidence", pa.float64()), ("polarity", pa.string()), ("time_phrase", pa.string()), ("object_id", pa.string()),
+    ]
+)
+
+
+def t(day: str) -> datetime:
+    return datetime.fromisoformat(day).replace(tzinfo=timezone.utc)
+
+
+def append_with_claims(
+    home,
+    recorded_at: datetime,
+    items: list[dict[str, Any]],
+    *,
+    flat: bool = False,
+    scope: str = "s",
+) -> int:
+    """Append one ledger batch (one entry per item) and write its claims; returns the head.
+
+    An item: actor, text, valid (datetime), kind (default message), visibility (default public),
+    and claims: [(predicate, object, polarity)] with the actor as subject."""
+    ledger = Ledger(home.ledger)
+    entries = [
+        NewEntry(
+            kind=it.get("kind", "message"),
+            scope=scope,
+            content=it["text"],
+            valid_at=it["valid"],
+            actor=it["actor"],
+            session_id=it.get("session"),
+            source_ref=it.get("ref"),
+            visibility=tuple(it.get("visibility", ("public",))),
+        )
+        for it in items
+    ]
+    res = ledger.append(entries, recorded_at=recorded_at)
+    rows = []
+    for i, (entry, it) in enumerate(zip(entries, items)):
+        for predicate, obj, polarity in it.get("claims", []):
+            rows.append(
+                {
+                    "claim_id": content_id("c", EXTRACTOR_KEY, entry.entry_id, predicate, obj, polarity),
+                    "extractor": "test", "extractor_version": "1", "scope": scope,
+                    "subject": it["actor"], "subject_id": entity_id(scope, it["actor"]),
+                    "predicate": predicate, "object": obj,
+                    "cardinality": "functional" if predicate in FUNCTIONAL else "multi",
+                    "valid_at": it["valid"], "recorded_at": recorded_at,
+                    "source_entry_id": entry.entry_id, "source_seq": res.first_seq + i,
+                    "source_ref": it.get("ref"), "quote": it["text"],
+                    "visibility": sorted(it.get("visibility", ("public",))), "confidence": 0.9,
+                    "polarity": polarity, "time_phrase": None, "object_id": None,
+                }
+            )
+    folder = home.claims / f"extractor={EXTRACTOR_KEY}"
+    path = folder / "claims.parquet" if flat else folder / f"day={recorded_at:%Y-%m-%d}" / "claims.parquet"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():  # same day again: the day's file holds every claim of that day
+        rows = pq.read_table(path).to_pylist() + rows
+    pq.write_table(pa.Table.from_pylist(rows, schema=CLAIMS_SCHEMA), path)
+    return res.head
+
+
+def dbt(home, *args: str, vars: dict[str, Any] | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the dbt CLI on this home, with its own target and log folders (the repo's manifest is
+    left alone)."""
+    home.marts.mkdir(parents=True, exist_ok=True)
+    exe = Path(sys.executable).with_name("dbt")
+    env = {**os.environ, "MEMC_HOME": str(home.root), "DO_NOT_TRACK": "1"}
+    v = {"extractor_key": EXTRACTOR_KEY, **(vars or {})}
+    cmd = [
+        str(exe if exe.exists() else "dbt"), *args, "--vars", json.dumps(v),
+        "--profiles-dir", str(DBT_DIR), "--project-dir", str(DBT_DIR),
+        "--target-path", str(home.root / "dbt_target"), "--log-path", str(home.root / "dbt_logs"),
+    ]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=DBT_DIR)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"dbt {' '.join(args)} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-2000:]}")
+    return proc
+
+
+def run_results(home) -> list[dict[str, Any]]:
+    return json.loads((home.root / "dbt_target" / "run_results.json").read_text())["results"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The scenario, in five ledger batches (transaction times T1 < ... < T5):
+#   move       Elena lives_in Paris (valid Jan, T1), Berlin (valid Jun, T3);
+#   correction a user's correction at T5: Elena lived in Madrid from March;
+#   conflict   Tomasz works_at Acme (public) and Globex (only tomasz), same valid and
+#              transaction time;
+#   retraction Priya likes tea (Jan) and coffee (Feb), no longer tea (May, T3); Priya lives_in
+#              Rome (elena and priya may see it), retracted in an entry only priya may see (T4).
+T1, T2, T3, T4, T5 = t("2024-01-02"), t("2024-02-02"), t("2024-06-02"), t("2024-06-03"), t("2024-09-01")
+
+STEPS = [
+    [
+        (T1, [
+            {"actor": "Elena", "text": "I live in Paris", "valid": t("2024-01-01"), "ref": "m1", "claims": [("lives_in", "Paris", "assert")]},
+            {"actor": "Tomasz", "text": "I work at Acme", "valid": t("2024-02-01"), "ref": "m2", "session": "x", "claims": [("works_at", "Acme", "assert")]},
+            {"actor": "Tomasz", "text": "I work at Globex", "valid": t("2024-02-01"), "ref": "m3", "visibility": ("tomasz",), "claims": [("works_at", "Globex", "assert")]},
+            {"actor": "Priya", "text": "I like tea", "valid": t("2024-01-01"), "ref": "m4", "session": "x", "claims": [("likes", "tea", "assert")]},
+            {"actor": "Priya", "text": "I live in Rome", "valid": t("2024-01-01"), "ref": "m5", "visibility": ("elena", "priya"), "claims": [("lives_in", "Rome", "assert")]},
+        ], True),  # the first batch's claims in the flat layout the claims store used to write
+        (T2, [{"actor": "Priya", "text": "I like coffee", "valid": t("2024-02-01"), "ref": "m6", "claims": [("likes", "coffee", "assert")]}], False),
+    ],
+    [
+        (T3, [
+            {"actor": "Elena", "text": "I moved to Berlin", "valid": t("2024-06-01"), "ref": "m7", "claims": [("lives_in", "Berlin", "assert")]},
+            {"actor": "Priya", "text": "I no longer like tea", "valid": t("2024-05-01"), "ref": "m8", "claims": [("likes", "tea", "retract")]},
+        ], False),
+        (T4, [{"actor": "Priya", "text": "I no longer live in Rome", "valid": t("2024-04-01"), "ref": "m9", "visibility": ("priya",), "claims": [("lives_in", "Rome", "retract")]}], False),
+    ],
+    [
+        (T5, [{"actor": "Elena", "kind": "correction", "text": "Correction: I lived in Madrid from March", "valid": t("2024-03-01"), "ref": "c1", "claims": [("lives_in", "Madrid", "assert")]}], False),
+    ],
+]
+
+TABLES = (
+    "int_claims_joined_to_entries", "int_claim_closings_paired", "int_claim_versions_folded",
+    "int_entity_events_collected", "state_current", "state_history", "state_closings",
+    "conflicts", "entities", "interactions", "timeline",
+)
+NOW = t("2030-01-01")
+
+
+def snapshot(home) -> dict[str, list]:
+    import duckdb
+
+    with duckdb.connect(str(home.warehouse_db), read_only=True) as con:
+        return {name: con.execute(f"select * from {name} order by all").fetchall() for name in TABLES}
+
+
+@pytest.fixture(scope="module")
+def fold_home(tmp_path_factory):
+    """The scenario built incrementally in three dbt builds, then a snapshot, then a full refresh."""
+    from memc.home import MemcHome
+
+    home = MemcHome.resolve(tmp_path_factory.mktemp("fold") / "home").ensure()
+    compiled = home.root / "dbt_target" / "compiled" / "memc" / "models" / "intermediate"
+    incremental_sql = []
+    for i, step in enumerate(STEPS):
+        for recorded_at, items, flat in step:
+            head = append_with_claims(home, recorded_at, items, flat=flat)
+        dbt(home, "build", vars={"watermark": head})
+        incremental_sql.append((compiled / "int_claim_closings_paired.sql").read_text())
+    results = run_results(home)
+    grown = snapshot(home)
+    dbt(home, "build", "--full-refresh", vars={"watermark": head})
+    return home, grown, incremental_sql, results
+
+
+def test_dbt_build_runs_the_fold_unit_tests_and_every_data_test(fold_home):
+    home, _, _, results = fold_home
+    units = {r["unique_id"].split(".")[-1]: r["status"] for r in results if r["unique_id"].startswith("unit_test.")}
+    assert len(units) >= 12, units
+    assert all(s == "pass" for s in units.values()), units
+    for scenario in ("move", "correction", "conflict", "retraction"):
+        assert any(name.startswith(scenario) for name in units), scenario
+    tests = [r for r in results if r["unique_id"].startswith("test.")]
+    assert tests and all(r["status"] == "pass" for r in tests), [r["unique_id"] for r in tests if r["status"] != "pass"]
+
+
+def test_incremental_builds_equal_a_full_refresh(fold_home):
+    home, grown, incremental_sql, _ = fold_home
+    # The later builds really appended (the compiled model took its incremental branch).
+    assert "max(pair_seq)" not in incremental_sql[0]
+    assert all("max(pair_seq)" in sql for sql in incremental_sql[1:])
+    rebuilt = snapshot(home)
+    for name in TABLES:
+        assert rebuilt[name] == grown[name], name
+    assert len(grown["int_claims_joined_to_entries"]) == 10
+    assert grown["state_history"] and grown["conflicts"]
+
+
+def _as_of(home, entity, principal, as_of, known_at=NOW):
+    from memc.commands.state_cmd import state_for_entity
+
+    return state_for_entity(home.marts, entity, principal=principal, as_of=as_of, known_at=known_at)
+
+
+def _objects(result, predicate):
+    return sorted(f["object"] for f in result["facts"] if f["predicate"] == predicate)
+
+
+def test_move_berlin_now_paris_before(fold_home):
+    home = fold_home[0]
+    assert _objects(_as_of(home, "Elena", "tomasz", NOW), "lives_in") == ["Berlin"]
+    assert _objects(_as_of(home, "Elena", "tomasz", t("2024-02-15")), "lives_in") == ["Paris"]
+    current = pq.read_table(home.marts / "state_current.parquet").to_pylist()
+    assert [r["object"] for r in current if r["subject"] == "Elena" and r["predicate"] == "lives_in"] == ["Berlin"]
+
+
+def test_correction_changes_the_past_only_once_recorded(fold_home):
+    home = fold_home[0]
+    april = t("2024-04-15")
+    assert _objects(_as_of(home, "Elena", "tomasz", april, known_at=t("2024-07-01")), "lives_in") == ["Paris"]
+    assert _objects(_as_of(home, "Elena", "tomasz", april, known_at=t("2024-09-02")), "lives_in") == ["Madrid"]
+    # before March nothing changed, and after June Berlin still holds
+    assert _objects(_as_of(home, "Elena", "tomasz", t("2024-02-15"), known_at=t("2024-09-02")), "lives_in") == ["Paris"]
+    assert _objects(_as_of(home, "Elena", "tomasz", t("2024-07-01"), known_at=t("2024-09-02")), "lives_in") == ["Berlin"]
+    history = [r for r in pq.read_table(home.marts / "state_history.parquet").to_pylist() if r["object"] == "Paris"]
+    assert [(r["version"], r["close_reason"]) for r in sorted(history, key=lambda r: r["version"])] == [
+        (1, None), (2, "superseded"), (3, "corrected")
+    ]
+
+
+def test_conflict_keeps_both_sides_for_those_who_may_see_both(fold_home):
+    home = fold_home[0]
+    rows = [r for r in pq.read_table(home.marts / "conflicts.parquet").to_pylist() if r["claim_id_a"]]
+    assert len(rows) == 1
+    c = rows[0]
+    assert c["resolution"] == "unresolved" and {c["object_a"], c["object_b"]} == {"Acme", "Globex"}
+    assert {c["source_ref_a"], c["source_ref_b"]} == {"m2", "m3"} and c["visibility"] == ["tomasz"]
+    mine = _as_of(home, "Tomasz", "tomasz", NOW)
+    assert _objects(mine, "works_at") == ["Acme", "Globex"] and len(mine["conflicts"]) == 1
+    theirs = _as_of(home, "Tomasz", "elena", NOW)
+    assert _objects(theirs, "works_at") == ["Acme"] and theirs["conflicts"] == []
+
+
+def test_retraction_closes_for_those_who_may_see_it(fold_home):
+    home = fold_home[0]
+    assert _objects(_as_of(home, "Priya", "elena", NOW), "likes") == ["coffee"]
+    assert _objects(_as_of(home, "Priya", "elena", t("2024-03-01")), "likes") == ["coffee", "tea"]
+    # Rome's retraction is private to priya: for elena Rome still holds, for priya it does not.
+    assert _objects(_as_of(home, "Priya", "elena", NOW), "lives_in") == ["Rome"]
+    assert _objects(_as_of(home, "Priya", "priya", NOW), "lives_in") == []
+    assert _objects(_as_of(home, "Priya", "tomasz", NOW), "lives_in") == []  # never saw Rome
+    current = {r["object"]: r for r in pq.read_table(home.marts / "state_current.parquet").to_pylist() if r["subject"] == "Priya"}
+    assert set(current) == {"coffee", "Rome"} and current["Rome"]["closed_for"] == ["priya"]
+
+
+def test_admin_as_of_equals_the_state_history_interval_pattern(fold_home):
+    """Two readings of the bi-temporal fold agree on a grid of (valid time, transaction time):
+    the state_history interval pattern, and the as-of query memc state runs (administrator)."""
+    from memc.commands.state_cmd import AS_OF_SQL, _marts_connection
+
+    home = fold_home[0]
+    con = _marts_connection(home.marts, ("state_history", "state_closings"))
+    con.execute("create view history as select * from state_history")
+    con.execute("create view closings as select * from state_closings")
+    days = [t(d) for d in ("2024-01-01", "2024-02-15", "2024-04-15", "2024-05-15", "2024-06-02", "2024-07-01", "2024-09-01", "2025-01-01")]
+    seen = set()
+    for valid in days:
+        for known in days:
+            p = {"v": valid, "t": known}
+            pattern = con.execute(
+                "select claim_id from state_history where valid_from <= $v and (valid_to is null or $v < valid_to) "
+                "and recorded_from <= $t and (recorded_to is null or $t < recorded_to) order by claim_id", p
+            ).fetchall()
+            as_of = con.execute(
+                f"select claim_id from ({AS_OF_SQL}) order by claim_id", {"as_of": valid, "known_at": known, "principal": None}
+            ).fetchall()
+            assert as_of == pattern, (valid, known)
+            seen.add(tuple(pattern))
+    assert len(seen) > 5  # the grid crosses the moves, the correction and the retractions
+
+
+def test_state_as_of_macro_matches_memc_state(fold_home):
+    import duckdb
+
+    home = fold_home[0]
+    # One instant and asker where visibility, a later correction and a retraction all matter.
+    for principal, as_of, known in (("elena", "2024-04-15", "2024-09-02"),):
+        dbt(home, "run", "--select", "state_as_of", vars={"as_of": f"{as_of} 00:00:00+00", "known_at": f"{known} 00:00:00+00", "principal": principal})
+        with duckdb.connect(str(home.warehouse_db), read_only=True) as con:
+            by_macro = sorted(r[0] for r in con.execute("select claim_id from state_as_of").fetchall())
+        by_cli = sorted(f["claim_id"] for e in ("Elena", "Tomasz", "Priya") for f in _as_of(home, e, principal, t(as_of), t(known))["facts"])
+        assert by_macro == by_cli and by_macro, (principal, as_of)
+
+
+# ---------------------------------------------------------------------------------- commands
+
+
+def memc(home, *args: str) -> subprocess.CompletedProcess:
+    exe = Path(sys.executable).with_name("memc")
+    return subprocess.run([str(exe), "--home", str(home.root), *args], capture_output=True, text=True, timeout=120)
+
+
+def test_memc_state_command(fold_home):
+    home = fold_home[0]
+    out = memc(home, "state", "Elena", "--as", "tomasz", "--as-of", "2024-04-15", "--known-at", "2024-09-02", "--json")
+    assert out.returncode == 0, out.stderr
+    facts = json.loads(out.stdout)["facts"]
+    assert [(f["predicate"], f["object"], f["source_ref"]) for f in facts] == [("lives_in", "Madrid", "c1")]
+    text = memc(home, "state", "tomasz", "--as", "tomasz")
+    assert text.returncode == 0 and "Conflicts" in text.stdout and "Globex" in text.stdout and "m3" in text.stdout
+    # No implied administrator view.
+    refused = memc(home, "state", "Elena")
+    assert refused.returncode != 0 and "--as PRINCIPAL" in refused.stderr
+
+
+def test_memc_sql_is_read_only_and_names_a_held_lock(fold_home):
+    import duckdb
+
+    home = fold_home[0]
+    ok = memc(home, "sql", "select object from state_current where predicate = 'likes'", "--json")
+    assert ok.returncode == 0, ok.stderr
+    assert [r["object"] for r in json.loads(ok.stdout)] == ["coffee"]
+    for write in ("delete from int_claims_joined_to_entries", "copy (select 1) to 'x.csv'", "attach 'x.db'", "select 1; drop table int_claim_versions_folded"):
+        refused = memc(home, "sql", write)
+        assert refused.returncode != 0 and "read-only" in refused.stderr, write
+    with duckdb.connect(str(home.warehouse_db)):  # what a running dbt build does
+        locked = memc(home, "sql", "select 1")
+        assert locked.returncode != 0 and "locked" in locked.stderr and "--marts" in locked.stderr
+        marts = memc(home, "sql", "--marts", "select count(*) as n from conflicts", "--json")
+        assert marts.returncode == 0 and json.loads(marts.stdout) == [{"n": 1}]
+
+
+# ---------------------------------------------------------------------------------- platform
+
+
+def test_full_refresh_reasons(tmp_path):
+    from assets.state import dbt_build_args, full_refresh_reason
+    from memc.home import MemcHome
+    from memc.watermark import write_watermark
+
+    home = MemcHome.resolve(tmp_path / "h").ensure()
+    assert full_refresh_reason(home, 5, "k") is None  # first build: full anyway
+    home.warehouse.mkdir()
+    home.warehouse_db.touch()
+    assert "no watermark" in full_refresh_reason(home, 5, "k")
+    head = append_with_claims(home, T1, [{"actor": "A", "text": "hello", "valid": T1}])
+    write_watermark(home.warehouse, "state", head, extractor="k")
+    assert full_refresh_reason(home, head, "k") is None
+    assert "extractor changed" in full_refresh_reason(home, head, "k2")
+    assert "below" in full_refresh_reason(home, head - 1, "k")
+    head2 = append_with_claims(home, T2, [{"actor": "A", "text": "more", "valid": T2}])
+    assert full_refresh_reason(home, head2, "k") is None
+    head3 = append_with_claims(home, T3, [{"actor": "A", "kind": "erasure", "text": "erased ids e_x", "valid": T3}])
+    assert "erasure" in full_refresh_reason(home, head3, "k")
+    assert dbt_build_args(7, "k", True)[-1] == "--full-refresh" and "--full-refresh" not in dbt_build_args(7, "k", False)
