@@ -3,7 +3,7 @@
 For each conversation: a fresh memory home, the conversation ingested with scope =
 conversation_id, every view built through Dagster, every question asked scoped to its
 conversation. Recall@k is the share of a question's evidence turns among the top k items
-(matched by source_ref = turn id), averaged over questions that have evidence — the same
+(matched by source_ref = turn id; an item that shows a window of turns covers each of them), averaged over questions that have evidence — the same
 definition as ../shared/eval/locomo_score.py, which can score the run file this writes.
 """
 
@@ -62,9 +62,11 @@ class EvalResult:
         return "\n".join(lines)
 
 
-def recall_at(evidence: Iterable[str], retrieved: list[str], k: int) -> float:
+def recall_at(evidence: Iterable[str], retrieved: list[list[str]], k: int) -> float:
+    """Share of the evidence turns covered by the first k items (an item may show several turns)."""
     ev = set(evidence)
-    return len(ev & set(retrieved[:k])) / len(ev)
+    covered = {ref for item in retrieved[:k] for ref in item}
+    return len(ev & covered) / len(ev)
 
 
 def run_locomo(
@@ -121,7 +123,8 @@ def run_locomo(
                 ctx = compile_context(q["question"], EVAL_ASKER, home=home, scope=conv, config=config, embedder=embedder)
                 latencies.append((time.perf_counter() - t1) * 1000)
                 tokens.append(ctx.tokens)
-                retrieved = [it.source_ref for it in ctx.items]
+                # each item lists every turn it shows (a hit with its neighbours in the session)
+                retrieved = [[r for r in (it.source_refs or [it.source_ref]) if r] for it in ctx.items]
                 run_lines.append(json.dumps({"question_id": q["question_id"], "retrieved": retrieved}))
                 if not q.get("evidence"):
                     continue

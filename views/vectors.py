@@ -60,6 +60,9 @@ _ID_RE = re.compile(ID_PATTERN)
 _KIND_RE = re.compile(KIND_PATTERN)
 _HASH_RE = re.compile(HASH_PATTERN)
 _TABLE_RE = re.compile(TABLE_PATTERN)
+# Session ids come from source files (conversation ids, e-mail threads): anything but quotes,
+# backslashes and control characters may pass into a filter literal.
+_SESSION_RE = re.compile(r"^[^'\\\x00-\x1f]{1,512}$")
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -79,6 +82,12 @@ EVIDENCE_SCHEMA = pa.schema(
         pa.field("recorded_at", TS),
         pa.field("text", pa.string()),
         pa.field("content_hash", pa.string()),  # sha256 hex of text
+        # Entities the row is about (speaker, mentioned people, a claim's subject and object): the
+        # graph route hands entity ids to retrieval, which filters on them before ranking.
+        pa.field("entity_ids", pa.list_(pa.string())),
+        # Claim rows only: the claim rendered in the row. Their entry_id is the claim's source
+        # ledger entry, so every row of the view names the ledger entry that supports it.
+        pa.field("claim_id", pa.string()),
     ]
 )
 REQUIRED_COLUMNS = ("id", "entry_id", "kind", "scope", "visibility", "text", "content_hash")
@@ -99,6 +108,8 @@ HIT_COLUMNS = (
     "valid_at",
     "recorded_at",
     "text",
+    "entity_ids",
+    "claim_id",
 )
 
 META_MODEL = b"memc.embedding_model"
@@ -106,6 +117,11 @@ META_VERSION = b"memc.embedding_model_version"
 META_DIM = b"memc.embedding_dim"
 
 _CHUNK = 500  # ids or hashes per IN (...) list
+
+
+class EmbeddingModelMismatch(ValueError):
+    """A query vector from one embedding model against a table embedded with another: the scores
+    would be meaningless, so the search is refused rather than answered."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -136,6 +152,8 @@ class VectorStore(Protocol):
         kinds: Sequence[str] | None = None,
         table: str = DEFAULT_TABLE,
         phrase: bool = False,
+        entity_ids: Sequence[str] | None = None,
+        model_version: str | None = None,
     ) -> list[dict[str, Any]]:
         """Hits the principals may see, tagged ``route`` = "vector" | "fulltext"."""
         ...
@@ -173,7 +191,12 @@ def visibility_filter(principals: Sequence[str]) -> str:
     return f"array_has_any(visibility, [{_sql_list(allowed_principals(principals))}])"
 
 
-def search_filter(principals: Sequence[str], scope: str | None = None, kinds: Sequence[str] | None = None) -> str:
+def search_filter(
+    principals: Sequence[str],
+    scope: str | None = None,
+    kinds: Sequence[str] | None = None,
+    entity_ids: Sequence[str] | None = None,
+) -> str:
     parts = [visibility_filter(principals)]
     if scope is not None:
         parts.append(f"scope = '{_check(scope, _SCOPE_RE, 'scope')}'")
@@ -182,6 +205,11 @@ def search_filter(principals: Sequence[str], scope: str | None = None, kinds: Se
             raise TypeError("kinds must be a list of strings, not a string")
         ks = sorted({_check(k, _KIND_RE, "kind") for k in kinds})
         parts.append(f"kind IN ({_sql_list(ks)})" if ks else "false")
+    if entity_ids is not None:
+        if isinstance(entity_ids, str):
+            raise TypeError("entity_ids must be a list of strings, not a string")
+        es = sorted({_check(e, _ID_RE, "entity id") for e in entity_ids})
+        parts.append(f"array_has_any(entity_ids, [{_sql_list(es)}])" if es else "false")
     return " AND ".join(f"({p})" for p in parts)
 
 
@@ -255,6 +283,10 @@ def _row_hashes(rows: pa.Table) -> list[str]:
         payload = json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
         out.append(hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32])
     return out
+
+
+def _same_fields(a: pa.Schema, b: pa.Schema) -> bool:
+    return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]
 
 
 def _fixed_vectors(matrix: np.ndarray, dim: int) -> pa.Array:
@@ -419,6 +451,14 @@ class LanceVectorStore:
             stats = self._rebuild(rows, embedder, table, reuse=False)
             stats["model_changed"] = False
             return stats
+        if not _same_fields(tbl.schema, lance_schema(dim, model, version)):
+            # The row layout changed (a column added by a memc upgrade): the stored rows cannot take
+            # new ones. Rebuild into a fresh table, reusing every vector of the same model by hash.
+            log.warning("%s/%s has an older row layout: rebuilding (vectors reused)", self.uri, table)
+            stats = self._rebuild(rows, embedder, table, reuse=True)
+            stats["model_changed"] = False
+            stats["layout_changed"] = True
+            return stats
 
         existing = self._scan(tbl, ["id", "row_hash"])
         have = dict(zip(existing.column("id").to_pylist(), existing.column("row_hash").to_pylist()))
@@ -559,6 +599,70 @@ class LanceVectorStore:
         tbl = self._open(table)
         return None if tbl is None else self._meta(tbl)
 
+    def health(self, table: str = DEFAULT_TABLE) -> dict[str, Any] | None:
+        """What the checks need to trust the view, read from the table itself (None if missing):
+        row count, vectors that are null / of the wrong dimension / not unit length / not finite,
+        and whether the full-text index covers every row (``fts_unindexed_rows`` = 0)."""
+        tbl = self._open(table)
+        if tbl is None:
+            return None
+        meta = self._meta(tbl) or {}
+        dim = int(meta.get("embedding_dim") or 0)
+        got = self._scan(tbl, ["vector"])
+        col = got.column("vector").combine_chunks() if got.num_rows else None
+        null_vectors = 0 if col is None else int(col.null_count)
+        vtype = tbl.schema.field("vector").type
+        stored_dim = getattr(vtype, "list_size", -1)
+        bad_dim = got.num_rows if stored_dim != dim else 0
+        non_unit = non_finite = 0
+        if col is not None and bad_dim == 0 and got.num_rows:
+            mat = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, stored_dim)
+            valid = ~np.asarray(col.is_null().to_numpy(zero_copy_only=False))
+            mat = mat[valid]
+            finite = np.isfinite(mat).all(axis=1)
+            non_finite = int((~finite).sum())
+            norms = np.linalg.norm(np.where(np.isfinite(mat), mat, 0.0), axis=1)
+            non_unit = int((finite & (np.abs(norms - 1.0) > 1e-3)).sum())
+        fts = [ix for ix in tbl.list_indices() if str(getattr(ix, "index_type", "")).upper() == "FTS" and list(ix.columns) == ["text"]]
+        unindexed = None
+        if fts:
+            unindexed = int(tbl.index_stats(fts[0].name).num_unindexed_rows)
+        return {
+            "rows": int(tbl.count_rows()),
+            **meta,
+            "stored_dim": stored_dim,
+            "null_vectors": null_vectors,
+            "wrong_dimension": bad_dim,
+            "non_finite_vectors": non_finite,
+            "non_unit_vectors": non_unit,
+            "fts_index": bool(fts),
+            "fts_unindexed_rows": unindexed,
+            "version": tbl.version,
+        }
+
+    def session_rows(
+        self,
+        *,
+        session_ids: Sequence[str],
+        principals: Sequence[str],
+        scope: str | None,
+        kinds: Sequence[str] | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> list[dict[str, Any]]:
+        """Every row of these sessions that the principals may see (the context compiler shows a
+        hit with its neighbouring turns). The same mandatory visibility prefilter as ``search``,
+        re-checked on the result; session ids are validated, never interpolated raw."""
+        ids = sorted({_check(s, _SESSION_RE, "session id") for s in session_ids})
+        tbl = self._open(table)
+        if tbl is None or not ids:
+            return []
+        allowed = set(allowed_principals(principals))
+        rows = []
+        for chunk in _chunks(ids):
+            where = f"{search_filter(principals, scope, kinds)} AND (session_id IN ({_sql_list(chunk)}))"
+            rows += self._scan(tbl, list(HIT_COLUMNS), where).to_pylist()
+        return [r for r in rows if allowed.intersection(r.get("visibility") or ()) and (scope is None or r["scope"] == scope)]
+
     def ids(self, table: str = DEFAULT_TABLE) -> list[str]:
         tbl = self._open(table)
         return [] if tbl is None else sorted(self._scan(tbl, ["id"]).column("id").to_pylist())
@@ -574,6 +678,8 @@ class LanceVectorStore:
         kinds: Sequence[str] | None = None,
         table: str = DEFAULT_TABLE,
         phrase: bool = False,
+        entity_ids: Sequence[str] | None = None,
+        model_version: str | None = None,
     ) -> list[dict[str, Any]]:
         """Vector and/or full-text search over the rows ``principals`` may see.
 
@@ -587,16 +693,26 @@ class LanceVectorStore:
         come back even when invisible rows score higher; each hit is then checked again here.
         ``text`` is matched as terms (``MatchQuery``, no query syntax); ``phrase=True`` requires the
         terms adjacent and in order (``PhraseQuery``).
+
+        ``entity_ids`` keeps rows about any of those entities (a prefilter too). ``model_version`` is
+        the version of the model that embedded ``vector``: when the table was embedded by another
+        model the vector route raises :class:`EmbeddingModelMismatch` instead of ranking by
+        meaningless scores (a rebuild swaps a whole new-model table in, so a table is never mixed).
         """
         if k <= 0:
             return []
-        where = search_filter(principals, scope, kinds)
+        where = search_filter(principals, scope, kinds, entity_ids)
         allowed = set(allowed_principals(principals))
         tbl = self._open(table)
         if tbl is None:
             return []
         hits: list[dict[str, Any]] = []
         if vector is not None:
+            stored = (self._meta(tbl) or {}).get("embedding_model_version")
+            if model_version is not None and stored != model_version:
+                raise EmbeddingModelMismatch(
+                    f"{self.uri}/{table} holds vectors of {stored!r}; the query vector is from {model_version!r}"
+                )
             hits += self._vector_route(tbl, vector, where, k)
         if text is not None and text.strip():
             hits += self._fulltext_route(tbl, text, where, k, phrase)
@@ -612,42 +728,111 @@ class LanceVectorStore:
                 continue
             if kind_set is not None and h.get("kind") not in kind_set:
                 continue
+            if entity_ids is not None and not set(entity_ids).intersection(h.get("entity_ids") or ()):
+                continue
             safe.append(h)
         return safe
+
+    def session_rows(
+        self,
+        *,
+        session_ids: Sequence[str],
+        principals: Sequence[str],
+        scope: str | None,
+        kinds: Sequence[str] | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> list[dict[str, Any]]:
+        """Every row of these sessions the principals may see (no ranking): what the query module
+        shows around a hit as its conversation window. Visibility, scope and kinds are pushed into
+        LanceDB as in :meth:`search` and checked again here. Rows carry :data:`HIT_COLUMNS`."""
+        if isinstance(session_ids, str):
+            raise TypeError("session_ids must be a list of strings, not a string")
+        wanted = sorted({s for s in session_ids if s})
+        tbl = self._open(table)
+        if tbl is None or not wanted:
+            return []
+        base = search_filter(principals, scope, kinds)
+        allowed = set(allowed_principals(principals))
+        # Session ids come from sources (up to 512 chars of anything): only those that pass the
+        # id pattern are inlined into the filter; the others are matched here after a scan.
+        inline = [s for s in wanted if _ID_RE.match(s)]
+        rest = [s for s in wanted if not _ID_RE.match(s)]
+        parts = [f"session_id IN ({_sql_list(part)})" for part in _chunks(inline)] if inline else []
+        wheres = [f"({base}) AND ({p})" for p in parts] + ([base] if rest else [])
+        want = set(wanted)
+        out: dict[str, dict[str, Any]] = {}
+        for where in wheres:
+            for r in self._scan(tbl, list(HIT_COLUMNS), where).to_pylist():
+                if r["session_id"] not in want or not allowed.intersection(r.get("visibility") or ()):
+                    continue
+                if scope is not None and r.get("scope") != scope:
+                    continue
+                out[r["id"]] = r
+        return sorted(out.values(), key=lambda r: (r["session_id"], r["valid_at"] is None, r["valid_at"], r["seq"] or 0, r["id"]))
 
     def _vector_route(self, tbl: Any, vector: Any, where: str, k: int) -> list[dict[str, Any]]:
         dim = (self._meta(tbl) or {}).get("embedding_dim") or tbl.schema.field("vector").type.list_size
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != dim:
             raise ValueError(f"query vector has {q.shape[0]} dimensions, the table {dim}")
-        res = (
-            tbl.search(q, vector_column_name="vector")
-            .distance_type("cosine")
-            .where(where, prefilter=True)
-            .select([*HIT_COLUMNS, "_distance"])
-            .limit(k)
-            .to_arrow()
-        )
-        out = []
-        for rank, r in enumerate(res.to_pylist(), 1):
-            r["score"] = 1.0 - float(r.pop("_distance"))
-            r["route"] = "vector"
-            r["rank"] = rank
-            out.append(r)
-        return out
+
+        def fetch(limit: int) -> list[dict[str, Any]]:
+            res = (
+                tbl.search(q, vector_column_name="vector")
+                .distance_type("cosine")
+                .where(where, prefilter=True)
+                .select([*HIT_COLUMNS, "_distance"])
+                .limit(limit)
+                .to_arrow()
+            )
+            rows = res.to_pylist()
+            for r in rows:
+                r["score"] = 1.0 - float(r.pop("_distance"))
+            return rows
+
+        return _ranked(_top_k(fetch, k), "vector")
 
     def _fulltext_route(self, tbl: Any, text: str, where: str, k: int, phrase: bool) -> list[dict[str, Any]]:
         from lancedb.query import MatchQuery, PhraseQuery
 
         query = PhraseQuery(text, "text") if phrase else MatchQuery(text, "text")
-        res = tbl.search(query, query_type="fts").where(where, prefilter=True).select([*HIT_COLUMNS, "_score"]).limit(k).to_arrow()
-        rows = res.to_pylist()
-        # Ties in BM25 come back in storage order; make the order stable by id.
-        rows.sort(key=lambda r: (-float(r["_score"]), r["id"]))
-        out = []
-        for rank, r in enumerate(rows, 1):
-            r["score"] = float(r.pop("_score"))
-            r["route"] = "fulltext"
-            r["rank"] = rank
-            out.append(r)
-        return out
+
+        def fetch(limit: int) -> list[dict[str, Any]]:
+            rows = tbl.search(query, query_type="fts").where(where, prefilter=True).select([*HIT_COLUMNS, "_score"]).limit(limit).to_arrow().to_pylist()
+            for r in rows:
+                r["score"] = float(r.pop("_score"))
+            return rows
+
+        return _ranked(_top_k(fetch, k), "fulltext")
+
+
+# A tie group straddling the k-th place is fetched whole, up to this many rows.
+_MAX_TIE_FETCH = 4096
+
+
+def _top_k(fetch: Any, k: int) -> list[dict[str, Any]]:
+    """The best ``k`` rows, ties broken by id, independent of storage order.
+
+    LanceDB returns tied scores (same text under several ids; BM25 over near-identical turns) in
+    storage order, and which of them make the cut at ``limit(k)`` depends on how the table was
+    written: a table rebuilt from scratch and one grown by appends would answer differently. So
+    when the k-th score is tied with the last row fetched, fetch more until the tie group is
+    complete, then sort by (score desc, id) and cut."""
+    limit = k
+    while True:
+        rows = fetch(limit)
+        if len(rows) < limit or limit >= _MAX_TIE_FETCH:
+            break
+        rows.sort(key=lambda r: -r["score"])
+        if rows[-1]["score"] < rows[k - 1]["score"]:
+            break
+        limit = min(limit * 4, _MAX_TIE_FETCH)
+    rows.sort(key=lambda r: (-r["score"], r["id"]))
+    return rows[:k]
+
+
+def _ranked(rows: list[dict[str, Any]], route: str) -> list[dict[str, Any]]:
+    for rank, r in enumerate(rows, 1):
+        r["route"] = route
+        r["rank"] = rank
+    return rows
