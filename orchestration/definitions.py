@@ -12,6 +12,7 @@ import assets.ledger
 import assets.retrieval
 import checks.claims
 import checks.ledger
+import checks.views
 from assets.state import dbt_resource, state_models
 from orchestration.keys import LEDGER
 from orchestration.resources import EmbedderResource, MemcResource
@@ -31,7 +32,7 @@ def build_definitions(home_dir: str | None = None) -> dg.Definitions:
             *assets.retrieval.ASSETS,
             *assets.graph.ASSETS,
         ],
-        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS],
+        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS],
         jobs=[ingest_inbox, observe_ledger],
         sensors=[inbox_sensor],
         schedules=[nightly_dreaming],

@@ -292,3 +292,90 @@ def test_symmetric_interactions_rank_both_speakers_alike(graph) -> None:
     assert graph.edge_count() == 4
     assert ranks["p"] == pytest.approx(ranks["r"])
     assert ranks["q"] > ranks["p"], "the speaker who talks with both ranks highest"
+
+
+# -- the evidence layer: entries, sessions, mentions, relations ---------------------------------------
+
+
+def evidence_layer():
+    from views.graph import ENTRY_SCHEMA, MENTION_SCHEMA, RELATION_SCHEMA, SESSION_SCHEMA
+
+    entries = pa.Table.from_pylist(
+        [
+            {"entry_id": f"e{i}", "seq": i, "scope": "acme", "kind": "message", "session_key": "ses_1" if i < 3 else None,
+             "actor": "Ana", "source_ref": f"t{i}", "valid_at": T0, "recorded_at": T0, "visibility": ["public"]}
+            for i in range(4)
+        ],
+        schema=ENTRY_SCHEMA,
+    )
+    sessions = pa.Table.from_pylist(
+        [{"session_key": "ses_1", "scope": "acme", "session_id": "s1", "entry_count": 3, "first_at": T0, "last_at": T0, "visibility": ["public"]}],
+        schema=SESSION_SCHEMA,
+    )
+    mentions = pa.Table.from_pylist(
+        [{"entry_id": "e0", "entity_id": "a", "scope": "acme"}, {"entry_id": "e1", "entity_id": "b", "scope": "acme"}, {"entry_id": "e3", "entity_id": "a", "scope": "acme"}],
+        schema=MENTION_SCHEMA,
+    )
+    relations = pa.Table.from_pylist(
+        [
+            {"src": "x", "dst": "lonely", "scope": "acme", "predicate": "has_relative", "object": "Lonely", "valid_from": T0, "recorded_at": T0,
+             "claim_id": "c1", "weight": 1, "evidence": ["e3"], "visibility": ["public"]},
+            {"src": "lonely", "dst": "h", "scope": "acme", "predicate": "works_with", "object": "H", "valid_from": T0, "recorded_at": T0,
+             "claim_id": "c2", "weight": 1, "evidence": ["e2"], "visibility": ["carla"]},
+        ],
+        schema=RELATION_SCHEMA,
+    )
+    return dict(entries=entries, sessions=sessions, mentions=mentions, relations=relations)
+
+
+def test_evidence_layer_counts_and_lineage(graph) -> None:
+    layer = evidence_layer()
+    res = graph.rebuild(SMALL_E, SMALL_I, **layer)
+    assert res["tables"] == {"Entity": 7, "Session": 1, "Entry": 4, "INTERACTS": 7, "RELATES": 2, "MENTIONS": 3, "IN_SESSION": 3}
+    assert res["nodes"] == 12 and res["edges"] == 15
+    assert graph.counts() == res["tables"] and graph.info()["tables"] == res["tables"]
+    ev = graph.node_evidence()
+    assert ev["Session"] == {"ses_1": ["e0", "e1", "e2"]} and ev["Entry"]["e3"] == ["e3"] and ev["Entity"]["x"] == ["e_x"]
+    # the evidence layer is part of the content version
+    assert res["graph_version"] != KuzuGraphStore(graph.path.parent / "other").rebuild(SMALL_E, SMALL_I)["graph_version"]
+    # pagerank still ranks people over interactions only
+    assert [e for e, _ in graph.pagerank("globex")] == ["g", "h"]
+
+
+def test_neighbours_follow_relations_the_asker_may_see(graph) -> None:
+    graph.rebuild(SMALL_E, SMALL_I, **evidence_layer())
+    two = {n["entity_id"]: n for n in graph.neighbours(["x"], depth=2)}
+    assert two["lonely"]["distance"] == 1 and two["lonely"]["relations"] == ["has_relative"]
+    assert two["a"]["relations"] == []
+    # lonely -> h is a claim only carla may see: others do not walk it
+    assert "h" not in {n["entity_id"] for n in graph.neighbours(["lonely"], depth=1, principals=["ana"])}
+    assert "h" in {n["entity_id"] for n in graph.neighbours(["lonely"], depth=1, principals=["carla"])}
+
+
+def test_evidence_layer_is_validated(graph) -> None:
+    layer = evidence_layer()
+    bad = dict(layer, mentions=pa.concat_tables([layer["mentions"], pa.Table.from_pylist([{"entry_id": "e_gone", "entity_id": "a", "scope": "acme"}], schema=layer["mentions"].schema)]))
+    with pytest.raises(ValueError, match="mentions: entry_id names unknown entries"):
+        graph.rebuild(SMALL_E, SMALL_I, **bad)
+    bad = dict(layer, sessions=layer["sessions"].slice(0, 0))
+    with pytest.raises(ValueError, match="unknown sessions"):
+        graph.rebuild(SMALL_E, SMALL_I, **bad)
+    assert not graph.path.exists()
+
+
+def test_communities_are_named_by_members_and_stable_across_rebuilds(tmp_path) -> None:
+    ents, rels = random_graph(seed=9)
+    one, two = KuzuGraphStore(tmp_path / "one"), KuzuGraphStore(tmp_path / "two")
+    one.rebuild(ents, rels)
+    two.rebuild(shuffled(ents, 3), shuffled(rels, 4))
+    for scope in ("acme", "globex"):
+        got = one.communities(scope)
+        assert got == two.communities(scope) == one.communities(scope)
+        members = {r["entity_id"] for r in ents.to_pylist() if r["scope"] == scope}
+        assert {e for e, _ in got} == members
+        for e, label in got:
+            assert label in members and label <= e  # named by the smallest member
+    one.close()
+    two.close()
+    with pytest.raises(ValueError, match="malformed scope"):
+        KuzuGraphStore(tmp_path / "one").communities("x' OR 1")

@@ -271,7 +271,7 @@ def test_retraction_closes_for_those_who_may_see_it(fold_home):
 def test_admin_as_of_equals_the_state_history_interval_pattern(fold_home):
     """Two readings of the bi-temporal fold agree on a grid of (valid time, transaction time):
     the state_history interval pattern, and the as-of query memc state runs (administrator)."""
-    from memc.commands.state_cmd import AS_OF_SQL, _marts_connection
+    from query.state import AS_OF_SQL, _marts_connection
 
     home = fold_home[0]
     con = _marts_connection(home.marts, ("state_history", "state_closings"))

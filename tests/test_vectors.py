@@ -123,7 +123,7 @@ def test_model_version_matches_installed_package() -> None:
 
 def test_modules_import_nothing_heavy() -> None:
     code = (
-        "import sys, views, views.embedder, views.vectors, views.graph\n"
+        "import sys, views, views.embedder, views.vectors, views.graph, views.evidence, views.build, views.audit, views.dreaming\n"
         "heavy = [m for m in ('sentence_transformers', 'torch', 'lancedb', 'kuzu', 'dagster') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
     )
@@ -416,3 +416,113 @@ def test_compact_keeps_rows_and_drops_old_versions(tmp_path, counting, corpus_ro
     assert len(store.db.open_table("evidence").list_versions()) == 1
     assert store.count() == len(CORPUS)
     assert store.search(text="ORD-99812", principals=[], scope=None, k=1)[0]["text"] == CORPUS[1]
+
+
+# -- claim rows, entity filters, model and layout changes, health -----------------------------------------
+
+
+def test_claim_rows_render_short_sentences_pointing_at_their_source() -> None:
+    from memc.ids import entity_id
+    from views.evidence import claim_rows, index_rows
+
+    base = {"claim_id": "c_1", "scope": "team", "subject": "Elena", "subject_id": entity_id("team", "Elena"), "predicate": "lives_in",
+            "object": "Berlin", "cardinality": "functional", "valid_at": datetime(2024, 5, 14, 10, tzinfo=timezone.utc), "recorded_at": T0,
+            "source_entry_id": "e_src", "source_seq": 7, "source_ref": "ET2:1", "visibility": ["public"], "polarity": "assert"}
+    claims = [
+        base,
+        dict(base, claim_id="c_2", predicate="likes", object="green tea", cardinality="multi"),
+        dict(base, claim_id="c_3", object="Potsdam", polarity="retract", visibility=["elena"]),
+        dict(base, claim_id="c_4", predicate="has_relative", object="Priya", object_id=None, cardinality="multi"),
+        dict(base, claim_id="c_5", predicate="mentions_identifier", object="ORD-1"),
+    ]
+    rows = claim_rows(claims, known_entities=[entity_id("team", "Priya")]).to_pylist()
+    assert [r["text"] for r in rows] == [
+        "Elena lives in Berlin (since 2024-05-14)",
+        "Elena likes green tea (as of 2024-05-14)",
+        "Elena no longer lives in Potsdam (from 2024-05-14)",
+        "Elena has relative Priya (as of 2024-05-14)",
+    ]
+    for r in rows:
+        assert r["kind"] == "claim" and r["entry_id"] == "e_src" and r["source_ref"] == "ET2:1" and r["seq"] == 7
+        assert r["content_hash"] == text_hash(r["text"]) and r["id"].startswith("cl_")
+    assert rows[2]["visibility"] == ["elena"]
+    assert rows[3]["entity_ids"] == sorted([entity_id("team", "Elena"), entity_id("team", "Priya")])
+    assert rows[0]["entity_ids"] == [entity_id("team", "Elena")]
+    # same inputs, any order: the same table
+    a = index_rows([], pa.Table.from_pylist(claims[:4]))
+    b = index_rows([], pa.Table.from_pylist(claims[:4][::-1]))
+    assert a.equals(b)
+
+
+def test_entity_filter_is_a_prefilter(store, embedder, counting) -> None:
+    rows = [dict(row(n, f"Weekly sync notes number {n} about the roadmap."), entity_ids=["ent_a"] if n % 2 else ["ent_b"]) for n in range(20)]
+    store.sync(evidence_table(rows), counting)
+    q = embedder.encode(["roadmap sync notes"])[0]
+    hits = store.search(vector=q, text="roadmap", principals=[], scope=None, k=5, entity_ids=["ent_a"])
+    assert len(hits) == 10 and all(h["entity_ids"] == ["ent_a"] for h in hits)
+    assert store.search(vector=q, principals=[], scope=None, k=5, entity_ids=[]) == []
+    with pytest.raises(ValueError, match="malformed entity id"):
+        store.search(text="x", principals=[], scope=None, k=5, entity_ids=["a' OR true"])
+
+
+def test_search_refuses_a_query_vector_of_another_model(store, embedder, counting, corpus_rows) -> None:
+    from views.vectors import EmbeddingModelMismatch
+
+    store.sync(evidence_table(corpus_rows), counting)
+    q = embedder.encode(["tea"])[0]
+    assert store.search(vector=q, principals=[], scope=None, k=1, model_version=EMBEDDING_MODEL_VERSION)
+    with pytest.raises(EmbeddingModelMismatch):
+        store.search(vector=q, principals=[], scope=None, k=1, model_version="some-other-weights==9.9")
+    # full text needs no vector: it still answers
+    assert store.search(text="tea", principals=[], scope=None, k=1, model_version="some-other-weights==9.9")
+
+
+def test_an_older_row_layout_is_rebuilt_without_re_embedding(tmp_path, counting, corpus_rows) -> None:
+    import lancedb
+
+    from views.vectors import lance_schema
+
+    # A table written before entity_ids/claim_id existed.
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(corpus_rows), counting)
+    full = store.db.open_table("evidence").to_arrow()
+    old_schema = pa.schema([f for f in lance_schema(EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION) if f.name not in ("entity_ids", "claim_id")],
+                           metadata=lance_schema(EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION).metadata)
+    db = lancedb.connect(str(tmp_path / "vectors"))
+    db.drop_table("evidence")
+    db.create_table("evidence", data=full.select(old_schema.names).cast(old_schema), schema=old_schema)
+    counting.encoded.clear()
+    res = LanceVectorStore(tmp_path / "vectors").sync(evidence_table(corpus_rows), counting)
+    assert res["layout_changed"] and res["newly_embedded"] == 0 and counting.encoded == []
+    assert "entity_ids" in LanceVectorStore(tmp_path / "vectors").db.open_table("evidence").schema.names
+
+
+def test_health_reports_bad_vectors_and_fts_coverage(tmp_path, counting, corpus_rows) -> None:
+    from views.vectors import _fixed_vectors
+
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(corpus_rows), counting)
+    h = store.health()
+    assert h["rows"] == len(CORPUS) and h["fts_index"] and h["fts_unindexed_rows"] == 0
+    assert h["null_vectors"] == h["wrong_dimension"] == h["non_unit_vectors"] == h["non_finite_vectors"] == 0
+    tbl = store.db.open_table("evidence")
+    extra = tbl.to_arrow().slice(0, 2)
+    extra = extra.set_column(0, "id", pa.array(["c_bad1", "c_bad2"]))
+    vecs = np.zeros((2, EMBEDDING_DIM), dtype=np.float32)  # LanceDB itself refuses NaN vectors on add
+    vecs[1, :] = 0.5
+    extra = extra.set_column(extra.schema.get_field_index("vector"), "vector", _fixed_vectors(vecs, EMBEDDING_DIM))
+    tbl.add(extra.cast(tbl.schema))
+    h = store.health()
+    assert h["non_unit_vectors"] == 2 and h["non_finite_vectors"] == 0 and h["fts_unindexed_rows"] == 2
+    assert LanceVectorStore(tmp_path / "none").health() is None
+
+
+def test_session_rows_returns_the_visible_turns_of_the_sessions(store, counting) -> None:
+    rows = [dict(row(n, f"Turn {n} of the planning chat."), session_id=f"s{n % 3}", visibility=["ana"] if n == 4 else ["public"]) for n in range(9)]
+    rows.append(dict(row(50, "A turn in an odd session id."), session_id="chat with spaces & 'quotes'"))
+    store.sync(evidence_table(rows), counting)
+    got = store.session_rows(session_ids=["s1", "chat with spaces & 'quotes'"], principals=["bruno"], scope="acme", kinds=["message"])
+    assert [r["seq"] for r in got] == [50, 1, 7]  # n=4 (s1) is ana's only
+    assert [r["seq"] for r in store.session_rows(session_ids=["s1"], principals=["ana"], scope=None)] == [1, 4, 7]
+    assert store.session_rows(session_ids=["s1"], principals=["ana"], scope="globex") == []
+    assert store.session_rows(session_ids=[], principals=[], scope=None) == []

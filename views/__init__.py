@@ -1,2 +1,4 @@
-"""Compiled views of the ledger: embeddings (``embedder``), vectors + full text (``vectors``) and the
-entity graph (``graph``). Plain modules, no Dagster; heavy engines are imported lazily inside them."""
+"""Compiled views of the ledger: embeddings (``embedder``), evidence rows (``evidence``), vectors +
+full text (``vectors``), the entity graph (``graph``), dreaming (``dreaming``), the per-home build
+steps the assets call (``build``) and the audits the checks run (``audit``). Plain modules, no
+Dagster; heavy engines are imported lazily inside them."""

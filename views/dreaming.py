@@ -1,5 +1,7 @@
-"""Dreaming: compile the interaction graph, rank who is central, and write the results back to
-the ledger as derived claims with lineage.
+"""Dreaming: compile the interaction graph, rank who is central (PageRank), find who belongs
+together (Louvain communities), and write the results back to the ledger as derived claims with
+lineage: ``claim: Elena centrality = 0.0873; graph: interactions 3f2a..; ledger watermark: 1048;
+producer: dreaming 1.1``.
 
 A derived claim's watermark is the highest seq among its inputs (not the ledger head), and its
 content, valid time and id follow from its inputs alone. Re-running at the same inputs therefore
@@ -10,6 +12,9 @@ own write-back does not change its inputs, so it never feeds on itself.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -19,7 +24,73 @@ from memc.ids import digest
 from memc.visibility import meet
 
 PRODUCER = "dreaming"
-PRODUCER_VERSION = "1.0"
+# 1.1: community claims (Louvain) beside centrality.
+PRODUCER_VERSION = "1.1"
+
+
+@dataclass(frozen=True)
+class ScopeInputs:
+    """What every claim dreamt for one scope shares: its lineage and visibility."""
+
+    scope: str
+    evidence: tuple[str, ...]  # the interaction turns' entry ids, sorted
+    watermark: int  # highest seq among them: never the ledger head, so dreaming never feeds on itself
+    visibility: tuple[str, ...]  # the meet of their visibilities
+    valid_at: datetime  # the last interaction's valid time
+    graph_version: str  # content hash of the scope's interaction edges
+
+
+def scope_inputs(interactions: pa.Table, seq_of: dict[str, int]) -> dict[str, ScopeInputs]:
+    """Per scope, the lineage of anything computed from its interaction graph. Scopes whose inputs
+    no single principal may all see are left out: a claim visible to nobody but an administrator
+    would be refused by the policy validator anyway."""
+    by_scope: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in interactions.to_pylist():
+        by_scope[row["scope"]].append(row)
+    out = {}
+    for scope, rows in sorted(by_scope.items()):
+        rows.sort(key=lambda r: (r["src"], r["dst"]))
+        evidence = sorted({e for r in rows for e in r["evidence"]})
+        visibility = meet(r["visibility"] for r in rows)
+        if not rows or not evidence or not visibility:
+            continue
+        out[scope] = ScopeInputs(
+            scope=scope,
+            evidence=tuple(evidence),
+            watermark=max(seq_of[e] for e in evidence),
+            visibility=tuple(visibility),
+            valid_at=max(r["last_at"] for r in rows),
+            graph_version=digest([(r["src"], r["dst"], r["weight"]) for r in rows])[:12],
+        )
+    return out
+
+
+def _entry(inp: ScopeInputs, entity_id: str, name: str, predicate: str, value: str, **attrs: Any) -> NewEntry:
+    return NewEntry(
+        kind="derived_claim",
+        scope=inp.scope,
+        content=(
+            f"claim: {name} {predicate} = {value}; graph: interactions {inp.graph_version}; "
+            f"ledger watermark: {inp.watermark}; producer: {PRODUCER} {PRODUCER_VERSION}"
+        ),
+        valid_at=inp.valid_at,
+        actor=PRODUCER,
+        source_ref=f"{predicate}:{entity_id}:{inp.graph_version}",
+        visibility=inp.visibility,
+        confidence=1.0,
+        attributes={
+            "subject": name,
+            "subject_id": entity_id,
+            "predicate": predicate,
+            "object": value,
+            "graph_version": inp.graph_version,
+            **attrs,
+        },
+        derived_from=inp.evidence,
+        producer=PRODUCER,
+        producer_version=PRODUCER_VERSION,
+        watermark=inp.watermark,
+    )
 
 
 def centrality_entries(
@@ -32,53 +103,65 @@ def centrality_entries(
 
     ``interactions`` and ``entities`` are the dbt marts; ``ranks_by_scope`` maps a scope to its
     PageRank results; ``seq_of`` maps the interactions' evidence entry ids to their seqs."""
-    names = {r["entity_id"]: r["name"] for r in entities.select(["entity_id", "name"]).to_pylist()}
-    by_scope: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in interactions.to_pylist():
-        by_scope[row["scope"]].append(row)
-
+    names = _names(entities)
+    inputs = scope_inputs(interactions, seq_of)
     out: list[NewEntry] = []
     for scope, ranks in sorted(ranks_by_scope.items()):
-        rows = sorted(by_scope.get(scope, []), key=lambda r: (r["src"], r["dst"]))
-        if not rows or not ranks:
+        inp = inputs.get(scope)
+        if inp is None or not ranks:
             continue
-        evidence = sorted({e for r in rows for e in r["evidence"]})
-        watermark = max(seq_of[e] for e in evidence)
-        visibility = meet(r["visibility"] for r in rows)
-        if not visibility:
-            # Inputs no single principal may all see: the claim would be visible to nobody but
-            # an administrator, and the policy validator would refuse to derive anything from it.
-            continue
-        valid_at = max(r["last_at"] for r in rows)
-        graph_version = digest([(r["src"], r["dst"], r["weight"]) for r in rows])[:12]
         for entity_id, rank in ranks:
-            name = names.get(entity_id, entity_id)
-            value = f"{rank:.4f}"
-            out.append(
-                NewEntry(
-                    kind="derived_claim",
-                    scope=scope,
-                    content=(
-                        f"claim: {name} centrality = {value}; graph: interactions {graph_version}; "
-                        f"ledger watermark: {watermark}; producer: {PRODUCER} {PRODUCER_VERSION}"
-                    ),
-                    valid_at=valid_at,
-                    actor=PRODUCER,
-                    source_ref=f"centrality:{entity_id}:{graph_version}",
-                    visibility=tuple(visibility),
-                    confidence=1.0,
-                    attributes={
-                        "subject": name,
-                        "subject_id": entity_id,
-                        "predicate": "centrality",
-                        "object": value,
-                        "graph_version": graph_version,
-                        "algorithm": "pagerank",
-                    },
-                    derived_from=tuple(evidence),
-                    producer=PRODUCER,
-                    producer_version=PRODUCER_VERSION,
-                    watermark=watermark,
-                )
-            )
+            out.append(_entry(inp, entity_id, names.get(entity_id, entity_id), "centrality", f"{rank:.4f}", algorithm="pagerank"))
     return out
+
+
+def community_entries(
+    interactions: pa.Table,
+    entities: pa.Table,
+    communities_by_scope: dict[str, list[tuple[str, str]]],
+    ranks_by_scope: dict[str, list[tuple[str, float]]],
+    seq_of: dict[str, int],
+) -> list[NewEntry]:
+    """Derived ``community`` claims, one per entity in a community of two or more: ``claim: Priya
+    community = Elena's circle (3 members)``. A community is named after its most central member
+    (PageRank, then entity_id), so the name means something to a reader and follows from the
+    graph alone; ``community_id`` hashes the sorted member ids."""
+    names = _names(entities)
+    inputs = scope_inputs(interactions, seq_of)
+    out: list[NewEntry] = []
+    for scope, assignment in sorted(communities_by_scope.items()):
+        inp = inputs.get(scope)
+        if inp is None or not assignment:
+            continue
+        rank = dict(ranks_by_scope.get(scope, []))
+        members: dict[str, list[str]] = defaultdict(list)
+        for entity_id, label in assignment:
+            members[label].append(entity_id)
+        for label, group in sorted(members.items()):
+            if len(group) < 2:
+                continue  # an isolated speaker is no community
+            group.sort()
+            leader = min(group, key=lambda e: (-round(rank.get(e, 0.0), 12), e))
+            community_id = "cm_" + digest(scope, group)[:12]
+            value = f"{names.get(leader, leader)}'s circle ({len(group)} members)"
+            for entity_id in group:
+                out.append(
+                    _entry(
+                        inp, entity_id, names.get(entity_id, entity_id), "community", value,
+                        algorithm="louvain", community_id=community_id, members=len(group),
+                    )
+                )
+    return out
+
+
+def dream(graph: Any, interactions: pa.Table, entities: pa.Table, seq_of: dict[str, int], scopes: Sequence[str] | None = None) -> list[NewEntry]:
+    """Everything dreaming derives from a built graph (a views.graph.GraphStore): PageRank and
+    Louvain communities per scope of the interaction mart, as derived ledger entries."""
+    scopes = sorted(set(interactions.column("scope").to_pylist())) if scopes is None else sorted(scopes)
+    ranks = {scope: graph.pagerank(scope) for scope in scopes}
+    comms = {scope: graph.communities(scope) for scope in scopes}
+    return centrality_entries(interactions, entities, ranks, seq_of) + community_entries(interactions, entities, comms, ranks, seq_of)
+
+
+def _names(entities: pa.Table) -> dict[str, str]:
+    return {r["entity_id"]: r["name"] for r in entities.select(["entity_id", "name"]).to_pylist()}

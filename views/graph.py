@@ -1,5 +1,6 @@
-"""The entity graph view: entities and who interacts with whom, for PageRank ("dreaming") and
-multi-hop retrieval.
+"""The entity graph view: entities and who interacts with whom, for PageRank and communities
+("dreaming") and multi-hop retrieval, plus the evidence layer: ledger entries (ids, no text),
+sessions, which entry mentions which entity, and relations between entities from current claims.
 
 Callers see :class:`GraphStore`; every Kùzu-specific line lives in :class:`KuzuGraphStore`. Kùzu was
 archived upstream in October 2025 (0.11.3 is the last release); its LadybugDB fork is meant as the
@@ -18,6 +19,10 @@ Verified on kuzu 0.11.3 (tests/test_graph.py):
   directed; isolated nodes of the projection get (1 - d) / N;
 * ranks are bit-identical across rebuilds only if the input is loaded in the same order: rows are
   sorted before COPY (shuffled input differed by ~1e-18 otherwise);
+* ``CALL louvain('G') RETURN node, louvain_id``: communities over the projection; it also returns
+  the nodes outside the projection (louvain_id -1), which ``communities`` drops by scope; one
+  thread gives the same partition across rebuilds;
+* multi-label walks ``-[r:INTERACTS|RELATES]-`` read a property missing from one table as null;
 * project_graph needs a read-write database (P11); ``QueryResult.get_as_arrow()`` raises
   ZeroDivisionError on a result with no columns (CALL project_graph): such results are just closed.
 """
@@ -38,6 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute in prepare_graph)
 
 PUBLIC = "public"
 # Mirror ledger/schema.py; only validated values are ever inlined into Cypher text.
@@ -70,6 +76,61 @@ INTERACTION_SCHEMA = pa.schema(
     ]
 )
 
+# The evidence layer (all optional in ``rebuild``): ledger entries, sessions, who is mentioned
+# where, and relations between entities from current claims. Same column names as the dbt marts
+# graph_entries, graph_sessions, graph_mentions and graph_relations.
+ENTRY_SCHEMA = pa.schema(
+    [
+        pa.field("entry_id", pa.string(), nullable=False),
+        pa.field("seq", pa.int64()),
+        pa.field("scope", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("session_key", pa.string()),
+        pa.field("actor", pa.string()),
+        pa.field("source_ref", pa.string()),
+        pa.field("valid_at", TS),
+        pa.field("recorded_at", TS),
+        pa.field("visibility", pa.list_(pa.string())),
+    ]
+)
+SESSION_SCHEMA = pa.schema(
+    [
+        pa.field("session_key", pa.string(), nullable=False),
+        pa.field("scope", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("entry_count", pa.int64()),
+        pa.field("first_at", TS),
+        pa.field("last_at", TS),
+        pa.field("visibility", pa.list_(pa.string())),
+    ]
+)
+MENTION_SCHEMA = pa.schema(
+    [
+        pa.field("entry_id", pa.string(), nullable=False),
+        pa.field("entity_id", pa.string(), nullable=False),
+        pa.field("scope", pa.string()),
+    ]
+)
+RELATION_SCHEMA = pa.schema(
+    [
+        pa.field("src", pa.string(), nullable=False),
+        pa.field("dst", pa.string(), nullable=False),
+        pa.field("scope", pa.string()),
+        pa.field("predicate", pa.string()),
+        pa.field("object", pa.string()),
+        pa.field("valid_from", TS),
+        pa.field("recorded_at", TS),
+        pa.field("claim_id", pa.string()),
+        pa.field("weight", pa.int64()),
+        pa.field("evidence", pa.list_(pa.string())),
+        pa.field("visibility", pa.list_(pa.string())),
+    ]
+)
+IN_SESSION_SCHEMA = pa.schema([pa.field("entry_id", pa.string(), nullable=False), pa.field("session_key", pa.string(), nullable=False)])
+
+NODE_TABLES = ("Entity", "Session", "Entry")
+EDGE_TABLES = ("INTERACTS", "RELATES", "MENTIONS", "IN_SESSION")
+
 MAX_DEPTH = 4
 
 
@@ -77,12 +138,35 @@ MAX_DEPTH = 4
 class GraphStore(Protocol):
     """A rebuildable entity graph."""
 
-    def rebuild(self, entities: pa.Table, interactions: pa.Table) -> dict[str, Any]:
-        """Replace the whole graph with these entities and interactions (fresh directory, swapped in)."""
+    def rebuild(
+        self,
+        entities: pa.Table,
+        interactions: pa.Table,
+        *,
+        entries: pa.Table | None = None,
+        sessions: pa.Table | None = None,
+        mentions: pa.Table | None = None,
+        relations: pa.Table | None = None,
+    ) -> dict[str, Any]:
+        """Replace the whole graph (fresh directory, swapped in). Returns counts per table, totals
+        ``nodes``/``edges`` and a content ``graph_version``."""
         ...
 
     def pagerank(self, scope: str) -> list[tuple[str, float]]:
         """(entity_id, rank) for the scope's nodes over the scope's edges, rank desc then entity_id."""
+        ...
+
+    def communities(self, scope: str) -> list[tuple[str, str]]:
+        """(entity_id, community) over the scope's interaction graph; a community is named by its
+        smallest member id, so the labels depend on the graph only. Sorted by entity_id."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """Rows per node and edge table (see NODE_TABLES, EDGE_TABLES); {} when no graph is built."""
+        ...
+
+    def node_evidence(self) -> dict[str, dict[str, list[str]]]:
+        """Per node table, node id -> the ledger entry ids it traces to."""
         ...
 
     def neighbours(
@@ -130,36 +214,80 @@ def both_directions(interactions: pa.Table) -> pa.Table:
     return pa.concat_tables([interactions, reverse.cast(interactions.schema)])
 
 
-def prepare_graph(entities: pa.Table, interactions: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """Validate and canonically order the input (the order fixes PageRank's float summation order)."""
-    ents = _conform(entities, ENTITY_SCHEMA, "entities")
-    rels = _conform(interactions, INTERACTION_SCHEMA, "interactions")
-    ids = ents.column("entity_id").to_pylist()
+def _keys(table: pa.Table, col: str, what: str) -> set[str]:
+    ids = table.column(col).to_pylist()
     if any(i is None or i == "" for i in ids):
-        raise ValueError("entities: entity_id must be a non-empty string")
+        raise ValueError(f"{what}: {col} must be a non-empty string")
     if len(set(ids)) != len(ids):
-        raise ValueError("entities: duplicate entity_id")
-    known = set(ids)
+        raise ValueError(f"{what}: duplicate {col}")
+    return set(ids)
+
+
+def _dangling(table: pa.Table, col: str, known: set[str], what: str, target: str) -> None:
+    dangling = sorted({v for v in table.column(col).to_pylist() if v not in known})
+    if dangling:
+        raise ValueError(f"{what}: {col} names unknown {target} {dangling[:5]}")
+
+
+def _sorted(table: pa.Table, keys: Sequence[str]) -> pa.Table:
+    return table.sort_by([(k, "ascending") for k in keys]) if table.num_rows else table
+
+
+def prepare_graph(
+    entities: pa.Table,
+    interactions: pa.Table,
+    *,
+    entries: pa.Table | None = None,
+    sessions: pa.Table | None = None,
+    mentions: pa.Table | None = None,
+    relations: pa.Table | None = None,
+) -> dict[str, pa.Table]:
+    """Validate and canonically order the input, one table per Kùzu table (the order fixes
+    PageRank's and Louvain's float summation order, so ranks are identical across rebuilds)."""
+    ents = _conform(entities, ENTITY_SCHEMA, "entities")
+    inter = _conform(interactions, INTERACTION_SCHEMA, "interactions")
+    entr = _conform(entries if entries is not None else ENTRY_SCHEMA.empty_table(), ENTRY_SCHEMA, "entries")
+    sess = _conform(sessions if sessions is not None else SESSION_SCHEMA.empty_table(), SESSION_SCHEMA, "sessions")
+    ment = _conform(mentions if mentions is not None else MENTION_SCHEMA.empty_table(), MENTION_SCHEMA, "mentions")
+    rel = _conform(relations if relations is not None else RELATION_SCHEMA.empty_table(), RELATION_SCHEMA, "relations")
+
+    known = _keys(ents, "entity_id", "entities")
     for col in ("src", "dst"):
-        dangling = sorted({v for v in rels.column(col).to_pylist() if v not in known})
-        if dangling:
-            raise ValueError(f"interactions: {col} names unknown entities {dangling[:5]}")
-    if ents.num_rows:
-        ents = ents.sort_by([("entity_id", "ascending")])
-    if rels.num_rows:
-        rels = rels.sort_by([("src", "ascending"), ("dst", "ascending"), ("scope", "ascending"), ("first_at", "ascending")])
-    return ents, rels
+        _dangling(inter, col, known, "interactions", "entities")
+        _dangling(rel, col, known, "relations", "entities")
+    entry_ids = _keys(entr, "entry_id", "entries")
+    session_keys = _keys(sess, "session_key", "sessions")
+    _dangling(ment, "entity_id", known, "mentions", "entities")
+    _dangling(ment, "entry_id", entry_ids, "mentions", "entries")
+    in_session = entr.select(["entry_id", "session_key"]).filter(pa.compute.is_valid(entr.column("session_key")))
+    in_session = in_session.cast(IN_SESSION_SCHEMA)
+    _dangling(in_session, "session_key", session_keys, "entries", "sessions")
+    return {
+        "Entity": _sorted(ents, ["entity_id"]),
+        "Session": _sorted(sess, ["session_key"]),
+        "Entry": _sorted(entr, ["entry_id"]),
+        "INTERACTS": _sorted(inter, ["src", "dst", "scope", "first_at"]),
+        "RELATES": _sorted(rel, ["src", "dst", "claim_id"]),
+        "MENTIONS": _sorted(ment, ["entry_id", "entity_id"]),
+        "IN_SESSION": _sorted(in_session, ["entry_id"]),
+    }
 
 
-def graph_version(entities: pa.Table, interactions: pa.Table) -> str:
-    """A content version of the graph's input (same input, same version): lineage for derived claims."""
+def graph_version(*tables: pa.Table) -> str:
+    """A content version of the graph's input (same input, same version): lineage for derived claims.
+
+    Tables that are empty do not change the version, so a graph of entities and interactions
+    alone keeps the version it had before the evidence layer existed."""
     h = hashlib.sha256()
-    for t in (entities, interactions):
+    for i, t in enumerate(tables):
+        if i >= 2 and t.num_rows == 0:
+            continue
         for r in t.to_pylist():
             h.update(json.dumps(r, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8"))
             h.update(b"\n")
         h.update(b"\x00")
     return "g_" + h.hexdigest()[:24]
+
 
 
 class KuzuGraphStore:
@@ -283,18 +411,48 @@ class KuzuGraphStore:
     _DDL = (
         "CREATE NODE TABLE Entity(entity_id STRING, scope STRING, name STRING, entity_type STRING, "
         "visibility STRING[], evidence STRING[], PRIMARY KEY(entity_id))",
+        "CREATE NODE TABLE Session(session_key STRING, scope STRING, session_id STRING, entry_count INT64, "
+        "first_at TIMESTAMP, last_at TIMESTAMP, visibility STRING[], PRIMARY KEY(session_key))",
+        "CREATE NODE TABLE Entry(entry_id STRING, seq INT64, scope STRING, kind STRING, session_key STRING, "
+        "actor STRING, source_ref STRING, valid_at TIMESTAMP, recorded_at TIMESTAMP, visibility STRING[], "
+        "PRIMARY KEY(entry_id))",
         "CREATE REL TABLE INTERACTS(FROM Entity TO Entity, scope STRING, weight INT64, "
         "first_at TIMESTAMP, last_at TIMESTAMP, evidence STRING[])",
+        # weight (always 1) and evidence mirror INTERACTS so that a walk over both sums and cites alike.
+        "CREATE REL TABLE RELATES(FROM Entity TO Entity, scope STRING, predicate STRING, object STRING, "
+        "valid_from TIMESTAMP, recorded_at TIMESTAMP, claim_id STRING, weight INT64, evidence STRING[], "
+        "visibility STRING[])",
+        "CREATE REL TABLE MENTIONS(FROM Entry TO Entity, scope STRING)",
+        "CREATE REL TABLE IN_SESSION(FROM Entry TO Session)",
     )
+    # What each table's rows are counted and keyed by.
+    _COUNT = {
+        "Entity": "MATCH (n:Entity) RETURN count(n) AS c",
+        "Session": "MATCH (n:Session) RETURN count(n) AS c",
+        "Entry": "MATCH (n:Entry) RETURN count(n) AS c",
+        "INTERACTS": "MATCH ()-[r:INTERACTS]->() RETURN count(r) AS c",
+        "RELATES": "MATCH ()-[r:RELATES]->() RETURN count(r) AS c",
+        "MENTIONS": "MATCH ()-[r:MENTIONS]->() RETURN count(r) AS c",
+        "IN_SESSION": "MATCH ()-[r:IN_SESSION]->() RETURN count(r) AS c",
+    }
 
-    def rebuild(self, entities: pa.Table, interactions: pa.Table) -> dict[str, Any]:
+    def rebuild(
+        self,
+        entities: pa.Table,
+        interactions: pa.Table,
+        *,
+        entries: pa.Table | None = None,
+        sessions: pa.Table | None = None,
+        mentions: pa.Table | None = None,
+        relations: pa.Table | None = None,
+    ) -> dict[str, Any]:
         """Build the graph into a fresh directory beside ``path`` (bulk COPY from Parquet staged in a
-        temp dir), then swap: rename the live directory away, rename the fresh one in, delete the old.
-        Returns ``{"nodes", "edges", "graph_version", "path"}``."""
+        temp dir, nodes before edges), then swap: rename the live directory away, rename the fresh
+        one in, delete the old. Returns ``{"nodes", "edges", "tables", "graph_version", "path"}``."""
         import pyarrow.parquet as pq
 
-        ents, rels = prepare_graph(entities, interactions)
-        version = graph_version(ents, rels)
+        tables = prepare_graph(entities, interactions, entries=entries, sessions=sessions, mentions=mentions, relations=relations)
+        version = graph_version(*(tables[t] for t in ("Entity", "INTERACTS", "Session", "Entry", "RELATES", "MENTIONS")))
         parent = self.path.parent
         parent.mkdir(parents=True, exist_ok=True)
         self._remove_leftovers()
@@ -309,22 +467,25 @@ class KuzuGraphStore:
                     for ddl in self._DDL:
                         self._run(conn, ddl)
                     with tempfile.TemporaryDirectory(prefix="memc-graph-") as stage:
-                        for name, table, target in (("entities", ents, "Entity"), ("interactions", rels, "INTERACTS")):
+                        for target in (*NODE_TABLES, *EDGE_TABLES):
+                            table = tables[target]
                             if table.num_rows == 0:
                                 continue  # COPY of an empty file is pointless
-                            file = Path(stage) / f"{name}.parquet"
+                            file = Path(stage) / f"{target}.parquet"
                             if "'" in str(file) or "\\" in str(file):
                                 raise ValueError(f"unsafe staging path {file}")
                             pq.write_table(table, file)
                             self._run(conn, f"COPY {target} FROM '{file}'")
-                    nodes = self._rows(conn, "MATCH (n:Entity) RETURN count(n) AS c")[0]["c"]
-                    edges = self._rows(conn, "MATCH ()-[r:INTERACTS]->() RETURN count(r) AS c")[0]["c"]
-                    if (nodes, edges) != (ents.num_rows, rels.num_rows):
-                        raise RuntimeError(f"graph load mismatch: {nodes}/{edges} vs {ents.num_rows}/{rels.num_rows}")
+                    counts = {t: int(self._rows(conn, q)[0]["c"]) for t, q in self._COUNT.items()}
+                    expected = {t: tables[t].num_rows for t in counts}
+                    if counts != expected:
+                        raise RuntimeError(f"graph load mismatch: {counts} vs {expected}")
                 finally:
                     conn.close()
                     db.close()  # checkpoints: the fresh directory is complete on disk
-                meta = {"nodes": nodes, "edges": edges, "graph_version": version, "engine": self._engine_version()}
+                nodes = sum(counts[t] for t in NODE_TABLES)
+                edges = sum(counts[t] for t in EDGE_TABLES)
+                meta = {"nodes": nodes, "edges": edges, "tables": counts, "graph_version": version, "engine": self._engine_version()}
                 (fresh / self.META_FILE).write_text(json.dumps(meta, sort_keys=True) + "\n")
                 self.close()
                 if self.path.exists():
@@ -338,7 +499,7 @@ class KuzuGraphStore:
             finally:
                 shutil.rmtree(fresh, ignore_errors=True)
                 shutil.rmtree(retired, ignore_errors=True)
-        return {"nodes": nodes, "edges": edges, "graph_version": version, "path": str(self.path)}
+        return {"nodes": nodes, "edges": edges, "tables": counts, "graph_version": version, "path": str(self.path)}
 
     def _remove_leftovers(self) -> None:
         """Half-done swaps of a crashed rebuild (the live directory is never among them)."""
@@ -363,7 +524,28 @@ class KuzuGraphStore:
 
     # -- reading ----------------------------------------------------------------------------------
 
+    def counts(self) -> dict[str, int]:
+        with self._session() as conn:
+            if conn is None:
+                return {}
+            return {t: int(self._rows(conn, q)[0]["c"]) for t, q in self._COUNT.items()}
+
+    def node_evidence(self) -> dict[str, dict[str, list[str]]]:
+        """Entity -> its evidence list; Entry -> itself; Session -> the entries in it."""
+        with self._session() as conn:
+            if conn is None:
+                return {}
+            ent = self._rows(conn, "MATCH (n:Entity) RETURN n.entity_id AS id, n.evidence AS ev")
+            entr = self._rows(conn, "MATCH (n:Entry) RETURN n.entry_id AS id")
+            sess = self._rows(conn, "MATCH (s:Session) OPTIONAL MATCH (e:Entry)-[:IN_SESSION]->(s) RETURN s.session_key AS id, collect(e.entry_id) AS ev")
+        return {
+            "Entity": {r["id"]: sorted(r["ev"] or []) for r in ent},
+            "Entry": {r["id"]: [r["id"]] for r in entr},
+            "Session": {r["id"]: sorted(e for e in (r["ev"] or []) if e) for r in sess},
+        }
+
     def node_count(self, scope: str | None = None) -> int:
+        """Entity nodes (of ``scope``); see :meth:`counts` for every table."""
         with self._session() as conn:
             if conn is None:
                 return 0
@@ -373,6 +555,7 @@ class KuzuGraphStore:
             return int(self._rows(conn, "MATCH (n:Entity) WHERE n.scope = $s RETURN count(n) AS c", {"s": scope})[0]["c"])
 
     def edge_count(self, scope: str | None = None) -> int:
+        """INTERACTS edges (of ``scope``); see :meth:`counts` for every table."""
         with self._session() as conn:
             if conn is None:
                 return 0
@@ -419,6 +602,43 @@ class KuzuGraphStore:
         ranked.sort(key=lambda t: (-t[1], t[0]))
         return ranked
 
+    def communities(self, scope: str) -> list[tuple[str, str]]:
+        """Louvain communities (Kùzu's algo extension) over the scope's interaction graph.
+
+        Kùzu numbers communities arbitrarily and gives isolated nodes -1; here a community is named
+        by its smallest member entity_id (an isolated node is its own community), so the labels
+        follow from the graph alone. Louvain runs on one thread: with the input order fixed by
+        prepare_graph that makes the partition repeatable across rebuilds."""
+        _check(scope, _SCOPE_RE, "scope")
+        with self._session() as conn:
+            if conn is None:
+                return []
+            name = f"cm_{uuid.uuid4().hex[:16]}"
+            self._run(
+                conn,
+                f"CALL project_graph('{name}', {{'Entity': 'n.scope = \"{scope}\"'}}, "
+                f"{{'INTERACTS': 'r.scope = \"{scope}\"'}})",
+            )
+            conn.set_max_threads_for_exec(1)
+            try:
+                rows = self._rows(conn, f"CALL louvain('{name}') RETURN node.entity_id AS entity_id, node.scope AS scope, louvain_id AS c")
+            finally:
+                conn.set_max_threads_for_exec(self.max_num_threads or os.cpu_count() or 1)
+                self._run(conn, f"CALL drop_projected_graph('{name}')")
+        groups: dict[Any, list[str]] = {}
+        out: dict[str, str] = {}
+        for r in rows:
+            if r["scope"] != scope:
+                continue  # kuzu 0.11.3's louvain also returns the nodes outside the projection, with -1
+            if r["c"] is None or int(r["c"]) < 0:
+                out[r["entity_id"]] = r["entity_id"]
+            else:
+                groups.setdefault(int(r["c"]), []).append(r["entity_id"])
+        for members in groups.values():
+            label = min(members)
+            out.update({m: label for m in members})
+        return sorted(out.items())
+
     def neighbours(
         self,
         entity_ids: Sequence[str],
@@ -427,8 +647,8 @@ class KuzuGraphStore:
         scope: str | None = None,
         principals: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Entities within ``depth`` hops of ``entity_ids`` along INTERACTS in either direction; the
-        seeds themselves are not returned.
+        """Entities within ``depth`` hops of ``entity_ids`` along INTERACTS and RELATES (relations
+        from current claims) in either direction; the seeds themselves are not returned.
 
         Each result: the entity's columns plus ``distance`` (hops), ``via`` (the entities one hop
         closer it was reached from), ``edge_evidence`` (ledger entry ids of those connecting edges,
@@ -436,8 +656,9 @@ class KuzuGraphStore:
 
         ``scope`` keeps the walk on that scope's nodes and edges. ``principals`` (when given) keeps it
         on entities whose visibility holds ``public`` or one of them: an invisible entity is neither
-        returned nor walked through. Edge evidence still names ledger entries, which the query module
-        must ACL-filter like any other evidence.
+        returned nor walked through, and a RELATES edge (a claim) the principals may not see is not
+        followed. Edge evidence still names ledger entries, which the query module must ACL-filter
+        like any other evidence. ``relations`` lists the predicates of RELATES edges used.
         """
         if isinstance(entity_ids, str):
             raise TypeError("entity_ids must be a list of strings")
@@ -454,11 +675,12 @@ class KuzuGraphStore:
         if not seeds:
             return []
         query = (
-            "MATCH (a:Entity)-[r:INTERACTS]-(b:Entity) WHERE a.entity_id IN $frontier"
+            "MATCH (a:Entity)-[r:INTERACTS|RELATES]-(b:Entity) WHERE a.entity_id IN $frontier"
             + (" AND r.scope = $scope AND b.scope = $scope" if scope is not None else "")
             + " RETURN a.entity_id AS via, b.entity_id AS entity_id, b.scope AS scope, b.name AS name,"
             " b.entity_type AS entity_type, b.visibility AS visibility, b.evidence AS evidence,"
-            " r.evidence AS edge_evidence, r.weight AS weight"
+            " r.evidence AS edge_evidence, r.weight AS weight, r.visibility AS edge_visibility,"
+            " r.predicate AS predicate"
         )
         visited = set(seeds)
         found: dict[str, dict[str, Any]] = {}
@@ -477,6 +699,8 @@ class KuzuGraphStore:
                         continue
                     if allowed is not None and not allowed.intersection(row["visibility"] or ()):
                         continue
+                    if allowed is not None and row["predicate"] is not None and not allowed.intersection(row["edge_visibility"] or ()):
+                        continue  # a relation is a claim: only those who may see it may follow it
                     cur = reached.setdefault(
                         eid,
                         {
@@ -490,8 +714,11 @@ class KuzuGraphStore:
                             "via": set(),
                             "edge_evidence": set(),
                             "edge_weight": 0,
+                            "relations": set(),
                         },
                     )
+                    if row["predicate"] is not None:
+                        cur["relations"].add(row["predicate"])
                     cur["via"].add(row["via"])
                     cur["edge_evidence"].update(row["edge_evidence"] or ())
                     cur["edge_weight"] += int(row["weight"] or 0)
@@ -500,6 +727,7 @@ class KuzuGraphStore:
                 for eid, d in reached.items():
                     d["via"] = sorted(d["via"])
                     d["edge_evidence"] = sorted(d["edge_evidence"])
+                    d["relations"] = sorted(d["relations"])
                     found[eid] = d
                 visited.update(reached)
                 frontier = sorted(reached)

@@ -1,0 +1,115 @@
+"""Checks on the retrieval and graph views and on dreaming's write-back (the audits in views/audit.py)."""
+
+import dagster as dg
+
+from orchestration.keys import CENTRALITY, ENTITY_GRAPH, EVIDENCE_INDEX
+from orchestration.resources import MemcResource
+from views.audit import Audit
+
+
+def _result(audit: Audit) -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(
+        passed=audit.passed,
+        metadata={**audit.metadata, "first_problems": "\n".join(audit.problems) or "none"},
+    )
+
+
+@dg.asset_check(
+    asset=EVIDENCE_INDEX,
+    blocking=True,
+    description="The index holds exactly the rows its sources render to at its watermark: every retrievable ledger entry's chunks and every claim's sentence, no more, no fewer.",
+)
+def evidence_index_matches_sources(memc: MemcResource) -> dg.AssetCheckResult:
+    from memc.watermark import read_watermark
+    from views.audit import evidence_rows_match
+    from views.build import expected_rows
+    from views.vectors import LanceVectorStore
+
+    home = memc.home
+    watermark = (read_watermark(home.vectors) or {}).get("watermark", 0)
+    audit = evidence_rows_match(LanceVectorStore(str(home.vectors)).ids(), expected_rows(home, watermark))
+    audit.metadata["ledger_watermark"] = watermark
+    return _result(audit)
+
+
+@dg.asset_check(
+    asset=EVIDENCE_INDEX,
+    blocking=True,
+    description="No null, wrong-dimension, non-finite or non-unit vectors; the table's embedding model is the code's; the full-text index covers every row.",
+)
+def evidence_vectors_sound(memc: MemcResource) -> dg.AssetCheckResult:
+    from views.audit import vectors_sound
+    from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL_VERSION
+    from views.vectors import LanceVectorStore
+
+    health = LanceVectorStore(str(memc.home.vectors)).health()
+    return _result(vectors_sound(health, model_version=EMBEDDING_MODEL_VERSION, dim=EMBEDDING_DIM))
+
+
+@dg.asset_check(
+    asset=ENTITY_GRAPH,
+    blocking=True,
+    description="Every node and edge table of the graph has as many rows as the mart it was loaded from (interactions twice: both directions).",
+)
+def entity_graph_matches_marts(memc: MemcResource) -> dg.AssetCheckResult:
+    from views.audit import graph_counts_match
+    from views.build import graph_store, read_graph_marts
+
+    home = memc.home
+    store = graph_store(home)
+    try:
+        counts = store.counts()
+    finally:
+        store.close()
+    return _result(graph_counts_match(counts, read_graph_marts(home)))
+
+
+@dg.asset_check(
+    asset=ENTITY_GRAPH,
+    blocking=True,
+    description="Every graph node (entity, session, entry) traces to at least one ledger entry, and every entry it names is in the ledger.",
+)
+def entity_graph_traces_to_ledger(memc: MemcResource) -> dg.AssetCheckResult:
+    from views.audit import graph_traces_to_ledger
+    from views.build import graph_store
+
+    home = memc.home
+    store = graph_store(home)
+    try:
+        evidence = store.node_evidence()
+    finally:
+        store.close()
+    ids = set(memc.ledger().read(["entry_id"]).column("entry_id").to_pylist())
+    return _result(graph_traces_to_ledger(evidence, ids))
+
+
+@dg.asset_check(
+    asset=CENTRALITY,
+    blocking=True,
+    description="Every derived claim from dreaming names an existing graph node and a watermark equal to its inputs' highest seq and not above the ledger head.",
+)
+def derived_claims_sound(memc: MemcResource) -> dg.AssetCheckResult:
+    from views.audit import derived_claims_sound as audit_derived
+    from views.build import graph_store
+    from views.dreaming import PRODUCER
+
+    home = memc.home
+    ledger = memc.ledger()
+    table = ledger.read(["seq", "entry_id", "kind", "producer", "attributes", "derived_from", "watermark"])
+    seq_of = dict(zip(table.column("entry_id").to_pylist(), table.column("seq").to_pylist()))
+    derived = [r for r in table.to_pylist() if r["kind"] == "derived_claim" and r["producer"] == PRODUCER]
+    store = graph_store(home)
+    try:
+        nodes = set(store.node_evidence().get("Entity", {}))
+    finally:
+        store.close()
+    return _result(audit_derived(derived, nodes, seq_of, ledger.head()))
+
+
+CHECKS = [
+    evidence_index_matches_sources,
+    evidence_vectors_sound,
+    entity_graph_matches_marts,
+    entity_graph_traces_to_ledger,
+    derived_claims_sound,
+]

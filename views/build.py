@@ -1,0 +1,139 @@
+"""Compile the evidence index of a memory home: what the ``evidence_index`` asset and its checks
+call (plain functions, no Dagster).
+
+The rows come from three inputs: the ledger up to its head (entry chunks), the active extractor's
+claims whose source is within that head (claim sentences) and the entities mart (which entities
+each entry mentions). The marts may lag the ledger by one build; entity tags then catch up on the
+next build without re-embedding anything (a tag change replaces the row, its vector is reused).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from memc.home import MemcHome
+from views.evidence import CLAIM_KIND, index_rows
+
+
+def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, pa.Table | None]:
+    """(ledger entries up to ``watermark``, claims within it, entities mart) of one memory home."""
+    from claims.extract import RULES
+    from claims.store import read_claims
+    from ledger import Ledger
+
+    ledger = Ledger(home.ledger)
+    entries = ledger.iter_entries(until_seq=watermark)
+    claims = read_claims(home.claims, RULES.key)
+    if claims.num_rows:
+        claims = claims.filter(pc.less_equal(claims.column("source_seq"), watermark))
+    path = home.marts / "entities.parquet"
+    entities = pq.read_table(path, columns=["entity_id", "evidence"]) if path.exists() else None
+    return entries, claims, entities
+
+
+def expected_rows(home: MemcHome, watermark: int) -> pa.Table:
+    """The rows the index must hold at ``watermark`` (rendering only: nothing is embedded)."""
+    return index_rows(*read_inputs(home, watermark))
+
+
+def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: int = 0) -> dict[str, Any]:
+    """Make ``<home>/vectors`` hold exactly the rows of the ledger's head. Incremental (``sync``)
+    unless an erasure was recorded since ``previous_watermark``: then a full ``rebuild`` into a
+    fresh directory, so the erased text leaves the disk (vectors are still reused by hash)."""
+    from ledger import Ledger
+    from views.vectors import LanceVectorStore
+
+    ledger = Ledger(home.ledger)
+    watermark = ledger.head()
+    rows = expected_rows(home, watermark)
+    kinds = ledger.read(["kind"], since_seq=previous_watermark, until_seq=watermark).column("kind")
+    erased = previous_watermark > 0 and "erasure" in set(kinds.to_pylist())
+    store = LanceVectorStore(str(home.vectors))
+    stats = store.rebuild(rows, embedder) if erased else store.sync(rows, embedder)
+    claim_rows = int(pc.sum(pc.equal(rows.column("kind"), CLAIM_KIND)).as_py() or 0) if rows.num_rows else 0
+    return {
+        **stats,
+        "mode": "rebuild" if erased else ("swap" if stats.get("model_changed") or stats.get("layout_changed") else "sync"),
+        "entry_rows": rows.num_rows - claim_rows,
+        "claim_rows": claim_rows,
+        "ledger_watermark": watermark,
+        "embedding_model": embedder.model_name,
+        "embedding_model_version": embedder.model_version,
+    }
+
+
+# -- the graph ------------------------------------------------------------------------------------
+
+# mart file -> rebuild() argument. entities and interactions are issue-4 marts; the rest are the
+# graph marts under dbt_project/models/marts/graph/.
+GRAPH_MARTS = {
+    "entities": "entities",
+    "interactions": "interactions",
+    "entries": "graph_entries",
+    "sessions": "graph_sessions",
+    "mentions": "graph_mentions",
+    "relations": "graph_relations",
+}
+
+
+def read_graph_marts(home: MemcHome) -> dict[str, pa.Table | None]:
+    """The marts the graph is loaded from (None where a mart was not exported)."""
+    out: dict[str, pa.Table | None] = {}
+    for arg, name in GRAPH_MARTS.items():
+        path = home.marts / f"{name}.parquet"
+        out[arg] = pq.read_table(path) if path.exists() else None
+    return out
+
+
+def graph_store(home: MemcHome, **kw: Any) -> Any:
+    from views.graph import KuzuGraphStore
+
+    return KuzuGraphStore(str(home.graph / "kuzu"), **kw)
+
+
+def build_graph(home: MemcHome) -> dict[str, Any]:
+    """Bulk-load the graph from the marts into a fresh directory and swap it in."""
+    from views.graph import both_directions
+
+    marts = read_graph_marts(home)
+    if marts["entities"] is None or marts["interactions"] is None:
+        raise FileNotFoundError(f"entities/interactions marts missing under {home.marts}: build the state models first")
+    store = graph_store(home)
+    try:
+        return store.rebuild(
+            marts["entities"],
+            # Interactions are symmetric; Kùzu's page_rank follows direction: store both ways.
+            both_directions(marts["interactions"]),
+            entries=marts["entries"],
+            sessions=marts["sessions"],
+            mentions=marts["mentions"],
+            relations=marts["relations"],
+        )
+    finally:
+        store.close()
+
+
+def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
+    """Dreaming over the built graph: the derived entries to append, and what they were computed from."""
+    from ledger import Ledger
+    from views.dreaming import dream
+
+    entities = pq.read_table(home.marts / "entities.parquet")
+    interactions = pq.read_table(home.marts / "interactions.parquet")
+    evidence = {e for ev in interactions.column("evidence").to_pylist() for e in ev}
+    seq_of = {
+        r["entry_id"]: r["seq"]
+        for r in Ledger(home.ledger).read(["entry_id", "seq"]).to_pylist()
+        if r["entry_id"] in evidence
+    }
+    store = graph_store(home)
+    try:
+        entries = dream(store, interactions, entities, seq_of)
+    finally:
+        store.close()
+    scopes = sorted(set(interactions.column("scope").to_pylist()))
+    return entries, {"scopes": len(scopes), "interactions": interactions.num_rows}
