@@ -1,26 +1,81 @@
-"""Checks on the claims view."""
+"""Checks on the claims view and the entity aliases, independent of the code that wrote them."""
+
 
 import dagster as dg
 
-from claims.extract import RULES
-from claims.store import read_claims
+from assets.claims import ENTITY_ALIASES
 from orchestration.keys import CLAIMS
 from orchestration.resources import MemcResource
 
 
-@dg.asset_check(asset=CLAIMS, blocking=True, description="Every claim's source entry is in the ledger and its quote occurs there verbatim.")
+@dg.asset_check(
+    asset=CLAIMS,
+    blocking=True,
+    description=(
+        "Every claim of the active extractor (all days) names a source entry in the ledger, its quote "
+        "occurs there verbatim, and its visibility is no broader than that entry's."
+    ),
+)
 def claims_provenance(memc: MemcResource) -> dg.AssetCheckResult:
-    claims = read_claims(memc.home.claims, RULES.key).select(["claim_id", "source_entry_id", "quote"]).to_pylist()
+    from claims.extract import active_extractor_key
+    from claims.store import read_claims
+    from ledger.schema import PUBLIC
+
+    key = active_extractor_key()
+    claims = read_claims(memc.home.claims, key).select(["claim_id", "source_entry_id", "quote", "visibility"]).to_pylist()
     wanted = {c["source_entry_id"] for c in claims}
-    content = {
-        r["entry_id"]: r["content"]
-        for r in memc.ledger().read(["entry_id", "content"]).to_pylist()
+    source = {
+        r["entry_id"]: r
+        for r in memc.ledger().read(["entry_id", "content", "visibility"]).to_pylist()
         if r["entry_id"] in wanted
     }
-    bad = [c["claim_id"] for c in claims if c["quote"] not in content.get(c["source_entry_id"], "")]
+    bad_quote, too_broad = [], []
+    for c in claims:
+        src = source.get(c["source_entry_id"])
+        if src is None or c["quote"] not in src["content"]:
+            bad_quote.append(c["claim_id"])
+        elif PUBLIC not in src["visibility"] and set(c["visibility"]) - set(src["visibility"]):
+            too_broad.append(c["claim_id"])
+    bad = bad_quote + too_broad
     return dg.AssetCheckResult(
         passed=not bad,
-        metadata={"claims": len(claims), "failing": len(bad), "failing_claim_ids": ", ".join(bad[:50]) or "none"},
+        metadata={
+            "extractor": key,
+            "claims": len(claims),
+            "quote_not_in_source": len(bad_quote),
+            "visibility_too_broad": len(too_broad),
+            "failing_claim_ids": ", ".join(bad[:50]) or "none",
+        },
     )
 
-CHECKS = [claims_provenance]
+
+@dg.asset_check(
+    asset=ENTITY_ALIASES,
+    blocking=True,
+    description=(
+        "Every alias row is explainable: a known rule, evidence entries that exist in the ledger, "
+        "and an entity id computed from its own scope (no merge across scopes)."
+    ),
+)
+def entity_aliases_explainable(memc: MemcResource) -> dg.AssetCheckResult:
+    from claims.store import read_aliases
+    from memc.ids import entity_id
+
+    table = read_aliases(memc.home.claims)
+    rows = table.to_pylist() if table is not None else []
+    ids = {r["entry_id"] for r in memc.ledger().read(["entry_id"]).to_pylist()}
+    problems = []
+    for r in rows:
+        if r["rule"] not in ("exact", "case/space", "prefix-in-conversation"):
+            problems.append(f"{r['alias']}: unknown rule {r['rule']!r}")
+        elif not r["evidence"] or not set(r["evidence"]) <= ids:
+            problems.append(f"{r['alias']}: evidence missing or not in the ledger")
+        elif r["entity_id"] != entity_id(r["scope"], r["canonical_name"]):
+            problems.append(f"{r['alias']}: entity id is not that of {r['canonical_name']!r} in scope {r['scope']!r}")
+    return dg.AssetCheckResult(
+        passed=not problems,
+        metadata={"aliases": len(rows), "failing": len(problems), "problems": "; ".join(problems[:20]) or "none"},
+    )
+
+
+CHECKS = [claims_provenance, entity_aliases_explainable]

@@ -1,10 +1,16 @@
-"""Run an extractor over ledger entries and split its proposals into claims and rejections."""
+"""Run an extractor over ledger entries and split its proposals into claims and rejections.
+
+Which extractor is active is configuration: ``MEMC_EXTRACTOR`` = ``rules`` (the default) or
+``llm`` (an OpenAI-compatible chat-completions server, see ``claims.llm``). Claims are stored
+per extractor key (``<name>-<version>``), so switching or upgrading writes beside the old claims.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
 import pyarrow as pa
 from pydantic import ValidationError
@@ -13,17 +19,37 @@ from claims import rules
 from claims.model import CLAIM_SCHEMA, REJECTION_SCHEMA, Proposal
 from claims.ontology import ONTOLOGY
 from claims.validate import first_failure
-from memc.ids import content_id, entity_id
+from memc.ids import content_id
+
+if TYPE_CHECKING:
+    from claims.resolve import Resolver
 
 # Evidence kinds an extractor reads; erasure tombstones and the like carry no claims.
 EXTRACTABLE_KINDS = ("message", "document", "event", "observation", "correction", "derived_claim")
+EXTRACTORS = ("rules", "llm")
+
+
+class ExtractorError(RuntimeError):
+    """An extractor could not run at all (misconfigured, or its server unreachable after retries).
+    Raised, never recorded as rejections: the partition stays unmaterialized and can be retried."""
+
+
+class UnusableAnswer(ValueError):
+    """An extractor's answer for one entry could not be read as proposals (e.g. malformed JSON
+    from a model). Recorded as a ``schema`` rejection of that entry, with the raw answer."""
+
+    def __init__(self, reason: str, raw: str):
+        super().__init__(reason)
+        self.raw = raw
 
 
 @dataclass(frozen=True)
 class Extractor:
     name: str
     version: str
-    propose: Callable[[dict[str, Any]], Iterable[Proposal | dict[str, Any]]]
+    propose: Callable[..., Iterable[Proposal | dict[str, Any]]]
+    # True: ``propose(entry, resolver)`` (the rules extractor names known people it sees).
+    uses_resolver: bool = False
 
     @property
     def key(self) -> str:
@@ -31,7 +57,27 @@ class Extractor:
         return f"{self.name}-{self.version}"
 
 
-RULES = Extractor(rules.NAME, rules.VERSION, rules.propose)
+RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True)
+
+
+def active_extractor(name: str | None = None) -> Extractor:
+    """The extractor named by ``name`` or ``$MEMC_EXTRACTOR`` (default ``rules``).
+
+    Read when definitions are built and when a command starts, never at import."""
+    name = (name or os.environ.get("MEMC_EXTRACTOR") or "rules").strip().lower()
+    if name == "rules":
+        return RULES
+    if name == "llm":
+        from claims.llm import llm_extractor
+
+        return llm_extractor()
+    raise ExtractorError(f"unknown extractor {name!r} in MEMC_EXTRACTOR (use one of: {', '.join(EXTRACTORS)})")
+
+
+def active_extractor_key(name: str | None = None) -> str:
+    """The key (``<name>-<version>``) under which the active extractor's claims are stored:
+    what dbt reads as ``var('extractor_key')``."""
+    return active_extractor(name).key
 
 
 @dataclass
@@ -41,7 +87,15 @@ class ExtractionResult:
     entries_read: int
 
 
-def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES) -> ExtractionResult:
+def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES, resolver: Resolver | None = None) -> ExtractionResult:
+    """Proposals of ``extractor`` for ``entries``, each passed through every validator.
+
+    ``resolver`` maps names to canonical entities (subject_id, object_id); without one every
+    name is its own entity (``memc.ids.entity_id``)."""
+    if resolver is None:
+        from claims.resolve import Resolver
+
+        resolver = Resolver()
     claims: dict[str, dict[str, Any]] = {}
     rejections: dict[str, dict[str, Any]] = {}
     n = 0
@@ -49,22 +103,24 @@ def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES) -> 
         if entry["kind"] not in EXTRACTABLE_KINDS:
             continue
         n += 1
-        for raw in _proposals(entry, extractor, rejections):
-            failure = first_failure(raw, entry if raw.source_entry_id == entry["entry_id"] else None)
+        scope = entry["scope"]
+        for raw in _proposals(entry, extractor, resolver, rejections):
+            failure = first_failure(raw, entry if raw.source_entry_id == entry["entry_id"] else None, resolver)
             if failure:
                 _reject(rejections, extractor, entry, failure[0], failure[1], raw.as_json_dict())
                 continue
-            cid = raw.claim_id(extractor.name, extractor.version, entry["scope"])
+            cid = raw.claim_id(extractor.name, extractor.version, scope)
+            pred = ONTOLOGY[raw.predicate]
             claims[cid] = {
                 "claim_id": cid,
                 "extractor": extractor.name,
                 "extractor_version": extractor.version,
-                "scope": entry["scope"],
+                "scope": scope,
                 "subject": raw.subject,
-                "subject_id": entity_id(entry["scope"], raw.subject),
+                "subject_id": resolver.entity_id(scope, raw.subject),
                 "predicate": raw.predicate,
                 "object": raw.object,
-                "cardinality": ONTOLOGY[raw.predicate].cardinality,
+                "cardinality": pred.cardinality,
                 "valid_at": raw.valid_at,
                 "recorded_at": entry["recorded_at"],
                 "source_entry_id": entry["entry_id"],
@@ -73,19 +129,27 @@ def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES) -> 
                 "quote": raw.quote,
                 "visibility": sorted(raw.visibility),
                 "confidence": raw.confidence,
+                "polarity": raw.polarity,
+                "time_phrase": raw.time_phrase,
+                "object_id": resolver.entity_id(scope, raw.object) if pred.object_type == "person" else None,
             }
     return ExtractionResult(
         claims=pa.Table.from_pylist(sorted(claims.values(), key=lambda c: (c["source_seq"], c["claim_id"])), schema=CLAIM_SCHEMA),
-        rejections=pa.Table.from_pylist(list(rejections.values()), schema=REJECTION_SCHEMA),
+        rejections=pa.Table.from_pylist(
+            sorted(rejections.values(), key=lambda r: (r["source_seq"] or 0, r["proposal_id"])), schema=REJECTION_SCHEMA
+        ),
         entries_read=n,
     )
 
 
-def _proposals(entry: dict[str, Any], extractor: Extractor, rejections: dict[str, dict[str, Any]]) -> Iterator[Proposal]:
+def _proposals(entry: dict[str, Any], extractor: Extractor, resolver: Resolver, rejections: dict[str, dict[str, Any]]) -> Iterator[Proposal]:
     try:
-        items = list(extractor.propose(entry))
+        items = list(extractor.propose(entry, resolver) if extractor.uses_resolver else extractor.propose(entry))
     except ValidationError as exc:  # the extractor built an ill-typed proposal
         _reject(rejections, extractor, entry, "schema", _pydantic_reason(exc), {"error": str(exc)})
+        return
+    except UnusableAnswer as exc:
+        _reject(rejections, extractor, entry, "schema", str(exc), {"answer": exc.raw[:4000]})
         return
     for item in items:
         if isinstance(item, Proposal):
@@ -101,7 +165,7 @@ def _pydantic_reason(exc: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'proposal'}: {e['msg']}" for e in exc.errors())
 
 
-def _reject(rejections, extractor: Extractor, entry, validator: str, reason: str, proposal: dict[str, Any]) -> None:
+def _reject(rejections, extractor: Extractor, entry, validator: str, reason: str, proposal: Any) -> None:
     body = json.dumps(proposal, sort_keys=True, default=str)
     pid = content_id("p", extractor.name, extractor.version, entry["entry_id"], validator, body)
     rejections[pid] = {
@@ -113,4 +177,6 @@ def _reject(rejections, extractor: Extractor, entry, validator: str, reason: str
         "validator": validator,
         "reason": reason,
         "proposal": body,
+        "scope": entry["scope"],
+        "source_ref": entry.get("source_ref"),
     }

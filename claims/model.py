@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timezone
+from typing import Any, Literal
 
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memc.ids import content_id
 
@@ -31,6 +31,13 @@ CLAIM_SCHEMA = pa.schema(
         pa.field("quote", pa.string(), nullable=False),
         pa.field("visibility", pa.list_(pa.string()), nullable=False),
         pa.field("confidence", pa.float64(), nullable=False),
+        # "assert", or "retract": closes the matching (subject_id, predicate, object) claim
+        # from this claim's valid time ("I no longer live in X", a correction entry).
+        pa.field("polarity", pa.string(), nullable=False),
+        # The relative phrase the valid time was resolved from ("last month"), if any.
+        pa.field("time_phrase", pa.string()),
+        # The object's resolved entity id when the object is a person (has_relative, mentions...).
+        pa.field("object_id", pa.string()),
     ]
 )
 
@@ -44,6 +51,8 @@ REJECTION_SCHEMA = pa.schema(
         pa.field("validator", pa.string(), nullable=False),
         pa.field("reason", pa.string(), nullable=False),
         pa.field("proposal", pa.string(), nullable=False),  # the proposal as JSON, for inspection
+        pa.field("scope", pa.string()),
+        pa.field("source_ref", pa.string()),
     ]
 )
 
@@ -61,6 +70,14 @@ class Proposal(BaseModel):
     quote: str = Field(min_length=1, max_length=4096)
     visibility: tuple[str, ...] = Field(min_length=1)
     confidence: float = Field(ge=0.0, le=1.0)
+    polarity: Literal["assert", "retract"] = "assert"
+    time_phrase: str | None = Field(default=None, min_length=1, max_length=64)
+
+    @field_validator("valid_at")
+    @classmethod
+    def _utc(cls, v: datetime) -> datetime:
+        # As in the ledger: a naive time is taken as UTC, so that folds compare.
+        return v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)
 
     def claim_id(self, extractor: str, version: str, scope: str) -> str:
         return content_id(
@@ -74,6 +91,7 @@ class Proposal(BaseModel):
             self.valid_at.isoformat(),
             self.source_entry_id,
             self.quote,
+            self.polarity,
         )
 
     def as_json_dict(self) -> dict[str, Any]:

@@ -1,24 +1,34 @@
 """What a claim may say: known predicates, their cardinality and their argument types.
 
 Functional predicates hold one value at a time (a newer claim supersedes an older one in the
-state fold); multi-valued predicates accumulate.
+state fold); multi-valued predicates accumulate. A claim's polarity is "assert" or "retract":
+a retraction closes the matching claim (same subject, predicate and object) from its valid time.
+
+Argument types are checked deterministically on the object string (``object_type_error``):
+a name must look like a name, an identifier like an identifier, a number parse as one. They are
+deliberately shallow: the type checks what a string *can* be, the provenance validator checks
+that the source supports it.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 Cardinality = Literal["functional", "multi"]
+POLARITIES = ("assert", "retract")
 
 
 @dataclass(frozen=True)
 class Predicate:
     name: str
     cardinality: Cardinality
-    subject_type: str
+    subject_type: str  # "person" or "any"
     object_type: str  # "place", "organization", "person", "text", "identifier", "number"
     description: str
+    # Plans and scheduled events may lie after the entry that states them; facts may not.
+    future_allowed: bool = False
 
 
 ONTOLOGY: dict[str, Predicate] = {
@@ -26,10 +36,47 @@ ONTOLOGY: dict[str, Predicate] = {
     for p in [
         Predicate("lives_in", "functional", "person", "place", "where the subject lives"),
         Predicate("works_at", "functional", "person", "organization", "the subject's employer"),
+        Predicate("studies_at", "functional", "person", "organization", "the school or university the subject attends"),
         Predicate("likes", "multi", "person", "text", "something the subject likes"),
-        Predicate("plans", "multi", "person", "text", "a plan or intended event"),
+        Predicate("dislikes", "multi", "person", "text", "something the subject dislikes"),
+        Predicate("plans", "multi", "person", "text", "a plan or intended event", future_allowed=True),
+        Predicate("attended", "multi", "person", "text", "an event or place the subject went to"),
         Predicate("has_relative", "multi", "person", "person", "a family member (relation in the quote)"),
+        Predicate("has_friend", "multi", "person", "person", "a friend of the subject"),
+        Predicate("mentions", "multi", "any", "person", "a known person named in the entry"),
         Predicate("mentions_identifier", "multi", "any", "identifier", "an order, booking or ticket id"),
         Predicate("centrality", "functional", "person", "number", "PageRank in the interaction graph (derived)"),
+        Predicate("community", "functional", "person", "text", "the interaction community the subject belongs to (derived)"),
     ]
 }
+
+# A name: one to five words, the first capitalised ("Berlin", "Helio Labs", "University of Porto").
+_NAME = re.compile(r"^[A-Z\u00C0-\u024F][\w'&.\-]*(?:\s+[\w'&.\-]+){0,5}$")
+_PERSON = re.compile(r"^[A-Z\u00C0-\u024F][\w'\-]*(?:\s+[A-Z\u00C0-\u024F][\w'\-]*){0,3}$")
+_IDENTIFIER = re.compile(r"^(?=.*\d)[A-Za-z0-9][A-Za-z0-9_\-/#.]{2,63}$")
+_PRONOUNS = {"i", "me", "my", "you", "he", "she", "it", "we", "they", "him", "her", "them", "someone", "somebody"}
+
+
+def object_type_error(predicate: Predicate, obj: str) -> str | None:
+    """Why ``obj`` cannot be an object of ``predicate``, or None."""
+    t = predicate.object_type
+    if t in ("place", "organization") and not _NAME.match(obj):
+        return f"{predicate.name} needs a {t} name (capitalised, at most six words), got {obj!r}"
+    if t == "person" and (not _PERSON.match(obj) or obj.casefold() in _PRONOUNS):
+        return f"{predicate.name} needs a person's name (capitalised words), got {obj!r}"
+    if t == "identifier" and not _IDENTIFIER.match(obj):
+        return f"{predicate.name} needs an identifier (3-64 letters/digits with at least one digit), got {obj!r}"
+    if t == "number":
+        try:
+            float(obj)
+        except ValueError:
+            return f"{predicate.name} needs a number, got {obj!r}"
+    if t == "text" and (len(obj) > 200 or obj.casefold() in _PRONOUNS):
+        return f"{predicate.name} needs a short phrase (at most 200 characters, not a bare pronoun), got {obj[:60]!r}"
+    return None
+
+
+def subject_type_error(predicate: Predicate, subject: str) -> str | None:
+    if predicate.subject_type == "person" and subject.casefold() in _PRONOUNS:
+        return f"subject {subject!r} is a pronoun: name the person (the speaker's name for 'I')"
+    return None

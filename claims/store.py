@@ -1,12 +1,21 @@
-"""The claims view on disk: one folder per extractor version, so versions live side by side.
+"""The claims view on disk: one folder per extractor version, one sub-folder per ledger day.
 
-    <home>/claims/extractor=rules-0.1.0/claims.parquet
-                                       /rejections.parquet
-                                       /_watermark.json
+    <home>/claims/extractor=rules-0.2.0/day=2024-05-14/claims.parquet
+                                                      /rejections.parquet
+                                                      /_watermark.json
+                 /extractor=rules-0.2.0/_watermark.json      (the latest run, for staleness checks)
+                 /entities/aliases.parquet                    (entity resolution, all extractors)
+
+A ledger day is the UTC date of an entry's ``recorded_at``. Each day's files are replaced
+atomically (write-then-rename), so a re-run of a partition swaps in the same content
+(claim ids are content-addressed) and a new extractor version writes into its own folder,
+never over another's. dbt reads ``claims/extractor=<key>/*/claims.parquet``.
 """
 
 from __future__ import annotations
 
+import re
+from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,32 +26,67 @@ from claims.model import CLAIM_SCHEMA, REJECTION_SCHEMA
 from memc.atomic import write_parquet
 from memc.watermark import write_watermark
 
+_DAY = re.compile(r"^day=(\d{4}-\d{2}-\d{2})$")
+
 
 def extractor_dir(claims_root: Path, extractor_key: str) -> Path:
     return claims_root / f"extractor={extractor_key}"
 
 
-def write_extraction(claims_root: Path, extractor: Extractor, result: ExtractionResult, watermark: int) -> Path:
-    d = extractor_dir(claims_root, extractor.key)
+def day_dir(claims_root: Path, extractor_key: str, day: str | date) -> Path:
+    return extractor_dir(claims_root, extractor_key) / f"day={day if isinstance(day, str) else day.isoformat()}"
+
+
+def aliases_path(claims_root: Path) -> Path:
+    return claims_root / "entities" / "aliases.parquet"
+
+
+def write_day(claims_root: Path, extractor: Extractor, day: str, result: ExtractionResult, watermark: int) -> Path:
+    """Replace one ledger day's claims and rejections (each file atomically)."""
+    d = day_dir(claims_root, extractor.key, day)
     write_parquet(result.claims, d / "claims.parquet")
     write_parquet(result.rejections, d / "rejections.parquet")
     write_watermark(
         d,
         "claims",
         watermark,
+        day=day,
         extractor=extractor.name,
         extractor_version=extractor.version,
+        entries=result.entries_read,
         claims=result.claims.num_rows,
         rejections=result.rejections.num_rows,
     )
     return d
 
 
-def read_claims(claims_root: Path, extractor_key: str, *, rejected: bool = False) -> pa.Table:
-    path = extractor_dir(claims_root, extractor_key) / ("rejections.parquet" if rejected else "claims.parquet")
-    if not path.exists():
-        return (REJECTION_SCHEMA if rejected else CLAIM_SCHEMA).empty_table()
-    return pq.read_table(path)
+def write_run_watermark(claims_root: Path, extractor: Extractor, watermark: int, **info) -> None:
+    """The extractor folder's watermark: the ledger head up to which every day is compiled
+    (the query module compares it with the ledger head). The caller writes it only when no
+    ledger day is missing."""
+    write_watermark(extractor_dir(claims_root, extractor.key), "claims", watermark, extractor=extractor.name, extractor_version=extractor.version, **info)
+
+
+def days(claims_root: Path, extractor_key: str) -> list[str]:
+    d = extractor_dir(claims_root, extractor_key)
+    if not d.exists():
+        return []
+    return sorted(m.group(1) for p in d.iterdir() if (m := _DAY.match(p.name)) and (p / "claims.parquet").exists())
+
+
+def read_claims(claims_root: Path, extractor_key: str, *, rejected: bool = False, day: str | None = None) -> pa.Table:
+    """Every day's claims (or rejections) of one extractor version, in day order."""
+    schema = REJECTION_SCHEMA if rejected else CLAIM_SCHEMA
+    name = "rejections.parquet" if rejected else "claims.parquet"
+    wanted = [day] if day else days(claims_root, extractor_key)
+    paths = [day_dir(claims_root, extractor_key, d) / name for d in wanted]
+    tables = [pq.read_table(p, schema=schema) for p in paths if p.exists()]
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def read_aliases(claims_root: Path) -> pa.Table | None:
+    path = aliases_path(claims_root)
+    return pq.read_table(path) if path.exists() else None
 
 
 def extractor_keys(claims_root: Path) -> list[str]:

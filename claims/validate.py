@@ -1,39 +1,78 @@
 """Deterministic validators: nothing reaches the claims table without passing all of them.
 
-Each returns None when the proposal passes, or a reason. Order matters only for the report:
-the first failing validator is the one recorded.
+- schema: types and required fields (pydantic, when the proposal is built: ``claims.model.Proposal``);
+- ontology: the predicate is known, and subject and object have its argument types;
+- provenance: the proposal names its source entry, its quote occurs there verbatim, and the quote
+  supports the fact: the object (and any time phrase) occurs in the quote, the subject is the
+  speaker or is named in the source. A hallucinated quote or an over-inferred object fails here;
+- policy: the claim's visibility is never broader than its source's;
+- temporal: the valid time is plausible (1900..2200), matches its time phrase as resolved against
+  the source's valid time, and is not later than the source unless the predicate is a plan.
+
+Each returns None when the proposal passes, or a reason. The first failing validator is the one
+recorded.
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
+from claims import timephrase
 from claims.model import Proposal
-from claims.ontology import ONTOLOGY
+from claims.ontology import ONTOLOGY, object_type_error, subject_type_error
 from ledger.schema import PUBLIC
 
-Validator = Callable[[Proposal, dict[str, Any] | None], str | None]
+if TYPE_CHECKING:
+    from claims.resolve import Resolver
+
+Validator = Callable[[Proposal, "dict[str, Any] | None", "Resolver | None"], "str | None"]
 
 _EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
 _LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
 
 
-def ontology(p: Proposal, source: dict[str, Any] | None) -> str | None:
-    if p.predicate not in ONTOLOGY:
+def _fold(s: str) -> str:
+    return " ".join(s.split()).casefold()
+
+
+def ontology(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> str | None:
+    pred = ONTOLOGY.get(p.predicate)
+    if pred is None:
         return f"unknown predicate {p.predicate!r} (known: {', '.join(sorted(ONTOLOGY))})"
-    return None
+    return subject_type_error(pred, p.subject) or object_type_error(pred, p.object)
 
 
-def provenance(p: Proposal, source: dict[str, Any] | None) -> str | None:
+def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> str | None:
     if source is None:
         return f"source entry {p.source_entry_id} is not in the ledger"
     if p.quote not in source["content"]:
         return f"quote {p.quote[:60]!r} does not occur verbatim in entry {p.source_entry_id}"
+    quote = _fold(p.quote)
+    if _fold(p.object) not in quote:
+        return f"object {p.object[:60]!r} is not supported: it does not occur in the quote {p.quote[:60]!r}"
+    if p.time_phrase and _fold(p.time_phrase) not in quote:
+        return f"time phrase {p.time_phrase!r} does not occur in the quote {p.quote[:60]!r}"
+    if not _subject_supported(p, source, resolver):
+        return f"subject {p.subject!r} is neither the source's speaker ({source.get('actor')!r}) nor named in it"
     return None
 
 
-def policy(p: Proposal, source: dict[str, Any] | None) -> str | None:
+def _subject_supported(p: Proposal, source: dict[str, Any], resolver: Resolver | None) -> bool:
+    # Named in the source as a whole word ("Ana" in "my sister Ana", not "an" in "plans").
+    if re.search(rf"(?<!\w){re.escape(_fold(p.subject))}(?!\w)", _fold(source["content"])):
+        return True
+    own = [v for v in (source.get("actor"), source.get("source_ref"), source.get("entry_id")) if v]
+    if any(_fold(p.subject) == _fold(v) for v in own):
+        return True
+    if resolver is not None and source.get("actor"):  # "Jo" for a speaker written "Joanna"
+        scope = source["scope"]
+        return resolver.entity_id(scope, p.subject) == resolver.entity_id(scope, source["actor"])
+    return False
+
+
+def policy(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> str | None:
     src = set(source["visibility"] or ()) if source else set()
     if not src:
         return "source entry has no visibility: nothing may be derived from it"
@@ -45,9 +84,26 @@ def policy(p: Proposal, source: dict[str, Any] | None) -> str | None:
     return None
 
 
-def temporal(p: Proposal, source: dict[str, Any] | None) -> str | None:
+def temporal(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> str | None:
     if not (_EARLIEST <= p.valid_at < _LATEST):
         return f"valid time {p.valid_at.isoformat()} is outside 1900..2200"
+    if source is None:
+        return None
+    said_at: datetime = source["valid_at"]
+    pred = ONTOLOGY.get(p.predicate)
+    future = bool(pred and pred.future_allowed)
+    if p.time_phrase:
+        resolved = timephrase.resolve(p.time_phrase, said_at, past=not future)
+        if resolved is not None and resolved.date() != p.valid_at.date():
+            return (
+                f"valid time {p.valid_at.date()} does not match {p.time_phrase!r} said on {said_at.date()} "
+                f"(resolves to {resolved.date()})"
+            )
+    if not future and p.valid_at > said_at:
+        return (
+            f"valid time {p.valid_at.isoformat()} is later than its source's ({said_at.isoformat()}); "
+            f"only plans may lie in the future, not {p.predicate!r}"
+        )
     return None
 
 
@@ -57,11 +113,12 @@ VALIDATORS: list[tuple[str, Validator]] = [
     ("policy", policy),
     ("temporal", temporal),
 ]
+VALIDATOR_NAMES = ("schema", *(name for name, _ in VALIDATORS))
 
 
-def first_failure(p: Proposal, source: dict[str, Any] | None) -> tuple[str, str] | None:
+def first_failure(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> tuple[str, str] | None:
     for name, check in VALIDATORS:
-        reason = check(p, source)
+        reason = check(p, source, resolver)
         if reason:
             return name, reason
     return None

@@ -14,3 +14,11 @@ LEDGER_DAYS = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_offset=1
 # backfills on every partitioned asset in the selection (FINDINGS.md), and assets that return
 # MaterializeResult (an IO manager cannot persist one output for several partitions).
 SINGLE_RUN = dg.BackfillPolicy.single_run()
+
+# A single run over a range of days (what `memc build` and `memc backfill` launch in-process).
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
+def range_tags(first_day: str, last_day: str) -> dict[str, str]:
+    return {RANGE_START_TAG: first_day, RANGE_END_TAG: last_day}

@@ -3,6 +3,10 @@
 The Dagster instance lives in ``<home>/dagster`` so that `memc ui` shows every build's runs,
 lineage and check results. In-process execution: one partition plus everything downstream took
 33-43 s in-process against 61-95 s with the multiprocess executor on 2 cores (FINDINGS.md).
+
+Partitioned assets (claims, by ledger day) run over a range of days in the same single run as
+everything below them, through the partition-range tags: that works in-process because every
+partitioned asset has ``BackfillPolicy.single_run()`` and returns ``MaterializeResult``.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from typing import Callable, Sequence
 import dagster as dg
 
 from memc.home import MemcHome
-from orchestration.keys import CENTRALITY, LEDGER
+from orchestration.keys import CENTRALITY, CLAIMS, LEDGER
+from orchestration.partitions import LEDGER_DAYS, range_tags
 
 DAGSTER_YAML = """\
 # memc's local Dagster instance (runs, event logs, schedules) for this memory home.
@@ -85,11 +90,119 @@ def build(
     job = defs.resolve_implicit_global_asset_job_def()
     report = BuildReport()
     head_before = _head(home)
-    _run(job, instance, selection, on_event, report)
+    _run(job, instance, selection, on_event, report, _all_days_tags(defs, home, selection))
     if report.success and selection is None and _head(home) > head_before:
         observe.execute_in_process(instance=instance, run_config=_QUIET)
         everything = [k for k in defs.resolve_asset_graph().materializable_asset_keys if k not in (CENTRALITY,)]
-        _run(job, instance, everything, on_event, report)
+        _run(job, instance, everything, on_event, report, _all_days_tags(defs, home, everything))
+    report.ledger_head = _head(home)
+    return report
+
+
+def _partitioned(defs: dg.Definitions, selection: Sequence[dg.AssetKey] | None) -> bool:
+    graph = defs.resolve_asset_graph()
+    keys = selection if selection is not None else graph.materializable_asset_keys
+    return any(graph.get(k).partitions_def is not None for k in keys)
+
+
+def _all_days_tags(defs: dg.Definitions, home: MemcHome, selection: Sequence[dg.AssetKey] | None) -> dict[str, str]:
+    """Range tags over every ledger day with entries (today for an empty ledger), if the
+    selection holds a partitioned asset. Days between two ledger days are in the range too:
+    they compile to empty partitions, which is what they are."""
+    if not _partitioned(defs, selection):
+        return {}
+    from claims.ledger_days import ledger_days
+    from ledger import Ledger
+
+    days = ledger_days(Ledger(home.ledger)) or [LEDGER_DAYS.get_last_partition_key()]
+    _check_days(days)
+    return range_tags(days[0], days[-1])
+
+
+def _check_days(days: Sequence[str]) -> None:
+    first = LEDGER_DAYS.get_first_partition_key()
+    if days and days[0] < first:
+        raise ValueError(f"ledger day {days[0]} is before the first ledger-day partition {first}")
+
+
+@dataclass
+class BackfillReport(BuildReport):
+    extractor: str = ""
+    days_with_entries: list[str] = field(default_factory=list)
+    out_of_date: list[str] = field(default_factory=list)
+    ranges: list[tuple[str, str]] = field(default_factory=list)
+
+
+def partition_code_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey, days: Sequence[str]) -> dict[str, str | None]:
+    """The code version of each day's latest materialization (None: never materialized)."""
+    out: dict[str, str | None] = {}
+    for day in days:
+        res = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[day]), limit=1)
+        rec = res.records[0] if res.records else None
+        out[day] = (rec.asset_materialization.tags or {}).get("dagster/code_version") if rec and rec.asset_materialization else None
+    return out
+
+
+def backfill(
+    home: MemcHome,
+    start: str,
+    end: str,
+    *,
+    extractor: str | None = None,
+    views: bool = True,
+    on_event: ProgressCallback | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> BackfillReport:
+    """Re-extract the ledger days from ``start`` to ``end`` (inclusive) that are out of date.
+
+    A day is out of date when its latest claims materialization in the Dagster instance has
+    another code version than the active extractor's key (or none), or when its files are
+    missing from the memory home (a deleted view). Each run of consecutive out-of-date days
+    is one single run over that range; then, with ``views``, the views below the claims
+    (dbt state, the graph; not dreaming) are compiled once. Other extractor versions' files
+    are never touched. ``extractor`` ("rules" or "llm") overrides ``$MEMC_EXTRACTOR``."""
+    from claims.extract import active_extractor
+    from claims.ledger_days import contiguous, day_range, ledger_days
+    from claims.store import days as stored_days
+    from ledger import Ledger
+
+    wanted = day_range(start, end)  # ValueError on bad input, before anything runs
+    if extractor:
+        os.environ["MEMC_EXTRACTOR"] = extractor
+    active = active_extractor()  # ExtractorError on a bad name or configuration
+    prepare_environment(home)
+    from orchestration.dbt_project import ensure_manifest
+
+    ensure_manifest()
+    from assets.claims import ENTITY_ALIASES
+    from orchestration.definitions import build_definitions
+
+    defs = build_definitions(str(home.root))
+    instance = instance or dg.DagsterInstance.get()
+    report = BackfillReport(extractor=active.key)
+    present = set(ledger_days(Ledger(home.ledger)))
+    report.days_with_entries = [d for d in wanted if d in present]
+    _check_days(report.days_with_entries)
+    versions = partition_code_versions(instance, CLAIMS, report.days_with_entries)
+    on_disk = set(stored_days(home.claims, active.key))
+    report.out_of_date = [d for d in report.days_with_entries if versions[d] != active.key or d not in on_disk]
+    report.ranges = contiguous(report.out_of_date)
+    report.ledger_head = _head(home)
+    if not report.ranges:
+        return report
+    defs.resolve_job_def("observe_ledger").execute_in_process(instance=instance, run_config=_QUIET)
+    job = defs.resolve_implicit_global_asset_job_def()
+    for i, (first, last) in enumerate(report.ranges):
+        selection = [ENTITY_ALIASES, CLAIMS] if i == 0 else [CLAIMS]
+        _run(job, instance, selection, on_event, report, {**range_tags(first, last), "memc/trigger": "memc backfill"})
+        if not report.success:
+            return report
+    if views:
+        graph = defs.resolve_asset_graph()
+        below = dg.AssetSelection.assets(CLAIMS).downstream(include_self=False).resolve(graph)
+        below = [k for k in below if k != CENTRALITY and graph.get(k).partitions_def is None]
+        if below:
+            _run(job, instance, below, on_event, report, {"memc/trigger": "memc backfill"})
     report.ledger_head = _head(home)
     return report
 
@@ -100,7 +213,7 @@ def _head(home: MemcHome) -> int:
     return Ledger(home.ledger).head()
 
 
-def _run(job, instance, selection, on_event, report: BuildReport) -> None:
+def _run(job, instance, selection, on_event, report: BuildReport, tags: dict[str, str] | None = None) -> None:
     run_id = str(uuid.uuid4())
 
     def listener(entry) -> None:
@@ -131,10 +244,10 @@ def _run(job, instance, selection, on_event, report: BuildReport) -> None:
             asset_selection=list(selection) if selection else None,
             raise_on_error=False,
             run_config=_QUIET,
-            tags={"memc/trigger": "memc build"},
+            tags={"memc/trigger": "memc build", **(tags or {})},
         )
     report.runs.append(run_id)
     report.success = report.success and result.success
 
 
-__all__ = ["BuildReport", "build", "prepare_environment", "LEDGER"]
+__all__ = ["BackfillReport", "BuildReport", "backfill", "build", "partition_code_versions", "prepare_environment", "LEDGER"]

@@ -75,3 +75,143 @@ def test_each_validator_rejects_with_its_reason():
 def test_a_valid_proposal_passes_every_validator():
     r = extract([entry("I moved to Berlin", visibility=("elena",))], _with(_base(visibility=["elena"])))
     assert r.claims.num_rows == 1 and r.rejections.num_rows == 0
+
+
+# ------------------------------------------------------------------ rules: coverage and time
+
+from claims.model import CLAIM_SCHEMA  # noqa: E402
+from claims.resolve import Resolver, build_aliases  # noqa: E402
+from claims.timephrase import resolve as resolve_phrase  # noqa: E402
+
+
+def _facts(text: str, **kw) -> set[tuple]:
+    r = extract([entry(text, **kw)])
+    assert r.rejections.num_rows == 0, r.rejections.to_pylist()
+    return {(c["predicate"], c["polarity"], c["object"]) for c in r.claims.to_pylist()}
+
+
+def test_rules_cover_residence_work_study_relations_tastes_plans_and_ids():
+    assert _facts("I moved from Lisbon to Oslo in spring.") == {("lives_in", "retract", "Lisbon"), ("lives_in", "assert", "Oslo")}
+    assert ("studies_at", "assert", "University of Porto") in _facts("These days I am studying at University of Porto.")
+    assert _facts("My brother Tiago and my friend Ines came over.") == {
+        ("has_relative", "assert", "Tiago"), ("has_friend", "assert", "Ines")
+    }
+    assert _facts("I really enjoy pottery classes, but I hate traffic.") == {
+        ("likes", "assert", "pottery classes"), ("dislikes", "assert", "traffic")
+    }
+    assert _facts("I love it!") == set(), "a pronoun names nothing"
+    assert ("mentions_identifier", "assert", "BK-20931") in _facts("My booking reference is BK-20931.")
+    assert ("mentions_identifier", "assert", "774120") in _facts("The order number is 774120, shipped today.")
+    # third person in a document
+    got = _facts("Joaquim moved to Valencia after the merger.", actor=None, kind="document")
+    assert got == {("lives_in", "assert", "Valencia")}
+
+
+def test_retractions_from_statements_and_corrections():
+    assert _facts("Actually, I don't work at Northwind Studio anymore.") == {("works_at", "retract", "Northwind Studio")}
+    assert _facts("I no longer live in Lisbon.") == {("lives_in", "retract", "Lisbon")}
+    assert _facts("Sadly I lost my job at Fjord Office.") == {("works_at", "retract", "Fjord Office")}
+    got = _facts("Correction: I live in Potsdam, not Berlin.", kind="correction")
+    assert got == {("lives_in", "assert", "Potsdam"), ("lives_in", "retract", "Berlin")}
+
+
+def test_relative_times_resolve_against_the_entrys_valid_time_and_keep_the_phrase():
+    r = extract([entry("Big news: I moved to Berlin last month!"), entry("I am planning a hike to Kilimanjaro next May.", entry_id="e_2")])
+    by = {c["predicate"]: c for c in r.claims.to_pylist()}
+    assert by["lives_in"]["time_phrase"] == "last month"
+    assert by["lives_in"]["valid_at"] == datetime(2024, 4, 1, tzinfo=timezone.utc)
+    assert by["lives_in"]["quote"] == "I moved to Berlin last month"
+    assert by["plans"]["object"] == "hike to Kilimanjaro" and by["plans"]["time_phrase"] == "next May"
+    assert by["plans"]["valid_at"] == datetime(2025, 5, 1, tzinfo=timezone.utc)  # said on 14 May 2024
+    anchor = datetime(2024, 9, 2, 20, 15, tzinfo=timezone.utc)
+    assert resolve_phrase("yesterday", anchor).date().isoformat() == "2024-09-01"
+    assert resolve_phrase("two years ago", anchor).date().isoformat() == "2022-09-02"
+    assert resolve_phrase("last week", anchor).date().isoformat() == "2024-08-26"
+    assert resolve_phrase("next May", anchor).date().isoformat() == "2025-05-01"
+    assert resolve_phrase("in March", anchor, past=True).date().isoformat() == "2024-03-01"
+    assert resolve_phrase("today", anchor) == anchor
+    assert resolve_phrase("someday", anchor) is None
+
+
+def test_new_columns_are_in_the_schema():
+    for name in ("polarity", "time_phrase", "object_id", "subject_id"):
+        assert name in CLAIM_SCHEMA.names
+
+
+# ------------------------------------------------------------------ validators: extended cases
+
+
+def test_ontology_checks_argument_types():
+    v, reason = _rejected(_base(object="somewhere nice", visibility=["elena"]))[0]
+    assert v == "ontology" and "place" in reason
+    v, reason = _rejected(_base(subject="she", visibility=["elena"]))[0]
+    assert v == "ontology" and "pronoun" in reason
+    v, reason = _rejected(_base(predicate="mentions_identifier", object="no digits", visibility=["elena"]))[0]
+    assert v == "ontology" and "identifier" in reason
+
+
+def test_provenance_rejects_facts_the_quote_does_not_support():
+    src = entry("I moved to Berlin", visibility=("elena",))
+    v, reason = _rejected(_base(object="Munich", visibility=["elena"]), src)[0]
+    assert v == "provenance" and "not supported" in reason
+    v, reason = _rejected(_base(subject="Oskar", visibility=["elena"]), src)[0]
+    assert v == "provenance" and "speaker" in reason
+
+
+def test_temporal_rejects_future_facts_and_wrong_phrase_resolution():
+    src = entry("I moved to Berlin last month", visibility=("elena",))
+    late = _base(quote="I moved to Berlin", valid_at=datetime(2024, 6, 1, tzinfo=timezone.utc), visibility=["elena"])
+    v, reason = _rejected(late, src)[0]
+    assert v == "temporal" and "only plans" in reason
+    wrong = _base(quote="I moved to Berlin last month", time_phrase="last month", valid_at=datetime(2024, 1, 1, tzinfo=timezone.utc), visibility=["elena"])
+    v, reason = _rejected(wrong, src)[0]
+    assert v == "temporal" and "2024-04-01" in reason
+    ok = extract([src], _with(_base(quote="I moved to Berlin last month", time_phrase="last month", valid_at=datetime(2024, 4, 1, tzinfo=timezone.utc), visibility=["elena"])))
+    assert ok.claims.num_rows == 1
+    plan = extract([entry("I am planning a trip to Oslo next May", visibility=("elena",))],
+                   _with(_base(predicate="plans", object="trip to Oslo", quote="planning a trip to Oslo next May", time_phrase="next May",
+                               valid_at=datetime(2025, 5, 1, tzinfo=timezone.utc), visibility=["elena"])))
+    assert plan.claims.num_rows == 1, plan.rejections.to_pylist()
+
+
+# ------------------------------------------------------------------ entity resolution
+
+
+def _msg(eid, speaker, text, *, scope="team", conv="c1", seq=1):
+    e = entry(text, actor=speaker, entry_id=eid)
+    e.update(scope=scope, session_id=f"{conv}:S1", seq=seq, attributes=f'{{"conversation_id": "{conv}"}}')
+    return e
+
+
+def test_nicknames_merge_in_one_conversation_never_across_scopes():
+    ledger = [
+        _msg("e1", "Wendeline", "Hey Ros! How was the trip?", conv="c1"),
+        _msg("e2", "Rosalind", "Great, thanks. I moved to Ghent last week.", conv="c1"),
+        _msg("e3", "Wendeline", "Wow, Ros, that is big news!", conv="c1"),
+        _msg("e4", "Rosalind", "Morning all.", scope="other", conv="c9"),
+        _msg("e5", "rosalind", "Forgot my keys.", scope="other", conv="c9"),
+    ]
+    aliases = build_aliases(ledger)
+    rows = {(r["scope"], r["alias"]): r for r in aliases.to_pylist()}
+    ros = rows[("team", "Ros")]
+    assert ros["canonical_name"] == "Rosalind" and ros["rule"] == "prefix-in-conversation"
+    assert {"e1", "e3", "e2"} <= set(ros["evidence"]), "where she is addressed so, and where she speaks"
+    assert rows[("other", "rosalind")]["rule"] == "case/space"
+    # one name, two scopes: two entities, never merged
+    assert rows[("team", "Rosalind")]["entity_id"] != rows[("other", "Rosalind")]["entity_id"]
+    assert ("other", "Ros") not in rows
+    r = extract(ledger, resolver=Resolver(aliases))
+    lives = [c for c in r.claims.to_pylist() if c["predicate"] == "lives_in"]
+    assert lives[0]["subject_id"] == ros["entity_id"] and lives[0]["time_phrase"] == "last week"
+    mention = [c for c in r.claims.to_pylist() if c["predicate"] == "mentions" and c["source_entry_id"] == "e3"]
+    assert mention and mention[0]["object"] == "Ros" and mention[0]["object_id"] == ros["entity_id"]
+
+
+def test_a_nickname_two_participants_could_bear_is_not_merged():
+    ledger = [_msg("e1", "Tom", "Hi Mar, hi all!"), _msg("e2", "Marta", "Hello."), _msg("e3", "Marek", "Hey.")]
+    assert {r["rule"] for r in build_aliases(ledger).to_pylist()} == {"exact"}
+
+
+def test_a_capitalised_word_at_a_sentence_start_is_not_a_nickname():
+    ledger = [_msg("e1", "Carmen", "Car broke down again."), _msg("e2", "Bo", "Oh no.")]
+    assert {r["rule"] for r in build_aliases(ledger).to_pylist()} == {"exact"}

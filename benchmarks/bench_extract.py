@@ -1,0 +1,84 @@
+"""Throughput of the rule-based extractor (entries/s) on the LoCoMo dev conversations.
+
+Read in place from ../shared/eval/locomo-dev (evaluation data under a non-commercial licence:
+never copied into the repository). The baseline, measured in the same process over the same
+entries, is the work every pass does anyway: building the entry dicts and splitting the text
+into sentences; the extractor's cost is reported as a ratio against it. Entity resolution
+(building the alias table) is timed separately, since it runs once per build, not per day.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+LOCOMO = REPO.parent / "shared" / "eval" / "locomo-dev" / "conversations.jsonl"
+REPEATS = 5
+
+
+def _entries(path: Path) -> list[dict]:
+    out = []
+    now = datetime.now(timezone.utc)
+    with open(path, encoding="utf-8") as f:
+        for i, line in enumerate(f, 1):
+            r = json.loads(line)
+            out.append({
+                "seq": i, "entry_id": f"e_{i}", "kind": "message", "scope": "locomo", "session_id": r["session_id"],
+                "actor": r["speaker"], "content": r["text"], "source_ref": r["turn_id"], "visibility": ["public"],
+                "valid_at": datetime.fromisoformat(r["timestamp"]).replace(tzinfo=timezone.utc), "recorded_at": now,
+                "confidence": 1.0, "attributes": json.dumps({"conversation_id": r["conversation_id"]}),
+            })  # fmt: skip
+    return out
+
+
+def _best(fn, repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def run() -> dict:
+    if not LOCOMO.exists():
+        msg = f"skipped: {LOCOMO} not found (the LoCoMo dev split lives beside the repository)"
+        print(msg)
+        return {"skipped": msg}
+    from claims.extract import RULES, extract
+    from claims.resolve import Resolver, build_aliases
+
+    entries = _entries(LOCOMO)
+    sentence = re.compile(r"[^.!?]+[.!?]*")
+    baseline_s = _best(lambda: [len(sentence.findall(e["content"])) for e in _entries(LOCOMO)])
+    aliases_s = _best(lambda: build_aliases(entries))
+    resolver = Resolver(build_aliases(entries))
+    extract_s = _best(lambda: extract(entries, RULES, resolver))
+    result = extract(entries, RULES, resolver)
+    n = len(entries)
+    out = {
+        "entries": n,
+        "extractor": RULES.key,
+        "extract_entries_per_s": round(n / extract_s, 1),
+        "baseline_entries_per_s": round(n / baseline_s, 1),
+        "extract_vs_baseline": round(extract_s / baseline_s, 2),
+        "alias_table_s": round(aliases_s, 4),
+        "claims": result.claims.num_rows,
+        "claims_per_entry": round(result.claims.num_rows / n, 3),
+        "rejections": result.rejections.num_rows,
+        "claims_by_predicate": dict(Counter(result.claims.column("predicate").to_pylist()).most_common()),
+        "with_time_phrase": sum(1 for t in result.claims.column("time_phrase").to_pylist() if t),
+        "retractions": sum(1 for p in result.claims.column("polarity").to_pylist() if p == "retract"),
+        "median_entry_chars": statistics.median(len(e["content"]) for e in entries),
+    }
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))

@@ -1,0 +1,174 @@
+"""Deterministic entity resolution: which written names are one entity, and why.
+
+Rules, strongest first; each merge records its rule and the entry ids that support it:
+
+- ``exact``: the name as a speaker writes it (its canonical form).
+- ``case/space``: the same name up to case and spacing ("elena", "Elena ").
+- ``prefix-in-conversation``: a short name one participant uses to *address* another in the
+  same conversation ("Hey Jo!", "..., Jo?") that is a prefix of exactly one other
+  participant's first name ("Jo" -> "Joanna"). Addressing is required, so a capitalised word
+  at the start of a sentence ("Car broke down") is never taken for a nickname.
+
+Entities are per scope: every lookup is keyed by (scope, normalized name), and the canonical id
+is ``memc.ids.entity_id(scope, canonical_name)``, so two people who share a name in different
+scopes never merge. A name with no row resolves to its own id (same function), which keeps
+unknown names stable and matches the dbt macro of the same name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import pyarrow as pa
+
+from memc.ids import entity_id, normalize_name
+
+VERSION = "0.1.0"
+
+ALIAS_SCHEMA = pa.schema(
+    [
+        pa.field("scope", pa.string(), nullable=False),
+        pa.field("alias", pa.string(), nullable=False),
+        pa.field("normalized", pa.string(), nullable=False),
+        pa.field("entity_id", pa.string(), nullable=False),
+        pa.field("canonical_name", pa.string(), nullable=False),
+        pa.field("rule", pa.string(), nullable=False),
+        pa.field("evidence", pa.list_(pa.string()), nullable=False),
+    ]
+)
+
+# Evidence is a sample, not an index: enough entry ids to check a merge by hand. A speaker of a
+# 600-turn conversation would otherwise carry 600 ids in every row.
+MAX_EVIDENCE = 10
+MIN_NICKNAME = 2  # "Jo" for "Joanna"; a single letter is an initial, not a name
+
+_WORD = r"[A-Z][a-z\u00E0-\u024F'\-]+"
+_GREETING = r"(?:hey|hi|hello|thanks|thank you|bye|dear|congrats|congratulations|yes|yeah|oh|wow|sorry|sure|ok|okay|well|so|good morning|good night|great|aww|awesome|haha)"
+# "Hey Jo!", "Thanks, Jo." / ", Jo!" / "Jo, ..." at the start of the text.
+_ADDRESS = [
+    re.compile(rf"\b{_GREETING}\s*,?\s+(?P<name>(?-i:{_WORD}))\s*[!?.,:;)]", re.I),
+    re.compile(rf",\s+(?P<name>(?-i:{_WORD}))\s*[!?.]"),
+    re.compile(rf"^\s*(?P<name>(?-i:{_WORD})),\s"),
+]
+
+
+@dataclass
+class _Name:
+    written: Counter = field(default_factory=Counter)
+    evidence: list[str] = field(default_factory=list)
+
+
+def _conversation(entry: dict[str, Any]) -> str | None:
+    try:
+        attrs = json.loads(entry.get("attributes") or "{}")
+    except (TypeError, ValueError):
+        attrs = {}
+    return attrs.get("conversation_id") or entry.get("session_id")
+
+
+def _is_name(actor: str | None) -> bool:
+    return bool(actor) and "@" not in actor and not actor.endswith("-bot") and any(c.isalpha() for c in actor)
+
+
+def build_aliases(entries: Iterable[dict[str, Any]]) -> pa.Table:
+    """The alias table of a ledger (rows sorted by scope, normalized alias)."""
+    speakers: dict[tuple[str, str], _Name] = defaultdict(_Name)  # (scope, normalized) -> forms
+    by_conv: dict[tuple[str, str], set[str]] = defaultdict(set)  # (scope, conversation) -> speakers (normalized)
+    addressed: list[tuple[str, str, str, str, str]] = []  # scope, conversation, name, speaker, entry_id
+    for e in entries:
+        actor, scope = e.get("actor"), e["scope"]
+        if e["kind"] != "message" or not _is_name(actor):
+            continue
+        norm = normalize_name(actor)
+        s = speakers[(scope, norm)]
+        s.written[" ".join(actor.split())] += 1
+        if len(s.evidence) < MAX_EVIDENCE:
+            s.evidence.append(e["entry_id"])
+        conv = _conversation(e)
+        if conv:
+            by_conv[(scope, conv)].add(norm)
+            for pattern in _ADDRESS:
+                for m in pattern.finditer(e["content"]):
+                    addressed.append((scope, conv, m.group("name"), norm, e["entry_id"]))
+
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    canonical: dict[tuple[str, str], str] = {}
+    for (scope, norm), s in speakers.items():
+        # The canonical form is the one written most often (ties: alphabetical, for determinism).
+        name = sorted(s.written.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        canonical[(scope, norm)] = name
+        eid = entity_id(scope, name)
+        for form in sorted(s.written):
+            rows[(scope, form)] = {
+                "scope": scope, "alias": form, "normalized": norm, "entity_id": eid, "canonical_name": name,
+                "rule": "exact" if form == name else "case/space", "evidence": list(s.evidence),
+            }
+
+    nick_evidence: dict[tuple[str, str, str], list[str]] = defaultdict(list)  # scope, nick, target -> ids
+    ambiguous: set[tuple[str, str]] = set()
+    targets: dict[tuple[str, str], str] = {}
+    for scope, conv, name, speaker, eid in addressed:
+        nick = normalize_name(name)
+        if len(nick) < MIN_NICKNAME or (scope, nick) in speakers:
+            continue  # a participant's own name, or too short to mean anything
+        others = sorted(
+            n for n in by_conv[(scope, conv)]
+            if n != speaker and n.split()[0] != nick and n.split()[0].startswith(nick)
+        )  # fmt: skip
+        if len(others) != 1:
+            continue  # no participant, or several, could be meant: no merge
+        key = (scope, nick)
+        if targets.setdefault(key, others[0]) != others[0]:
+            ambiguous.add(key)  # the same nickname points at different people in two conversations
+        ev = nick_evidence[(scope, nick, others[0])]
+        if len(ev) < MAX_EVIDENCE // 2:
+            ev.append(eid)
+    for (scope, nick), target in sorted(targets.items()):
+        if (scope, nick) in ambiguous:
+            continue
+        name = canonical[(scope, target)]
+        written = nick_evidence[(scope, nick, target)]
+        rows[(scope, nick)] = {
+            "scope": scope, "alias": _title(nick), "normalized": nick, "entity_id": entity_id(scope, name),
+            "canonical_name": name, "rule": "prefix-in-conversation",
+            # where the nickname is used to address them, then where they speak under their name
+            "evidence": written + speakers[(scope, target)].evidence[: MAX_EVIDENCE - len(written)],
+        }
+    ordered = sorted(rows.values(), key=lambda r: (r["scope"], r["normalized"], r["alias"]))
+    return pa.Table.from_pylist(ordered, schema=ALIAS_SCHEMA)
+
+
+def _title(nick: str) -> str:
+    return " ".join(w[:1].upper() + w[1:] for w in nick.split())
+
+
+class Resolver:
+    """Name -> canonical entity, per scope, from an alias table (empty: every name is its own)."""
+
+    def __init__(self, aliases: pa.Table | None = None):
+        self._map: dict[tuple[str, str], tuple[str, str]] = {}
+        if aliases is not None:
+            for r in aliases.select(["scope", "normalized", "entity_id", "canonical_name"]).to_pylist():
+                self._map[(r["scope"], r["normalized"])] = (r["entity_id"], r["canonical_name"])
+
+    def resolve(self, scope: str, name: str) -> tuple[str, str]:
+        """(entity_id, canonical name) of ``name`` in ``scope``."""
+        hit = self._map.get((scope, normalize_name(name)))
+        if hit:
+            return hit
+        clean = " ".join(name.split())
+        return entity_id(scope, clean), clean
+
+    def entity_id(self, scope: str, name: str) -> str:
+        return self.resolve(scope, name)[0]
+
+    def known(self, scope: str, name: str) -> bool:
+        return (scope, normalize_name(name)) in self._map
+
+    def names(self, scope: str) -> list[str]:
+        """Every normalized name known in ``scope`` (for mention detection)."""
+        return [n for s, n in self._map if s == scope]

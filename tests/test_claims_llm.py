@@ -1,0 +1,117 @@
+"""The LLM extractor over real HTTP against a scripted OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from claims.extract import ExtractorError, active_extractor, extract
+from claims.llm import LLMConfig, llm_extractor
+from fake_llm import FakeLLM, Reply, claims_answer, completion
+
+T = datetime(2024, 5, 14, 9, 30, tzinfo=timezone.utc)
+TEXT = "Big news: I moved to Berlin last month! Also my sister Ana visits on Friday."
+
+
+def entry(content=TEXT, *, visibility=("elena", "tomasz")) -> dict:
+    return {
+        "seq": 7, "entry_id": "e_llm", "kind": "message", "scope": "team", "actor": "Elena", "content": content,
+        "valid_at": T, "recorded_at": T, "source_ref": "ET2:1", "visibility": list(visibility), "confidence": 1.0,
+        "attributes": None,
+    }  # fmt: skip
+
+
+def cfg(fake: FakeLLM, **kw) -> LLMConfig:
+    return LLMConfig(base_url=fake.base_url, model="fake-model", api_key="sk-test", **{"timeout_s": 2.0, "max_retries": 2, "backoff_s": 0.01, **kw})
+
+
+GOOD = {"subject": "Elena", "predicate": "lives_in", "object": "Berlin", "quote": "I moved to Berlin last month", "time_phrase": "last month", "confidence": 0.95}
+
+
+def test_good_json_becomes_validated_claims_with_resolved_time():
+    with FakeLLM(claims_answer(GOOD, {"subject": "Elena", "predicate": "has_relative", "object": "Ana", "quote": "my sister Ana"})) as fake:
+        r = extract([entry()], llm_extractor(cfg(fake)))
+        req = fake.requests[0]
+    assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sk-test"
+    assert req["body"]["model"] == "fake-model" and req["body"]["response_format"] == {"type": "json_object"}
+    assert json.loads(req["body"]["messages"][1]["content"])["text"] == TEXT
+    assert r.rejections.num_rows == 0, r.rejections.to_pylist()
+    by = {c["predicate"]: c for c in r.claims.to_pylist()}
+    assert by["lives_in"]["valid_at"] == datetime(2024, 4, 1, tzinfo=timezone.utc)  # resolved here, not by the model
+    assert by["lives_in"]["extractor"] == "llm" and by["lives_in"]["extractor_version"] == "0.1.0+fake-model"
+    assert by["lives_in"]["confidence"] == 0.95 and by["lives_in"]["visibility"] == ["elena", "tomasz"]
+    assert by["has_relative"]["object_id"] is not None
+
+
+def _rejections(*replies: Reply, content=TEXT, **kw) -> list[dict]:
+    with FakeLLM(*replies) as fake:
+        r = extract([entry(content)], llm_extractor(cfg(fake, **kw)))
+    assert r.claims.num_rows == 0, r.claims.to_pylist()
+    return r.rejections.to_pylist()
+
+
+def test_malformed_json_is_a_schema_rejection_with_the_raw_answer():
+    (rej,) = _rejections(completion('{"claims": [ {"subject": "Elena", '))
+    assert rej["validator"] == "schema" and "not valid JSON" in rej["reason"]
+    assert '"subject": "Elena"' in json.loads(rej["proposal"])["answer"]
+    (rej,) = _rejections(claims_answer({"subject": "Elena", "predicate": "lives_in"}))
+    assert rej["validator"] == "schema" and "object" in rej["reason"] and "quote" in rej["reason"]
+
+
+def test_hallucinated_quote_and_unsupported_fact_are_rejected_by_provenance():
+    (rej,) = _rejections(claims_answer({**GOOD, "quote": "I moved to Berlin with my husband"}))
+    assert rej["validator"] == "provenance" and "verbatim" in rej["reason"]
+    (rej,) = _rejections(claims_answer({**GOOD, "object": "Munich", "time_phrase": None}))
+    assert rej["validator"] == "provenance" and "not supported" in rej["reason"]
+
+
+def test_visibility_broader_than_the_source_is_rejected_by_policy():
+    (rej,) = _rejections(claims_answer({**GOOD, "visibility": ["public"]}))
+    assert rej["validator"] == "policy" and "broader" in rej["reason"]
+
+
+def test_a_slow_answer_times_out_and_is_retried():
+    with FakeLLM(Reply(delay=1.5, body={}), claims_answer(GOOD)) as fake:
+        r = extract([entry()], llm_extractor(cfg(fake, timeout_s=0.3)))
+        assert len(fake.requests) == 2
+    assert r.claims.num_rows == 1
+
+
+def test_timeouts_past_the_retry_budget_fail_loudly():
+    slow = Reply(delay=1.0, body={})
+    with FakeLLM(slow, slow, default=slow) as fake:
+        with pytest.raises(ExtractorError, match="failed after 1 retries"):
+            extract([entry()], llm_extractor(cfg(fake, timeout_s=0.2, max_retries=1)))
+        assert len(fake.requests) == 2
+
+
+def test_429_with_retry_after_is_honoured_then_succeeds():
+    with FakeLLM(Reply(429, {"error": {"message": "rate limited"}}, headers={"Retry-After": "1"}), claims_answer(GOOD)) as fake:
+        r = extract([entry()], llm_extractor(cfg(fake, backoff_s=0.0)))
+        gap = fake.requests[1]["at"] - fake.requests[0]["at"]
+    assert r.claims.num_rows == 1
+    assert gap >= 0.95, f"retried after {gap:.2f}s, before the server's Retry-After of 1 s"
+
+
+def test_5xx_is_retried_with_backoff_and_gives_up_cleanly():
+    with FakeLLM(Reply(503, {"error": "busy"}), Reply(500, "oops"), claims_answer(GOOD)) as fake:
+        assert extract([entry()], llm_extractor(cfg(fake))).claims.num_rows == 1
+        assert len(fake.requests) == 3
+    with FakeLLM(default=Reply(502, "bad gateway")) as fake:
+        with pytest.raises(ExtractorError, match="LLM server"):
+            extract([entry()], llm_extractor(cfg(fake, max_retries=1)))
+
+
+def test_configuration_from_the_environment(monkeypatch):
+    monkeypatch.delenv("MEMC_LLM_BASE_URL", raising=False)
+    with pytest.raises(ExtractorError, match="MEMC_LLM_BASE_URL"):
+        active_extractor("llm")
+    monkeypatch.setenv("MEMC_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("MEMC_LLM_MODEL", "acme/tiny:7b")
+    monkeypatch.setenv("MEMC_EXTRACTOR", "llm")
+    assert active_extractor().key == "llm-0.1.0+acme_tiny_7b"  # building it opens no connection
+    monkeypatch.setenv("MEMC_EXTRACTOR", "oracle")
+    with pytest.raises(ExtractorError, match="unknown extractor 'oracle'"):
+        active_extractor()
