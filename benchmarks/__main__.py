@@ -12,6 +12,7 @@ import platform
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -63,12 +64,65 @@ def _plot_build(res: dict) -> str:
     return "img/build_steps.png"
 
 
+def _flat(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out += _flat(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(d, list) and all(isinstance(x, dict) for x in d):
+        for i, v in enumerate(d):
+            label = next((f"{k}={v[k]}" for k in ("entries", "n", "size", "batch_size") if k in v), str(i))
+            out += _flat(v, f"{prefix}[{label}]")
+    elif isinstance(d, (int, float, str, bool)) or d is None:
+        out.append((prefix, d))
+    return out
+
+
+def _section(title: str, intro: str, result: dict) -> list[str]:
+    """A results table of every scalar the benchmark reported, and the raw JSON."""
+    rows = [(k, v) for k, v in _flat(result) if not isinstance(v, str) or len(v) < 80][:60]
+    return [
+        f"## {title}",
+        "",
+        intro,
+        "",
+        "| measure | value |",
+        "|---|---:|",
+        *(f"| {k} | {v:,.3f} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in rows),
+        "",
+    ]
+
+
+# Benchmarks beyond the ledger and the build, each a module with run() -> dict: title and what
+# its baseline is.
+SECTIONS = [
+    ("bench_extract", "Rule-based extraction on the LoCoMo dev conversations",
+     "Entries/s of the rule-based extractor against a baseline in the same process that only splits the same entries into sentences (read from ../shared/eval/locomo-dev in place)."),
+    ("bench_state", "State models (dbt on DuckDB) at 10k and 100k ledger entries",
+     "dbt build time of the state models: full build, then incremental and full refresh after a 1% append."),
+    ("bench_views", "Retrieval and graph views",
+     "Embedding throughput through the pipeline (evidence rows -> LanceDB sync) against calling the model's encode directly on the same texts in the same process (target ratio <= 1.10); graph build, PageRank and Louvain at 10k and 100k entries."),
+    ("bench_http", "HTTP API",
+     "Ask throughput and latency over HTTP on loopback with a few concurrent clients."),
+]
+
+
 def main() -> None:
+    import importlib
+
     from benchmarks import bench_build, bench_ledger
 
     started = datetime.now(timezone.utc)
     ledger = bench_ledger.run(REPO / ".bench")
     build = bench_build.run()
+    extra: dict[str, dict] = {}
+    for module, _, _ in SECTIONS:
+        try:
+            mod = importlib.import_module(f"benchmarks.{module}")
+        except ModuleNotFoundError:
+            continue
+        print(f"running {module}...", file=sys.stderr)
+        extra[module] = mod.run()
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
     lines = [
@@ -82,7 +136,7 @@ def main() -> None:
         "Baseline: writing the same rows with `pyarrow.parquet.write_table` alone. The ledger adds",
         "validation, the idempotency check, fsyncs, a checksum and the put-if-absent publish.",
         "",
-        "| batch size | ledger entries/s | bare Parquet entries/s | ledger / bare |",
+        "| batch size | ledger entries/s | bare Parquet entries/s | ledger time / bare time |",
         "|---:|---:|---:|---:|",
     ]
     for r in ledger["results"]:
@@ -106,10 +160,15 @@ def main() -> None:
         "",
         f"![build steps]({_plot_build(build)})",
         "",
+    ]
+    for module, title, intro in SECTIONS:
+        if module in extra:
+            lines += _section(title, intro, extra[module])
+    lines += [
         "<details><summary>raw results</summary>",
         "",
         "```json",
-        json.dumps({"ledger": ledger, "build": build}, indent=2),
+        json.dumps({"ledger": ledger, "build": build, **extra}, indent=2, default=str),
         "```",
         "</details>",
         "",

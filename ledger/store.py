@@ -18,6 +18,8 @@ of 3 concurrent writers; see FINDINGS.md "Commits".)
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -34,7 +36,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ledger.schema import LEDGER_SCHEMA, NewEntry
+from ledger.schema import LEDGER_COLUMNS, LEDGER_SCHEMA, NewEntry
+from memc.ids import text_hash
+from memc.visibility import ADMIN
 
 _BATCH_RE = re.compile(r"^(\d{20})\.parquet$")
 _SUM_RE = re.compile(r"^(\d{20})\.([0-9a-f]{64})\.sum$")
@@ -42,6 +46,10 @@ _TMP_RE = re.compile(r"^(\d+)-[0-9a-f]{32}\.parquet$")
 # A writer needs milliseconds between writing its checksum marker and publishing; a marker
 # with no batch that is older than this belongs to a writer that died.
 STALE_MARKER_SECONDS = 600
+# Held exclusively (flock) while an erasure rewrites committed files; a reader that meets a
+# checksum mismatch takes it shared and looks again, and recover() never removes a marker
+# while a rewrite holds it (the rewrite's new marker exists for a moment beside the old one).
+REWRITE_LOCK = ".rewrite.lock"
 
 
 class LedgerCorruption(Exception):
@@ -72,6 +80,51 @@ class AppendResult:
     @property
     def appended(self) -> int:
         return len(self.entry_ids)
+
+
+@dataclass
+class PurgeReport:
+    files_rewritten: list[str] = field(default_factory=list)
+    rows_stubbed: int = 0  # rows replaced by a stub now
+    already_stubbed: int = 0  # rows a previous (interrupted) purge had already replaced
+    missing: list[str] = field(default_factory=list)  # ids not found in any batch
+
+
+def is_erased_stub(row: dict[str, Any]) -> bool:
+    """A row an erasure replaced: kind "erasure" with ``erased_by`` in its attributes (a tombstone
+    proper lists ``erased_entry_ids`` instead)."""
+    if row.get("kind") != "erasure" or not row.get("attributes"):
+        return False
+    try:
+        return "erased_by" in json.loads(row["attributes"])
+    except (TypeError, ValueError):
+        return False
+
+
+def erased_stub(row: dict[str, Any], erasure_id: str) -> dict[str, Any]:
+    """What is left of an erased entry: its seq, id, transaction time, scope and idempotency key,
+    nothing it said. The seq keeps the ledger gap-free; the id lets tombstones and lineage still
+    name it; the idempotency key (a hash, not the text) makes re-ingesting the same evidence a
+    no-op, so an erased entry does not come back with the next inbox delivery. valid_at is set to
+    recorded_at (when it happened is about the content); visibility is administrators only (a
+    well-formed list, so the ledger's own checks still pass)."""
+    stub = {c: None for c in LEDGER_COLUMNS}
+    stub.update(
+        seq=row["seq"],
+        entry_id=row["entry_id"],
+        recorded_at=row["recorded_at"],
+        valid_at=row["recorded_at"],
+        kind="erasure",
+        scope=row["scope"],
+        content="",
+        content_hash=text_hash(""),
+        visibility=[ADMIN],
+        confidence=0.0,
+        idempotency_key=row["idempotency_key"],
+        attributes=json.dumps({"erased_by": erasure_id}, sort_keys=True),
+        derived_from=[],
+    )
+    return stub
 
 
 @dataclass
@@ -280,6 +333,12 @@ class Ledger:
             p.unlink(missing_ok=True)
             removed["tmp"] += 1
         now = time.time()
+        with self._rewrite_lock(shared=True, blocking=False) as held:
+            if held:
+                self._recover_markers(now, removed)
+        return removed
+
+    def _recover_markers(self, now: float, removed: dict[str, int]) -> None:
         by_seq: dict[str, list[tuple[str, Path]]] = {}
         for p in self.root.iterdir():
             m = _SUM_RE.match(p.name)
@@ -308,16 +367,114 @@ class Ledger:
                 if age > STALE_MARKER_SECONDS:
                     p.unlink(missing_ok=True)
                     removed["markers"] += 1
-        return removed
 
     def _batch_sha(self, path: Path) -> str:
         return _sha256_file(path)
 
+    # ------------------------------------------------------------------ erasure
+
+    @contextlib.contextmanager
+    def _rewrite_lock(self, *, shared: bool = False, blocking: bool = True) -> Iterator[bool]:
+        fd = os.open(self.root / REWRITE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            flags = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if blocking else fcntl.LOCK_NB)
+            try:
+                fcntl.flock(fd, flags)
+            except BlockingIOError:
+                yield False
+                return
+            try:
+                yield True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def purge(self, erased: dict[str, str]) -> PurgeReport:
+        """Rewrite every committed batch that holds an entry of ``erased`` (entry id -> id of the
+        erasure entry that named it), replacing each such row by :func:`erased_stub`.
+
+        The protocol, per file, under the exclusive rewrite lock: verify the old file against its
+        marker (a damaged batch is never laundered into a "good" one); write the replacement to
+        ``_tmp`` and fsync it; create the new ``.sum`` marker; ``os.replace`` the batch (the
+        commit point: a reader sees the old file or the new one, each with its marker); remove
+        the old marker. Seqs, file names and row counts do not change, so ``verify()`` passes at
+        every instant. A kill leaves at most an extra marker (removed by ``recover()``) or a temp
+        file of a dead process; running the purge again finishes the job (stubs are skipped).
+        The old file's blocks are freed, not overwritten: no file under the ledger holds the
+        erased text afterwards, which is what a byte search can prove."""
+        report = PurgeReport()
+        if not erased:
+            return report
+        found: set[str] = set()
+        with self._lock, self._rewrite_lock():
+            for first, path in self._batch_paths():
+                table = pq.read_table(path, schema=LEDGER_SCHEMA)
+                ids = table.column("entry_id").to_pylist()
+                hits = [i for i, e in enumerate(ids) if e in erased]
+                if not hits:
+                    continue
+                rows = table.to_pylist()
+                todo = []
+                for i in hits:
+                    found.add(ids[i])
+                    if is_erased_stub(rows[i]):
+                        report.already_stubbed += 1
+                    else:
+                        todo.append(i)
+                if not todo:
+                    continue
+                # (not waiting for the rewrite lock: this process holds it)
+                problems = self._check(first, path, None, wait_for_rewrite=False)
+                if problems:
+                    raise LedgerCorruption("; ".join(problems))
+                for i in todo:
+                    rows[i] = erased_stub(rows[i], erased[ids[i]])
+                self._replace_batch(first, path, pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA))
+                report.files_rewritten.append(path.name)
+                report.rows_stubbed += len(todo)
+        report.missing = sorted(set(erased) - found)
+        return report
+
+    def _replace_batch(self, first: int, path: Path, table: pa.Table) -> None:
+        old_markers = [p for p in self.root.glob(f"{first:020d}.*.sum")]
+        tmp = self.tmp / f"{os.getpid()}-{uuid.uuid4().hex}.parquet"
+        try:
+            with open(tmp, "wb") as f:
+                pq.write_table(table, f, compression=self.compression, write_page_checksum=True, store_schema=True)
+                f.flush()
+                os.fsync(f.fileno())
+            sha = _sha256_file(tmp)
+            marker = self.root / f"{first:020d}.{sha}.sum"
+            marker.touch()
+            _fsync_dir(self.root)
+            os.replace(tmp, path)  # the commit point of this file
+            _fsync_dir(self.root)
+            for p in old_markers:
+                if p != marker:
+                    p.unlink(missing_ok=True)
+            _fsync_dir(self.root)
+        finally:
+            tmp.unlink(missing_ok=True)
+        st = path.stat()
+        key = (path.name, st.st_size, st.st_mtime_ns)
+        self._file_cache[key] = (
+            table.num_rows,
+            pc.max(table.column("recorded_at")).as_py() if table.num_rows else None,
+            frozenset(table.column("idempotency_key").to_pylist()),
+        )
+        self._verified.add(key)
+
     # ------------------------------------------------------------------ reading
 
-    def _check(self, first: int, path: Path, expected_first: int | None) -> list[str]:
+    def _check(self, first: int, path: Path, expected_first: int | None, *, wait_for_rewrite: bool = True) -> list[str]:
         problems = []
         sha = _sha256_file(path)
+        if wait_for_rewrite and not (self.root / f"{first:020d}.{sha}.sum").exists():
+            # An erasure may be swapping this very file (new marker, replace, old marker gone):
+            # wait for it to finish, then look again before calling it damage.
+            with self._rewrite_lock(shared=True):
+                sha = _sha256_file(path)
         if not (self.root / f"{first:020d}.{sha}.sum").exists():
             problems.append(f"{path.name}: checksum mismatch (sha256 {sha[:16]}... has no matching .sum marker)")
             return problems

@@ -203,22 +203,47 @@ def build(ctx, quiet, home_dir):
 @click.argument("question")
 @click.option("--as", "asker", required=True, help="The principal asking; only what it may see is used.")
 @click.option("--scope", default=None, help="Restrict to one scope.")
-@click.option("--k", default=10, show_default=True, type=click.IntRange(1, 200), help="Evidence items to return.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--as-of", "as_of", default=None, help="Valid time: what held then (ISO date or time).")
+@click.option("--known-at", "known_at", default=None, help="Transaction time: as memc knew it then (ISO date or time).")
+@click.option("--budget", default=None, type=click.IntRange(50), help="Token budget of the context (default: the preset's, 2000).")
+@click.option("--preset", type=click.Choice(["fast", "balanced", "thorough"]), default="balanced", show_default=True)
+@click.option("--k", default=None, type=click.IntRange(1, 200), help="Evidence items to return (default: the preset's).")
+@click.option("--json", "as_json", is_flag=True, help="The context as JSON (schema: docs/context.md).")
 @home_option
 @click.pass_context
-def ask(ctx, question, asker, scope, k, as_json, home_dir):
+def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, as_json, home_dir):
     """Compile a context for QUESTION as the principal given by --as, with provenance."""
-    from query import QueryConfig, compile_context
+    from query import QueryConfig, StaleViewError, compile_context
 
     home = _home(ctx, home_dir)
     if not home.ledger.exists():
         raise click.ClickException(f"no ledger at {home.ledger}: run `memc ingest` and `memc build` first")
-    result = compile_context(question, asker, home=home, scope=scope, config=QueryConfig(k=k))
+    config = QueryConfig.preset(preset)
+    if k is not None:
+        config = config.model_copy(update={"k": k})
+    try:
+        result = compile_context(
+            question, asker, home=home, scope=scope, config=config, budget_tokens=budget,
+            as_of=_time_option(as_of, "--as-of"), known_at=_time_option(known_at, "--known-at"),
+        )
+    except StaleViewError as exc:
+        raise click.ClickException(f"{exc}. Run `memc build` (or `memc up` to keep views fresh).") from None
     if as_json:
         _dump(result.to_dict())
     else:
         click.echo(result.render())
+
+
+def _time_option(value: str | None, name: str):
+    from datetime import datetime, timezone
+
+    if value is None:
+        return None
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an ISO date or time (e.g. 2024-06-01 or 2024-06-01T12:00)", param_hint=name) from None
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
 
 
 # ---------------------------------------------------------------------------------- ui
@@ -237,9 +262,12 @@ def ui(ctx, port, home_dir):
     from orchestration.dbt_project import ensure_manifest
 
     ensure_manifest()
-    args = [sys.executable, "-m", "dagster", "dev", "-m", "orchestration.definitions", "-h", "127.0.0.1", "-p", str(port)]
-    click.echo(f"Dagster UI on http://127.0.0.1:{port} (memory home {home.root}); Ctrl-C stops it")
-    os.execvpe(args[0], args, os.environ)
+    from orchestration.platform import CODE_LOCATION, CODE_ROOT, environment
+
+    args = [sys.executable, "-m", "dagster", "dev", *CODE_LOCATION, "-h", "127.0.0.1", "-p", str(port)]
+    click.echo(f"Dagster UI on http://127.0.0.1:{port} (memory home {home.root}); Ctrl-C stops it (`memc up` runs it in the background)")
+    os.chdir(CODE_ROOT)  # as `memc up`: a home's ledger/ folder in the working directory would shadow the ledger package
+    os.execvpe(args[0], args, environment(home))
 
 
 from memc.commands import register as _register_commands  # noqa: E402

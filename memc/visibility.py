@@ -2,6 +2,12 @@
 
 An entry's visibility is a list of principals; ``public`` admits every asker. A missing, empty
 or malformed visibility admits nobody but an administrator.
+
+Administrators are not askers of the context compiler: a context is always compiled for one
+principal and only ever holds what that principal may see (``compile_context`` has no admin
+mode, so no caller can widen it by a flag). Administrators read the ledger itself (`memc ledger
+export`), fold state over every claim (`memc state --admin`) and erase (`memc forget`); the API
+decides who holds an admin key. Erasure tombstones are visible to :data:`ADMIN` only.
 """
 
 from __future__ import annotations
@@ -12,6 +18,10 @@ from typing import Iterable
 from ledger.schema import PRINCIPAL_PATTERN, PUBLIC
 
 _PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
+
+# The visibility of what only administrators may see (erasure tombstones). Principals in the
+# reserved "memc:" namespace are never handed out as asker names.
+ADMIN = "memc:admin"
 
 
 def well_formed(visibility: Iterable[str] | None) -> bool:

@@ -9,6 +9,7 @@ independently), and report the watermarks every view was compiled against.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
@@ -20,6 +21,8 @@ from ledger import Ledger
 from memc.home import MemcHome
 from memc.visibility import may_see
 from memc.watermark import read_watermark
+from query.log import record_compile
+from query.staleness import DEFAULT_POLICIES, StaleViewError, ViewPolicy, assess
 
 # What the evidence routes rank: the ledger's own text (claims rows in the same index are ranked
 # by their own route).
@@ -33,8 +36,12 @@ class QueryConfig(BaseModel):
     vector_k: int = Field(default=40, ge=1)
     fulltext_k: int = Field(default=40, ge=1)
     rrf_k: int = Field(default=60, ge=1)  # reciprocal rank fusion constant (Cormack et al.)
-    max_state_facts: int = Field(default=20, ge=0)
+    max_state_facts: int = Field(default=10, ge=0)
+    # Share of the budget state facts may take (facts are dense but not all relevant); on LoCoMo
+    # dev a quarter of 2,000 tokens keeps evidence recall@10 at 0.80, all of it drops it to 0.74.
+    state_share: float = Field(default=0.25, ge=0.0, le=1.0)
     budget_tokens: int = Field(default=2000, ge=50)
+    staleness: dict[str, ViewPolicy] = Field(default_factory=lambda: dict(DEFAULT_POLICIES))
     # Route weights in the fusion. Full text leads: on LoCoMo dev, BM25-style full text alone
     # reaches recall@10 0.62 and MiniLM vectors 0.44; plain RRF of the two (equal weights) drops
     # to 0.58, while a 0.2 weight on vectors lifts it to 0.64.
@@ -81,6 +88,7 @@ class StateFact:
     predicate: str
     object: str
     valid_from: str
+    valid_to: str | None
     source_entry_id: str
     source_ref: str | None
     quote: str
@@ -94,24 +102,40 @@ class Context:
     scope: str | None
     ledger_head: int
     watermarks: dict[str, int | None]
+    as_of: str | None = None
+    known_at: str | None = None
+    staleness: dict[str, dict[str, Any]] = field(default_factory=dict)  # per view: lag and decision
     items: list[ContextItem] = field(default_factory=list)
     state: list[StateFact] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)  # both sides, each with its source
     tokens: int = 0  # of the rendered context, counted with a real tokenizer
+    latency_ms: float = 0.0
+    acl_dropped: int = 0  # items and facts the independent checker (query/acl.py) dropped
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def header(self) -> list[str]:
         marks = ", ".join(f"{k}@{v if v is not None else 'missing'}" for k, v in self.watermarks.items())
-        return [
-            f'Context for "{self.question}" as {self.asker}' + (f" in scope {self.scope}" if self.scope else ""),
+        when = "".join(f" {k.replace('_', '-')} {v[:19]}" for k, v in (("as_of", self.as_of), ("known_at", self.known_at)) if v)
+        lines = [
+            f'Context for "{self.question}" as {self.asker}' + (f" in scope {self.scope}" if self.scope else "") + when,
             f"ledger head {self.ledger_head}; views {marks}",
         ]
+        behind = [f"{v} {s['decision']} ({s['lag_entries']} entries behind)" for v, s in self.staleness.items() if s.get("decision") not in (None, "fresh")]
+        if behind:
+            lines.append("staleness: " + "; ".join(behind))
+        return lines
 
     def render(self) -> str:
         lines = self.header()
         if self.state:
-            lines += ["", "What holds now:", *(_state_line(f) for f in self.state)]
+            lines += ["", "What holds now:" if not (self.as_of or self.known_at) else "What held then:", *(_state_line(f) for f in self.state)]
+        if self.conflicts:
+            lines += ["", "Conflicts (sources disagree; both sides kept):"]
+            for c in self.conflicts:
+                sides = " vs ".join(f"{s['object']} ({s['source_ref'] or '-'} {s['source_entry_id']})" for s in c["sides"])
+                lines.append(f"  {c['subject']} {c['predicate']} at {c['valid_at'][:10]}: {sides}")
         lines.append("")
         lines.append("Evidence:" if self.items else "Evidence: none visible to this asker.")
         for i, it in enumerate(self.items, 1):
@@ -120,16 +144,20 @@ class Context:
 
 
 def _state_line(f: StateFact) -> str:
+    until = f" until {f.valid_to[:10]}" if f.valid_to else ""
     return (
-        f"  {f.subject} {f.predicate} {f.object}  (since {f.valid_from[:10]}; "
+        f"  {f.subject} {f.predicate} {f.object}  (since {f.valid_from[:10]}{until}; "
         f"source {f.source_ref or '-'} {f.source_entry_id}: \"{f.quote}\")"
     )
 
 
 def _item_lines(i: int, it: ContextItem) -> list[str]:
-    head = f"  {i:>2}. [{it.source_ref or '-'}] {it.valid_at[:10]} entry {it.entry_id}, routes {'+'.join(it.routes)}, score {it.score:.4f}"
+    """Lean on purpose: every token here is one the agent's budget does not spend on evidence.
+    Routes and scores are in the JSON form; the text keeps the entry, the time and each turn's
+    source ref."""
+    head = f"  {i:>2}. {it.valid_at[:10]} entry {it.entry_id}"
     if len(it.entry_ids) <= 1:
-        return [head, f"      {_one_line(it.text, 600)}"]
+        return [f"{head} [{it.source_ref or '-'}]", f"      {_one_line(it.text, 600)}"]
     # a window: one line per turn, the hit marked
     return [head] + [
         f"    {'>' if ref == it.source_ref else ' '} [{ref}] {_one_line(line, 600)}"
@@ -165,36 +193,92 @@ def compile_context(
     *,
     home: MemcHome | None = None,
     scope: str | None = None,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
+    budget_tokens: int | None = None,
     config: QueryConfig | None = None,
     embedder: Any = None,
 ) -> Context:
+    """Compile the context for one question and one asker.
+
+    ``as_of`` asks what held at a valid time, ``known_at`` what memc knew at a transaction time
+    (both default to now: the current fold). Raises StaleViewError when a view must fail closed."""
+    started = time.perf_counter()
     home = home or MemcHome.resolve()
     config = config or QueryConfig()
+    if budget_tokens is not None:
+        config = config.model_copy(update={"budget_tokens": budget_tokens})
     ledger = Ledger(home.ledger)
+    head = ledger.head()
     ctx = Context(
         question=question,
         asker=asker,
         scope=scope,
-        ledger_head=ledger.head(),
+        ledger_head=head,
         watermarks=view_watermarks(home),
+        as_of=as_of.isoformat() if as_of else None,
+        known_at=known_at.isoformat() if known_at else None,
     )
-    ctx.items = _retrieve(home, question, asker, scope, config, embedder)
-    ctx.state = _state_facts(home, question, asker, scope, config)
+    ctx.staleness, erased = assess(ledger, head, ctx.watermarks, config.staleness)
+    patch = None
+    if ctx.staleness.get("evidence_index", {}).get("decision") == "patched":
+        patch = (ctx.watermarks.get("evidence_index") or 0, head)
+    ctx.items = _retrieve(home, question, asker, scope, config, embedder, ledger=ledger, patch=patch, when=(as_of, known_at))
+    ctx.state, ctx.conflicts = _state_facts(home, question, asker, scope, config, as_of=as_of, known_at=known_at)
+    _exclude(ctx, set(erased))
     _recheck_visibility(ctx, ledger)
-    _pack(ctx, config.budget_tokens)
+    _pack(ctx, config.budget_tokens, config.state_share)
+    ctx.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+    record_compile(
+        home,
+        {
+            "asker": asker,
+            "scope": scope,
+            "question": question,
+            "as_of": ctx.as_of,
+            "known_at": ctx.known_at,
+            "plan": {"routes": sorted({r for it in ctx.items for r in it.routes}), "k": config.k, "patched": patch is not None},
+            "entities": sorted({f.subject for f in ctx.state}),
+            "items": len(ctx.items),
+            "state_facts": len(ctx.state),
+            "tokens": ctx.tokens,
+            "latency_ms": ctx.latency_ms,
+            "acl_dropped": ctx.acl_dropped,
+            "watermarks": ctx.watermarks,
+            "ledger_head": head,
+        },
+    )
     return ctx
 
 
-def _pack(ctx: Context, budget: int) -> None:
+def _within_time(row: dict[str, Any], when: tuple[datetime | None, datetime | None]) -> bool:
+    """A time-travel ask sees only evidence valid by ``as_of`` and recorded by ``known_at``."""
+    as_of, known_at = when
+    return (as_of is None or row["valid_at"] <= as_of) and (known_at is None or row["recorded_at"] <= known_at)
+
+
+def _exclude(ctx: "Context", erased: set[str]) -> None:
+    """Drop everything citing an entry an erasure names, before that erasure is purged."""
+    if not erased:
+        return
+    ctx.items = [it for it in ctx.items if not erased.intersection(it.entry_ids or [it.entry_id])]
+    ctx.state = [f for f in ctx.state if f.source_entry_id not in erased]
+    ctx.conflicts = [c for c in ctx.conflicts if not erased.intersection(c.get("source_entry_ids", []))]
+
+
+def _pack(ctx: Context, budget: int, state_share: float) -> None:
     """Keep the state facts, then the evidence items, that fit the token budget, in rank order."""
     from query.tokens import count_tokens
 
     # Fixed lines (header, section titles) first; then each line as it would be rendered.
     used = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))
     kept_state, kept_items = [], []
+    # Facts are dense but not all relevant: they may take at most a share of the budget, so the
+    # evidence always has room.
+    state_budget = used + int(budget * state_share)
     for f in ctx.state:
         cost = count_tokens(_state_line(f))
-        if used + cost > budget:
+        if used + cost > min(budget, state_budget):
             break
         kept_state.append(f)
         used += cost
@@ -208,10 +292,22 @@ def _pack(ctx: Context, budget: int) -> None:
     ctx.tokens = count_tokens(ctx.render())
 
 
-def _retrieve(home: MemcHome, question: str, asker: str, scope: str | None, config: QueryConfig, embedder: Any) -> list[ContextItem]:
-    if not home.vectors.exists():
-        return []
+def _retrieve(
+    home: MemcHome,
+    question: str,
+    asker: str,
+    scope: str | None,
+    config: QueryConfig,
+    embedder: Any,
+    *,
+    ledger: Ledger,
+    patch: tuple[int, int] | None = None,
+    when: tuple[datetime | None, datetime | None] = (None, None),
+) -> list[ContextItem]:
     from views.vectors import LanceVectorStore
+
+    if not home.vectors.exists() and patch is None:
+        return []
 
     if embedder is None:
         from views.embedder import Embedder
@@ -220,13 +316,19 @@ def _retrieve(home: MemcHome, question: str, asker: str, scope: str | None, conf
     store = LanceVectorStore(str(home.vectors))
     principals = [asker]
     vector = embedder.encode([question])[0]
-    routes = {
-        "fulltext": store.search(text=question, principals=principals, scope=scope, k=config.fulltext_k, kinds=EVIDENCE_KINDS),
-        "vector": store.search(
+    routes = {"fulltext": [], "vector": []}
+    stores = [store] + ([_tail_store(ledger, patch, embedder)] if patch else [])
+    for st in stores:
+        # Each store ranks on its own; the patch store's hits interleave by score within a route.
+        routes["fulltext"] += st.search(text=question, principals=principals, scope=scope, k=config.fulltext_k, kinds=EVIDENCE_KINDS)
+        routes["vector"] += st.search(
             vector=vector, principals=principals, scope=scope, k=config.vector_k, kinds=EVIDENCE_KINDS,
             model_version=getattr(embedder, "model_version", None),
-        ),
-    }
+        )
+    for route in routes:
+        routes[route] = [h for h in routes[route] if _within_time(h, when)]
+        if patch:
+            routes[route].sort(key=lambda h: -(h.get("score") or 0.0))
     weights = {"fulltext": config.fulltext_weight, "vector": config.vector_weight}
     fused: dict[str, dict[str, Any]] = {}
     for route, hits in routes.items():
@@ -237,7 +339,7 @@ def _retrieve(home: MemcHome, question: str, asker: str, scope: str | None, conf
             slot["score"] += weights[route] / (config.rrf_k + rank + 1)
             slot["routes"].append(route)
     ranked = sorted(fused.values(), key=lambda s: (-s["score"], s["hit"]["entry_id"]))
-    windows = _session_windows(store, ranked[: config.k * 3], principals, scope, config)
+    windows = _session_windows(store, ranked[: config.k * 3], principals, scope, config, when)
 
     items: list[ContextItem] = []
     covered: set[str] = set()
@@ -245,7 +347,8 @@ def _retrieve(home: MemcHome, question: str, asker: str, scope: str | None, conf
         hit = s["hit"]
         if hit["entry_id"] in covered:
             continue  # already shown inside an earlier item's window
-        turns = windows.get(hit["entry_id"]) or [hit]
+        # the hit with its neighbours, less the turns an earlier item already shows
+        turns = [t for t in windows.get(hit["entry_id"]) or [hit] if t["entry_id"] not in covered]
         covered.update(t["entry_id"] for t in turns)
         items.append(
             ContextItem(
@@ -268,7 +371,27 @@ def _retrieve(home: MemcHome, question: str, asker: str, scope: str | None, conf
     return items
 
 
-def _session_windows(store, ranked: list[dict[str, Any]], principals: list[str], scope: str | None, config: QueryConfig) -> dict[str, list[dict[str, Any]]]:
+def _tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):
+    """The ledger entries the evidence index has not compiled yet, embedded and indexed in an
+    in-memory LanceDB (the same engine and filters as the real index): a fact ingested a second
+    ago is answerable before the next build. Bounded by the staleness policy's lag limit."""
+    from views.evidence import evidence_rows
+    from views.vectors import LanceVectorStore
+
+    since, until = patch
+    store = LanceVectorStore("memory://")
+    store.sync(evidence_rows(ledger.iter_entries(since_seq=since, until_seq=until)), embedder)
+    return store
+
+
+def _session_windows(
+    store,
+    ranked: list[dict[str, Any]],
+    principals: list[str],
+    scope: str | None,
+    config: QueryConfig,
+    when: tuple[datetime | None, datetime | None] = (None, None),
+) -> dict[str, list[dict[str, Any]]]:
     """For conversation turns, the turns around each hit in the same session (``window_before``
     and ``window_after``): the answer to a question is often the reply to the hit, or the line
     that set it up. On LoCoMo dev, windows of 2+2 turns lift evidence recall@10 from 0.64 to 0.86
@@ -280,6 +403,8 @@ def _session_windows(store, ranked: list[dict[str, Any]], principals: list[str],
         return {}
     by_session: dict[str, list[dict[str, Any]]] = {}
     for row in store.session_rows(session_ids=sessions, principals=principals, scope=scope, kinds=("message",)):
+        if not _within_time(row, when):
+            continue
         by_session.setdefault(row["session_id"], []).append(row)
     out: dict[str, list[dict[str, Any]]] = {}
     for turns in by_session.values():
@@ -295,10 +420,22 @@ def _session_windows(store, ranked: list[dict[str, Any]], principals: list[str],
     return out
 
 
-def _state_facts(home: MemcHome, question: str, asker: str, scope: str | None, config: QueryConfig) -> list[StateFact]:
+def _state_facts(
+    home: MemcHome,
+    question: str,
+    asker: str,
+    scope: str | None,
+    config: QueryConfig,
+    *,
+    as_of: datetime | None = None,
+    known_at: datetime | None = None,
+) -> tuple[list[StateFact], list[dict[str, Any]]]:
+    """What holds for the entities the question names, for this asker, and the conflicts about
+    them (both sides, each with its source). The current fold by default; with ``as_of`` or
+    ``known_at``, the bi-temporal query over state_history instead."""
     path = home.marts / "state_current.parquet"
     if not path.exists() or config.max_state_facts == 0:
-        return []
+        return [], []
     rows = [
         r
         for r in pq.read_table(path).to_pylist()
@@ -311,6 +448,8 @@ def _state_facts(home: MemcHome, question: str, asker: str, scope: str | None, c
     ]
     words = set(re.findall(r"[\w'-]+", question.casefold()))
     mentioned = {r["subject_id"] for r in rows if r["subject"].casefold() in words}
+    if as_of is not None or known_at is not None:
+        return _state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at)
     newest: dict[tuple[str, str, str], dict[str, Any]] = {}
     facts = []
     for r in rows:
@@ -326,28 +465,98 @@ def _state_facts(home: MemcHome, question: str, asker: str, scope: str | None, c
                 newest[key] = r
         else:
             facts.append(r)
-    facts = sorted([*newest.values(), *facts], key=lambda r: (r["subject"], r["predicate"], str(r["valid_from"])))
+    facts = _rank_facts([*newest.values(), *facts], words)
+    return [_fact(r) for r in facts[: config.max_state_facts]], _conflicts(home, mentioned, asker)
+
+
+def _rank_facts(rows: list[dict[str, Any]], words: set[str]) -> list[dict[str, Any]]:
+    """Facts about the entities the question names, those sharing words with the question first
+    (a question about Elena's job wants works_at before likes), then the most recent."""
+
+    def overlap(r: dict[str, Any]) -> int:
+        said = set(re.findall(r"[\w'-]+", f"{r['predicate'].replace('_', ' ')} {r['object']} {r['quote']}".casefold()))
+        return len((said & words) - _STOP)
+
+    return sorted(rows, key=lambda r: (-overlap(r), -r["valid_from"].timestamp(), r["claim_id"]))
+
+
+# Words that say nothing about which fact is wanted.
+_STOP = frozenset(
+    "a an the i me my you your he she her his it its we our they their is are was were be been do does did "
+    "to of in on at for with and or what when where who whom which why how now then this that".split()
+)
+
+
+def _fact(r: dict[str, Any]) -> StateFact:
+    return StateFact(
+        subject=r["subject"],
+        predicate=r["predicate"],
+        object=r["object"],
+        valid_from=_iso(r["valid_from"]),
+        valid_to=_iso(r["valid_to"]) if r.get("valid_to") else None,
+        source_entry_id=r["source_entry_id"],
+        source_ref=r["source_ref"],
+        quote=r["quote"],
+        scope=r["scope"],
+    )
+
+
+def _state_as_of(home, subjects, asker, scope, config, as_of, known_at) -> tuple[list[StateFact], list[dict[str, Any]]]:
+    from datetime import timezone
+
+    from query.state import StateQueryError, state_for_entity
+
+    now = datetime.now(timezone.utc)
+    facts, conflicts = [], []
+    for subject_id in subjects:
+        try:
+            res = state_for_entity(home.marts, subject_id, principal=asker, as_of=as_of or now, known_at=known_at or now, scope=scope)
+        except StateQueryError:
+            return [], []  # the history marts are not built yet
+        facts += res["facts"]
+        conflicts += [_conflict(c) for c in res["conflicts"]]
+    return [_fact(r) for r in facts[: config.max_state_facts]], conflicts
+
+
+def _conflict(c: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "subject": c["subject"],
+        "predicate": c["predicate"],
+        "valid_at": _iso(c["valid_at"]),
+        "resolution": c["resolution"],
+        "sides": [
+            {
+                "object": c[f"object_{side}"],
+                "source_entry_id": c[f"source_entry_id_{side}"],
+                "source_ref": c[f"source_ref_{side}"],
+                "quote": c[f"quote_{side}"],
+                "recorded_at": _iso(c[f"recorded_at_{side}"]),
+            }
+            for side in ("a", "b")
+        ],
+        "source_entry_ids": [c["source_entry_id_a"], c["source_entry_id_b"]],
+    }
+
+
+def _conflicts(home: MemcHome, subjects: set[str], asker: str) -> list[dict[str, Any]]:
+    path = home.marts / "conflicts.parquet"
+    if not subjects or not path.exists():
+        return []
     return [
-        StateFact(
-            subject=r["subject"],
-            predicate=r["predicate"],
-            object=r["object"],
-            valid_from=_iso(r["valid_from"]),
-            source_entry_id=r["source_entry_id"],
-            source_ref=r["source_ref"],
-            quote=r["quote"],
-            scope=r["scope"],
-        )
-        for r in facts[: config.max_state_facts]
+        _conflict(c)
+        for c in pq.read_table(path).to_pylist()
+        if c.get("subject_id") in subjects
+        # both sides must be visible: a conflict shows each side's text
+        and may_see(asker, c["visibility_a"])
+        and may_see(asker, c["visibility_b"])
     ]
 
 
 def _recheck_visibility(ctx: Context, ledger: Ledger) -> None:
-    """Independent of the store filters: look every cited entry up in the ledger itself and drop
-    anything the asker may not see (a store filter bug must not become a leak)."""
-    cited = {e for it in ctx.items for e in (it.entry_ids or [it.entry_id])} | {f.source_entry_id for f in ctx.state}
-    if not cited:
-        return
-    vis = {r["entry_id"]: r["visibility"] for r in ledger.read(["entry_id", "visibility"]).to_pylist() if r["entry_id"] in cited}
-    ctx.items = [it for it in ctx.items if all(may_see(ctx.asker, vis.get(e)) for e in (it.entry_ids or [it.entry_id]))]
-    ctx.state = [f for f in ctx.state if may_see(ctx.asker, vis.get(f.source_entry_id))]
+    """Independent of the store filters: query/acl.py looks every cited entry up in the ledger
+    itself (each turn of a window, each state fact's source, a derived entry's whole lineage)
+    and drops anything the asker may not see or that an erasure names (a store filter bug must
+    not become a leak). ``ctx.acl_dropped`` counts the drops; each is logged."""
+    from query.acl import check_context
+
+    ctx.acl_dropped = check_context(ctx, ledger).dropped

@@ -10,8 +10,8 @@ import importlib
 
 import click
 
-# In the order a user meets them: inspect claims, state and SQL, evaluate, serve.
-MODULES = ("claims_cmd", "state_cmd", "eval_cmd", "serve_cmd")
+# In the order a user meets them: inspect claims, state and SQL, forget, evaluate, serve, operate.
+MODULES = ("claims_cmd", "state_cmd", "forget_cmd", "eval_cmd", "serve_cmd", "ops_cmd")
 
 
 def register(cli: click.Group) -> None:

@@ -1,0 +1,1 @@
+"""Interfaces for agents and applications: HTTP API and MCP server."""

@@ -1,0 +1,142 @@
+"""The MCP server (official MCP Python SDK): memory as tools for an agent.
+
+`memc mcp` serves one memory home over stdio (or streamable HTTP on 127.0.0.1 with ``--http``)
+for ONE principal, fixed when the server starts (``--as``, or the principal of ``--key``); no
+tool takes an asker argument, so an agent cannot ask as someone else. Tools:
+
+* ``remember`` - append one piece of evidence to the ledger (private to the principal unless a
+  visibility says otherwise). ``recall`` sees it at once: the context compiler patches the
+  evidence index's tail from the ledger (staleness policy ``patch``); ``refresh`` also brings
+  the index itself up to date through Dagster (about 1 s warm, longer on the first call);
+* ``recall`` - compile a context for a question, with provenance (entry ids, source refs, times);
+* ``state`` - what holds for an entity at a valid time, as known at a transaction time;
+* ``forget`` - erase entries (only when the server runs with an admin principal).
+
+Refusals are tool errors whose text starts with the same stable codes as the HTTP API
+(``forbidden: ...``, ``invalid_entry: ...``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from api.auth import Caller
+from api.errors import ApiError
+from api.service import Service, package_version as _version
+from memc.home import MemcHome
+
+INSTRUCTIONS = (
+    "memc is a memory compiler. `remember` stores evidence verbatim in an append-only ledger; "
+    "`recall` compiles the evidence relevant to a question, each item with its ledger entry id, "
+    "source ref and times; `state` tells what holds for a person or thing at a time. Everything "
+    "is answered for the principal this server was started for, from only what it may see."
+)
+
+
+def build_mcp_server(home: MemcHome, caller: Caller):
+    """An MCPServer whose every tool acts as ``caller`` (fixed here, not by the tool arguments)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    service = Service(home)
+    server = MCPServer(
+        "memc",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level="WARNING",
+    )
+
+    def _run(fn, *args, **kwargs) -> dict[str, Any]:
+        try:
+            return fn(caller, *args, **kwargs)
+        except ApiError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(
+        name="remember",
+        description=(
+            "Append one piece of evidence (an observation, a message, a correction...) to memory, "
+            "verbatim. Private to this server's principal unless `visibility` names others ('public' "
+            "= everyone). Returns its ledger entry id and seq. recall finds it immediately; refresh=true "
+            "also rebuilds the evidence index incrementally (slower)."
+        ),
+    )
+    def remember(
+        content: str,
+        valid_at: datetime | None = None,
+        kind: Literal["observation", "message", "event", "correction", "document"] = "observation",
+        scope: str | None = None,
+        visibility: list[str] | None = None,
+        actor: str | None = None,
+        session_id: str | None = None,
+        source_ref: str | None = None,
+        idempotency_key: str | None = None,
+        refresh: bool = False,
+    ) -> dict[str, Any]:
+        record = {
+            "content": content,
+            "valid_at": (valid_at or datetime.now(timezone.utc)).isoformat(),
+            "kind": kind,
+            "actor": actor,
+            "session_id": session_id,
+            "source_ref": source_ref,
+            "idempotency_key": idempotency_key,
+        }
+        return _run(
+            service.ingest_entries,
+            [record],
+            scope=scope,
+            visibility=visibility,
+            source_uri=f"memc-mcp:{caller.principal}",
+            refresh=refresh,
+        )
+
+    @server.tool(
+        name="recall",
+        description=(
+            "Compile what memory holds about a question: evidence items (verbatim text, ledger entry "
+            "id, source ref, valid and recorded time) and current facts with their quotes, within a "
+            "token budget. `rendered` is the context as text."
+        ),
+    )
+    def recall(
+        question: str,
+        scope: str | None = None,
+        preset: Literal["fast", "balanced", "thorough"] | None = None,
+        budget_tokens: int | None = None,
+        k: int | None = None,
+    ) -> dict[str, Any]:
+        return _run(service.ask, question, scope=scope, preset=preset, budget_tokens=budget_tokens, k=k)
+
+    @server.tool(
+        name="state",
+        description=(
+            "What holds for a person or thing (a name, alias or entity id) at valid time `as_of`, "
+            "as memory knew it at `known_at` (both ISO 8601, default now), with each fact's source and "
+            "any conflicts."
+        ),
+    )
+    def state(entity: str, as_of: datetime | None = None, known_at: datetime | None = None, scope: str | None = None) -> dict[str, Any]:
+        return _run(service.state, entity, as_of=as_of, known_at=known_at, scope=scope)
+
+    @server.tool(
+        name="forget",
+        description=(
+            "Erase evidence by ledger entry ids, source uri, scope or subject, with a reason, and purge "
+            "it from every view. Only for a server started with an admin principal."
+        ),
+    )
+    def forget(
+        reason: str,
+        entry_ids: list[str] | None = None,
+        source_uri: str | None = None,
+        scope: str | None = None,
+        subject: str | None = None,
+        rebuild: bool = True,
+    ) -> dict[str, Any]:
+        return _run(
+            service.forget, entry_ids=entry_ids or (), source_uri=source_uri, scope=scope, subject=subject, reason=reason, rebuild=rebuild
+        )
+
+    return server

@@ -1,0 +1,206 @@
+"""Request and response bodies of the HTTP API: the OpenAPI document is generated from these.
+
+Response models allow extra fields, so a field the context compiler adds later passes through
+(and the document still names every field it has today)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ledger.schema import SCOPE_PATTERN
+
+MAX_ENTRIES = 1000
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+# ---------------------------------------------------------------------------------- errors
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(description="Stable, machine-readable: e.g. unauthenticated, forbidden, invalid_entry, stale_view.")
+    message: str = Field(description="For a person; never a stack trace.")
+    details: Any = Field(default=None, description="Structured facts about the error (the field, the entry index, the lagging views).")
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+# ---------------------------------------------------------------------------------- ingest
+
+
+class EntryIn(_In):
+    """One piece of evidence: the fields of ingestion's ``events`` format."""
+
+    content: str = Field(min_length=1, max_length=1_000_000, description="Verbatim text.")
+    valid_at: datetime = Field(description="When it happened or was said (ISO 8601; naive = UTC).")
+    kind: Literal["event", "observation", "correction", "message", "document"] = "event"
+    actor: str | None = Field(default=None, max_length=256, description="Who said or did it.")
+    session_id: str | None = Field(default=None, max_length=512)
+    source_ref: str | None = Field(default=None, max_length=512, description="The id in the source system.")
+    confidence: float | None = Field(default=None, ge=0, le=1)
+    visibility: list[str] | None = Field(
+        default=None, min_length=1, description="Principals who may see it; default: the request's visibility."
+    )
+    attributes: dict[str, Any] | None = None
+    idempotency_key: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class IngestRequest(_In):
+    entries: list[EntryIn] = Field(min_length=1, max_length=MAX_ENTRIES)
+    scope: str | None = Field(
+        default=None, pattern=SCOPE_PATTERN, description="Default: the key's only scope, else 'default'."
+    )
+    visibility: list[str] | None = Field(
+        default=None, min_length=1, description="Default for every entry: only the caller's principal."
+    )
+    source_uri: str | None = Field(default=None, max_length=4096, description="Where the evidence came from.")
+    refresh: bool = Field(default=False, description="Refresh the evidence index after the append (so the next ask sees it).")
+
+
+class IngestedEntry(_Out):
+    entry_id: str
+    kind: str
+    scope: str
+    visibility: list[str]
+    new: bool = Field(description="False when the ledger already held this entry (an idempotent retry).")
+
+
+class Watermarks(_Out):
+    ledger_head: int = Field(description="Highest committed seq.")
+    views: dict[str, int | None] = Field(description="The ledger seq each view was compiled against (null: never built).")
+    behind: dict[str, int | None] = Field(description="Entries each view lags the ledger by.")
+
+
+class IngestResponse(_Out):
+    principal: str
+    received: int
+    appended: int
+    duplicates: int
+    first_seq: int | None
+    last_seq: int | None
+    ledger_head: int
+    entries: list[IngestedEntry]
+    watermarks: Watermarks | None = None
+    format: str | None = None
+    file: str | None = None
+
+
+# ---------------------------------------------------------------------------------- ask
+
+
+class AskRequest(_In):
+    question: str = Field(min_length=1, max_length=4000)
+    scope: str | None = Field(default=None, pattern=SCOPE_PATTERN)
+    as_of: datetime | None = Field(default=None, description="Valid time (answered with 501 until the compiler takes it).")
+    known_at: datetime | None = Field(default=None, description="Transaction time (as as_of).")
+    budget_tokens: int | None = Field(default=None, ge=50, le=32000)
+    k: int | None = Field(default=None, ge=1, le=200)
+    preset: Literal["fast", "balanced", "thorough"] | None = None
+    max_lag: int | None = Field(
+        default=None, ge=0, description="Refuse (503 stale_view) when a view the compiler reads lags the ledger by more entries."
+    )
+
+
+class ContextItemOut(_Out):
+    entry_id: str
+    source_ref: str | None
+    scope: str
+    kind: str
+    actor: str | None
+    text: str
+    valid_at: str
+    recorded_at: str
+    routes: list[str]
+    score: float
+    source_refs: list[str | None] = []
+    entry_ids: list[str] = []
+
+
+class StateFactOut(_Out):
+    subject: str
+    predicate: str
+    object: str
+    valid_from: str
+    source_entry_id: str
+    source_ref: str | None
+    quote: str
+    scope: str
+    valid_to: str | None = None
+
+
+class ContextOut(_Out):
+    question: str
+    asker: str = Field(description="Always the key's principal.")
+    scope: str | None
+    ledger_head: int
+    watermarks: dict[str, int | None]
+    items: list[ContextItemOut]
+    state: list[StateFactOut]
+    tokens: int
+    as_of: str | None = None
+    known_at: str | None = None
+    staleness: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Per view: watermark, lag and the decision (fresh, patched, tolerated).")
+    conflicts: list[dict[str, Any]] = Field(default_factory=list, description="Sources that disagree, both sides kept.")
+    latency_ms: float | None = None
+    acl_dropped: int | None = None
+    rendered: str = Field(description="The context as text, with provenance lines.")
+
+
+# ---------------------------------------------------------------------------------- state
+
+
+class SubjectOut(_Out):
+    subject_id: str
+    scope: str
+
+
+class StateOut(_Out):
+    entity: str
+    subjects: list[SubjectOut]
+    asker: str
+    as_of: datetime
+    known_at: datetime
+    facts: list[dict[str, Any]] = Field(description="Claims holding at as_of, as known at known_at, each with its source entry and quote.")
+    conflicts: list[dict[str, Any]]
+
+
+# ---------------------------------------------------------------------------------- forget
+
+
+class ForgetRequest(_In):
+    entry_ids: list[str] = Field(default_factory=list, max_length=10_000)
+    source_uri: str | None = Field(default=None, max_length=4096)
+    scope: str | None = Field(default=None, pattern=SCOPE_PATTERN)
+    subject: str | None = Field(default=None, max_length=512)
+    reason: str = Field(min_length=1, max_length=2000)
+    rebuild: bool = True
+
+
+class ForgetOut(_Out):
+    """forgetting.ForgetReport.to_dict()."""
+
+
+# ---------------------------------------------------------------------------------- misc
+
+
+class Health(_Out):
+    status: Literal["ok"]
+    version: str
+
+
+class WhoAmI(_Out):
+    principal: str
+    admin: bool
+    scopes: list[str] | None
+    key_id: str | None

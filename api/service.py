@@ -1,0 +1,376 @@
+"""What the HTTP API and the MCP server both do, for one authenticated caller.
+
+The interfaces only translate: HTTP requests and MCP tool calls become calls here with a
+:class:`~api.auth.Caller` whose principal came from an API key (HTTP) or the server's own
+configuration (MCP), never from the request. Everything underneath is the same code the CLI
+runs: ingestion's entry builder and the ledger's atomic append, ``compile_context``,
+``state_for_entity`` and ``forgetting.forget``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+import re
+import tempfile
+import threading
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from api.auth import Caller, KeyStore
+from api.errors import ApiError, forbidden, invalid, not_implemented, stale_view, view_unavailable
+from memc.home import MemcHome
+
+log = logging.getLogger("memc.api")
+
+# Views whose lag behind the ledger an ask may refuse with 503 (``max_lag``): the ones the
+# context compiler reads.
+ASK_VIEWS = ("evidence_index", "state")
+
+
+def json_ready(obj: Any) -> Any:
+    """Datetimes as ISO strings, tuples as lists: what both transports send."""
+    return json.loads(json.dumps(obj, default=_default, ensure_ascii=False))
+
+
+def _default(v: Any) -> Any:
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    if isinstance(v, (set, frozenset)):
+        return sorted(v)
+    return str(v)
+
+
+def package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memc")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _utc(t: datetime | None) -> datetime:
+    if t is None:
+        return datetime.now(timezone.utc)
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+
+
+class Service:
+    """One memory home, served. Thread-safe: HTTP handlers run in a thread pool."""
+
+    def __init__(self, home: MemcHome):
+        self.home = home.ensure()
+        self.keys = KeyStore(home)
+        self._ledger = None
+        self._embedder = None
+        self._lock = threading.Lock()
+        self._build_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ shared pieces
+
+    @property
+    def ledger(self):
+        from ledger import Ledger
+
+        with self._lock:
+            if self._ledger is None:
+                self._ledger = Ledger(self.home.ledger)
+            return self._ledger
+
+    @property
+    def embedder(self):
+        """One embedder per server: loading the model per request would cost seconds."""
+        from views.embedder import Embedder
+
+        with self._lock:
+            if self._embedder is None:
+                self._embedder = Embedder()
+            return self._embedder
+
+    def watermarks(self) -> dict[str, Any]:
+        from query.context import view_watermarks
+
+        head = self.ledger.head()
+        views = view_watermarks(self.home)
+        return {
+            "ledger_head": head,
+            "views": views,
+            "behind": {name: (head - w if w is not None else None) for name, w in views.items()},
+        }
+
+    def refresh_index(self) -> dict[str, Any]:
+        """Bring the evidence index up to the ledger head through Dagster (only that asset:
+        incremental, about a second for a few new entries), so the next ask sees new evidence.
+        Claims and state catch up on the next full `memc build`."""
+        from orchestration.keys import EVIDENCE_INDEX
+        from orchestration.runner import build
+
+        with self._build_lock:
+            report = build(self.home, selection=[EVIDENCE_INDEX])
+        if not report.success:
+            log.error("evidence index refresh failed: %s", report.failed_steps)
+            raise ApiError(500, "internal_error", "refreshing the evidence index failed; see the server log")
+        return self.watermarks()
+
+    # ------------------------------------------------------------------ ingest
+
+    def _source(self, caller: Caller, scope: str, visibility: Sequence[str], source_uri: str):
+        from ingestion.formats import DEFAULT_LIMITS, Source
+
+        return Source(
+            display="request",
+            name="request",
+            stem="request",
+            source_uri=source_uri,
+            scope=scope,
+            visibility=tuple(visibility),
+            mtime=datetime.now(timezone.utc),
+            limits=DEFAULT_LIMITS,
+        )
+
+    def _append(self, caller: Caller, entries: list, *, refresh: bool) -> dict[str, Any]:
+        result = self.ledger.append(entries)  # one atomic append for the whole request
+        appended = set(result.entry_ids)
+        out = {
+            "principal": caller.principal,
+            "received": len(entries),
+            "appended": result.appended,
+            "duplicates": result.duplicates,
+            "first_seq": result.first_seq,
+            "last_seq": result.last_seq,
+            "ledger_head": result.head,
+            "entries": [
+                {"entry_id": e.entry_id, "kind": e.kind, "scope": e.scope, "visibility": list(e.visibility), "new": e.entry_id in appended}
+                for e in entries
+            ],
+            "watermarks": None,
+        }
+        if refresh:
+            out["watermarks"] = self.refresh_index()
+        return out
+
+    def ingest_entries(
+        self,
+        caller: Caller,
+        records: Sequence[Mapping[str, Any]],
+        *,
+        scope: str | None = None,
+        visibility: Sequence[str] | None = None,
+        source_uri: str | None = None,
+        idempotency_key: str | None = None,
+        refresh: bool = False,
+    ) -> dict[str, Any]:
+        """A batch of event records (the fields of ingestion's ``events`` format) as one atomic
+        append. Built by ingestion's own entry builder, so the API accepts exactly what a dropped
+        events file would. Without a visibility the entries are private to the caller.
+
+        Idempotency: an entry's own ``idempotency_key``, or the request's key plus the entry's
+        position, namespaced by the caller's principal (and, by the builder, by scope), so a
+        retried request appends nothing and one caller cannot pre-empt another's keys."""
+        from ingestion import IngestError
+        from ingestion.formats import check_visibility, event_entry
+
+        scope = caller.resolve_scope(scope, for_write=True)
+        try:
+            vis = check_visibility(tuple(visibility)) if visibility is not None else (caller.principal,)
+        except IngestError as exc:
+            raise invalid(exc.message, {"field": "visibility"}) from None
+        source = self._source(caller, scope, vis, source_uri or f"memc-api:{caller.principal}")
+        entries = []
+        for i, rec in enumerate(records):
+            rec = {k: v for k, v in dict(rec).items() if v is not None}
+            if "idempotency_key" in rec:
+                rec["idempotency_key"] = f"{caller.principal}:{rec['idempotency_key']}"
+            elif idempotency_key:
+                rec["idempotency_key"] = f"{caller.principal}:{idempotency_key}:{i}"
+            rec["attributes"] = {**(rec.get("attributes") or {}), "ingested_by": caller.principal}
+            try:
+                entries.append(event_entry(rec, source, i))
+            except IngestError as exc:
+                raise invalid(
+                    f"entries[{i}]: {exc.message}" + (f" (field {exc.field!r})" if exc.field else ""),
+                    {"entry": i, "field": exc.field},
+                    code="invalid_entry",
+                ) from None
+        if not entries:
+            raise invalid("no entries given", {"field": "entries"})
+        return self._append(caller, entries, refresh=refresh)
+
+    def ingest_file(
+        self,
+        caller: Caller,
+        data: bytes,
+        filename: str,
+        *,
+        scope: str | None = None,
+        visibility: Sequence[str] | None = None,
+        format: str | None = None,
+        refresh: bool = False,
+    ) -> dict[str, Any]:
+        """One uploaded file (any format `memc ingest` reads) as one atomic append."""
+        from ingestion import IngestError, parse_file
+        from ingestion.formats import check_visibility
+
+        scope = caller.resolve_scope(scope, for_write=True)
+        try:
+            vis = check_visibility(tuple(visibility)) if visibility else (caller.principal,)
+        except IngestError as exc:
+            raise invalid(exc.message, {"field": "visibility"}) from None
+        # The name becomes a document's source_ref: keep its last component, in safe characters.
+        name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(filename or "").strip()) or "upload"
+        name = name.lstrip(".") or "upload"
+        with tempfile.TemporaryDirectory(prefix="memc-upload-") as tmp:
+            path = Path(tmp) / name
+            path.write_bytes(data)
+            try:
+                parsed = parse_file(path, scope=scope, visibility=vis, format=format, source_uri=f"memc-api:{caller.principal}/upload/{name}")
+            except IngestError as exc:
+                raise invalid(str(exc).replace(str(path), name), {"file": name, "line": exc.line, "field": exc.field}, code="invalid_entry") from None
+        out = self._append(caller, list(parsed.entries), refresh=refresh)
+        out["format"] = parsed.format
+        out["file"] = name
+        return out
+
+    # ------------------------------------------------------------------ ask
+
+    def ask(
+        self,
+        caller: Caller,
+        question: str,
+        *,
+        scope: str | None = None,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        budget_tokens: int | None = None,
+        preset: str | None = None,
+        k: int | None = None,
+        max_lag: int | None = None,
+    ) -> dict[str, Any]:
+        """A context compiled for the caller's own principal (never another's)."""
+        from query.context import QueryConfig, compile_context
+
+        scope = caller.resolve_scope(scope)
+        try:
+            config = QueryConfig.preset(preset or "balanced")
+        except ValueError as exc:
+            raise invalid(str(exc), {"field": "preset"}) from None
+        update = {name: v for name, v in (("budget_tokens", budget_tokens), ("k", k)) if v is not None}
+        if update:
+            config = QueryConfig(**{**config.model_dump(), **update})
+        if max_lag is not None:
+            self._check_lag(max_lag)
+        kwargs: dict[str, Any] = {}
+        accepted = inspect.signature(compile_context).parameters
+        for name, value in (("as_of", as_of), ("known_at", known_at)):
+            if value is None:
+                continue
+            if name not in accepted:
+                raise not_implemented(
+                    f"the context compiler of this build does not take {name!r} yet; "
+                    "GET /v1/state answers as-of questions for one entity"
+                )
+            kwargs[name] = _utc(value)
+        try:
+            ctx = compile_context(question, caller.principal, home=self.home, scope=scope, config=config, embedder=self.embedder, **kwargs)
+        except Exception as exc:
+            if "stale" in type(exc).__name__.lower():  # the compiler failed closed on a stale view
+                details = getattr(exc, "details", None)
+                if details is None and hasattr(exc, "to_dict"):
+                    details = exc.to_dict()
+                raise stale_view(str(exc), json_ready(details if details is not None else self.watermarks())) from None
+            raise
+        out = json_ready(ctx.to_dict())
+        out["rendered"] = ctx.render()
+        return out
+
+    def _check_lag(self, max_lag: int) -> None:
+        marks = self.watermarks()
+        late = {}
+        for name in ASK_VIEWS:
+            behind = marks["behind"].get(name)
+            if behind is None or behind > max_lag:
+                late[name] = {"watermark": marks["views"].get(name), "behind": behind}
+        if late:
+            raise stale_view(
+                f"{', '.join(late)} {'is' if len(late) == 1 else 'are'} more than {max_lag} entries behind the ledger "
+                f"(head {marks['ledger_head']}); retry after a build, or raise max_lag",
+                {"ledger_head": marks["ledger_head"], "max_lag": max_lag, "views": late},
+            )
+
+    # ------------------------------------------------------------------ state
+
+    def state(
+        self,
+        caller: Caller,
+        entity: str,
+        *,
+        as_of: datetime | None = None,
+        known_at: datetime | None = None,
+        scope: str | None = None,
+        as_admin: bool = False,
+    ) -> dict[str, Any]:
+        """What holds for ``entity`` for the caller's principal; ``as_admin`` (admin keys only)
+        folds every claim whoever may see it."""
+        from query.state import StateQueryError, state_for_entity
+
+        if as_admin and not caller.admin:
+            raise forbidden("only an admin key may fold state over every principal's claims (as_admin)")
+        scope = caller.resolve_scope(scope)
+        try:
+            result = state_for_entity(
+                self.home.marts,
+                entity,
+                principal=None if as_admin else caller.principal,
+                as_of=_utc(as_of),
+                known_at=_utc(known_at),
+                scope=scope,
+            )
+        except StateQueryError as exc:
+            raise view_unavailable(f"the state view cannot be read: {exc}") from None
+        return json_ready(result)
+
+    # ------------------------------------------------------------------ forget
+
+    def forget(
+        self,
+        caller: Caller,
+        *,
+        entry_ids: Iterable[str] = (),
+        source_uri: str | None = None,
+        scope: str | None = None,
+        subject: str | None = None,
+        reason: str,
+        rebuild: bool = True,
+    ) -> dict[str, Any]:
+        """Erase by opaque ids (entries, a source, a scope or a subject): admin keys only. The
+        erasure entry records the caller's principal as who asked."""
+        if not caller.admin:
+            raise forbidden("forgetting needs an admin key")
+        entry_ids = tuple(entry_ids or ())
+        if not (entry_ids or source_uri or scope or subject):
+            raise invalid("name what to forget: entry_ids, source_uri, scope or subject")
+        try:
+            from forgetting import forget
+        except ImportError:
+            raise not_implemented("forgetting is not available in this build") from None
+        try:
+            report = forget(
+                self.home,
+                entry_ids=entry_ids,
+                source_uri=source_uri,
+                scope=scope,
+                subject=subject,
+                reason=reason,
+                by=caller.principal,
+                rebuild=rebuild,
+            )
+        except (ValueError, LookupError) as exc:
+            raise invalid(str(exc)) from None
+        return json_ready(report.to_dict() if hasattr(report, "to_dict") else report)
+
+
+__all__ = ["Service", "json_ready", "package_version"]

@@ -1,0 +1,141 @@
+"""Ask over HTTP: throughput and latency of `POST /v1/ask` with a few concurrent clients on
+loopback, against a real `memc serve` over the built sample corpus.
+
+Each concurrency level sends at most ``requests_per_level`` asks or runs for at most
+``seconds_per_level`` seconds, whichever comes first; the server is stopped at the end. The same
+questions are also compiled in-process (``compile_context``, sequentially), so the report can
+give the HTTP latency as a ratio of the compiler's own."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+QUESTIONS = [
+    "Where does Elena live now?",
+    "Which order did Tomasz mention?",
+    "When is the design offsite?",
+    "Where does Elena work?",
+    "Who joined Helio Labs?",
+    "When does the design team meet?",
+]
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, int(round(p / 100 * len(s) + 0.5)) - 1))]
+
+
+def _level(url: str, key: str, clients: int, max_requests: int, max_seconds: float) -> dict[str, Any]:
+    import httpx2 as httpx
+
+    latencies: list[float] = []
+    errors: list[int] = []
+    lock = threading.Lock()
+    counter = iter(range(max_requests))
+    deadline = time.perf_counter() + max_seconds
+
+    def worker(n: int) -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as c:
+            while time.perf_counter() < deadline:
+                with lock:
+                    i = next(counter, None)
+                if i is None:
+                    return
+                t0 = time.perf_counter()
+                r = c.post("/v1/ask", json={"question": QUESTIONS[i % len(QUESTIONS)], "scope": "team"})
+                dt = time.perf_counter() - t0
+                with lock:
+                    (latencies if r.status_code == 200 else errors).append(dt if r.status_code == 200 else r.status_code)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(clients)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    return {
+        "clients": clients,
+        "requests": len(latencies),
+        "errors": len(errors),
+        "wall_s": round(wall, 3),
+        "asks_per_s": round(len(latencies) / wall, 2) if wall else 0.0,
+        "p50_ms": round(statistics.median(latencies) * 1000, 1) if latencies else None,
+        "p95_ms": round(_pct(latencies, 95) * 1000, 1) if latencies else None,
+        "max_ms": round(max(latencies) * 1000, 1) if latencies else None,
+    }
+
+
+def _in_process(home, n: int) -> dict[str, Any]:
+    from query import compile_context
+    from views.embedder import Embedder
+
+    embedder = Embedder()
+    compile_context(QUESTIONS[0], "tomasz", home=home, scope="team", embedder=embedder)  # load the model
+    lat = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        compile_context(QUESTIONS[i % len(QUESTIONS)], "tomasz", home=home, scope="team", embedder=embedder)
+        lat.append(time.perf_counter() - t0)
+    return {"requests": n, "p50_ms": round(statistics.median(lat) * 1000, 1), "p95_ms": round(_pct(lat, 95) * 1000, 1)}
+
+
+def run(home=None, *, levels: tuple[int, ...] = (1, 2, 4), requests_per_level: int = 48, seconds_per_level: float = 45.0) -> dict[str, Any]:
+    """``home``: a built memory home to serve (default: the sample corpus, built in a temp dir)."""
+    from api.auth import KeyStore
+    from api.process import ServerProcess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if home is None:
+            sys.path.insert(0, str(REPO / "tests"))
+            from conftest import ingest_sample_corpus  # the corpus the demo and the tests use
+
+            from memc.home import MemcHome
+            from orchestration.runner import build
+
+            home = MemcHome.resolve(Path(tmp) / "home").ensure()
+            ingest_sample_corpus(home)
+            report = build(home)
+            if not report.success:
+                raise SystemExit(f"build failed: {report.failed_steps}")
+        key, record = KeyStore(home).add("tomasz")
+        try:
+            with ServerProcess(home.root, log_path=Path(tmp) / "serve.log") as srv:
+                import httpx2 as httpx
+
+                t0 = time.perf_counter()
+                with httpx.Client(base_url=srv.url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as c:
+                    c.post("/v1/ask", json={"question": QUESTIONS[0]}).raise_for_status()  # the model loads once
+                    first_ask_s = time.perf_counter() - t0
+                    for q in QUESTIONS:  # first-touch costs (table opens, caches) stay out of the levels
+                        c.post("/v1/ask", json={"question": q, "scope": "team"}).raise_for_status()
+                results = [_level(srv.url, key, n, requests_per_level, seconds_per_level) for n in levels]
+        finally:
+            KeyStore(home).revoke(record["key_id"])
+        baseline = _in_process(home, 12)
+    best = max(results, key=lambda r: r["asks_per_s"])
+    one = results[0]
+    return {
+        "levels": results,
+        "first_ask_s": round(first_ask_s, 2),
+        "in_process": baseline,
+        "best_asks_per_s": best["asks_per_s"],
+        "best_clients": best["clients"],
+        "http_overhead_ratio_p50": round(one["p50_ms"] / baseline["p50_ms"], 2) if one["p50_ms"] and baseline["p50_ms"] else None,
+    }
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=2))

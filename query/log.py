@@ -1,0 +1,38 @@
+"""The query log: one JSON line per compile (question, plan, routes, latency, tokens, watermarks),
+never the returned content. The query profile (PGO) reads it to find what is asked about most.
+
+<home>/querylog/YYYY-MM-DD.jsonl, appended with O_APPEND (one write per record, so concurrent
+compiles never interleave within a line). An erasure rewrites it like any other file that may
+hold erased text (questions can quote evidence)."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+
+def log_dir(home) -> Path:
+    return home.root / "querylog"
+
+
+def record_compile(home, record: dict[str, Any]) -> None:
+    now = datetime.now(timezone.utc)
+    d = log_dir(home)
+    d.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({"at": now.isoformat(), **record}, default=str, ensure_ascii=False) + "\n"
+    fd = os.open(d / f"{now:%Y-%m-%d}.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, line.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
+def read_log(home) -> list[dict[str, Any]]:
+    out = []
+    for p in sorted(log_dir(home).glob("*.jsonl")):
+        with open(p, encoding="utf-8") as f:
+            out += [json.loads(line) for line in f if line.strip()]
+    return out
