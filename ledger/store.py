@@ -184,6 +184,8 @@ class Ledger:
         self._verified: set[tuple[str, int, int]] = set()
         self.root.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(exist_ok=True)
+        # Created up front, not on the first erasure, so the folder's listing only changes on commits.
+        (self.root / REWRITE_LOCK).touch(exist_ok=True)
         self.recover()
 
     # ------------------------------------------------------------------ listing

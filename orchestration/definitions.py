@@ -1,7 +1,10 @@
-"""The composition root: assemble assets, checks, resources, sensors and schedules. No logic.
+"""The composition root: assemble assets, checks, resources, sensors and schedules, and apply
+the platform's policies (automation conditions, freshness) once. No logic.
 
 Each asset or check module exports its definitions as ``ASSETS`` or ``CHECKS``; the dbt models
-come from a cached factory, because loading the manifest costs about 3 s.
+come from a cached factory, because loading the manifest costs about 3 s. Settings (freshness
+targets, crons, sensor intervals) come from the memory home's memc.toml and the environment,
+read here, when the code location loads (orchestration/settings.py).
 """
 
 import dagster as dg
@@ -12,30 +15,34 @@ import assets.ledger
 import assets.retrieval
 import checks.claims
 import checks.ledger
+import checks.quality
 import checks.views
 from assets.state import dbt_resource, state_models
+from memc.home import MemcHome
+from orchestration.automation import apply_policies, automation_sensor
 from orchestration.keys import LEDGER
 from orchestration.resources import EmbedderResource, MemcResource
-from orchestration.schedules import nightly_dreaming
-from orchestration.sensors import inbox_sensor, ingest_inbox
+from orchestration.schedules import compact_views, compaction_schedule, nightly_dreaming
+from orchestration.sensors import ingest_inbox, make_inbox_sensor, make_ledger_head_sensor
+from orchestration.settings import load_settings
 
 # Records the ledger's head as the source asset's data version (what `memc build` runs first).
 observe_ledger = dg.define_asset_job("observe_ledger", selection=dg.AssetSelection.assets(LEDGER))
 
 
 def build_definitions(home_dir: str | None = None) -> dg.Definitions:
+    settings = load_settings(MemcHome.resolve(home_dir).root)
+    views = [*assets.claims.ASSETS, state_models(), *assets.retrieval.ASSETS, *assets.graph.ASSETS]
     return dg.Definitions(
-        assets=[
-            *assets.ledger.ASSETS,
-            *assets.claims.ASSETS,
-            state_models(),
-            *assets.retrieval.ASSETS,
-            *assets.graph.ASSETS,
+        assets=[*assets.ledger.ASSETS, *apply_policies(views, settings)],
+        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS],
+        jobs=[ingest_inbox, observe_ledger, compact_views],
+        sensors=[
+            make_inbox_sensor(min(15, settings.sensor_interval_seconds)),
+            make_ledger_head_sensor(settings.sensor_interval_seconds),
+            automation_sensor(settings),
         ],
-        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS],
-        jobs=[ingest_inbox, observe_ledger],
-        sensors=[inbox_sensor],
-        schedules=[nightly_dreaming],
+        schedules=[nightly_dreaming, compaction_schedule(settings)],
         resources={"memc": MemcResource(home_dir=home_dir), "embedder": EmbedderResource(), "dbt": dbt_resource()},
         # In-process: each step of the multiprocess executor re-imports the code location (5-13 s
         # a step on 2 cores; FINDINGS.md).

@@ -25,10 +25,15 @@ from memc.home import MemcHome
 from orchestration.keys import CENTRALITY, CLAIMS, LEDGER
 from orchestration.partitions import LEDGER_DAYS, range_tags
 
-DAGSTER_YAML = """\
-# memc's local Dagster instance (runs, event logs, schedules) for this memory home.
+DAGSTER_YAML_HEADER = "# memc's local Dagster instance (runs, event logs, schedules) for this memory home."
+DAGSTER_YAML = f"""\
+{DAGSTER_YAML_HEADER}
 telemetry:
   enabled: false
+# One run at a time under the daemon: dbt holds DuckDB's single-writer lock and Kùzu allows one
+# writer, and a run peaks near 1 GB on a 2-core box. Eager refreshes queue behind each other.
+run_queue:
+  max_concurrent_runs: 1
 """
 
 
@@ -40,7 +45,8 @@ def prepare_environment(home: MemcHome) -> None:
     home.ensure()
     home.dagster.mkdir(parents=True, exist_ok=True)
     cfg = home.dagster / "dagster.yaml"
-    if not cfg.exists():
+    # Rewritten while memc wrote it (an older memc's version is upgraded); a user's own is kept.
+    if not cfg.exists() or (cfg.read_text().startswith(DAGSTER_YAML_HEADER) and cfg.read_text() != DAGSTER_YAML):
         cfg.write_text(DAGSTER_YAML)
     os.environ["DAGSTER_HOME"] = str(home.dagster)
     os.environ["MEMC_HOME"] = str(home.root)
@@ -207,6 +213,91 @@ def backfill(
     return report
 
 
+def out_of_date_views(defs: dg.Definitions, instance: dg.DagsterInstance) -> list[dg.AssetKey]:
+    """Unpartitioned views whose latest materialization ran another code version than the
+    current definitions' (an embedding-model upgrade, a graph builder or dbt model change),
+    or that were never materialized. Dreaming is left to its schedule and `memc dream`."""
+    graph = defs.resolve_asset_graph()
+    out = []
+    for key in sorted(graph.materializable_asset_keys, key=lambda k: k.to_user_string()):
+        node = graph.get(key)
+        if node.partitions_def is not None or key == CENTRALITY:
+            continue
+        rec = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key), limit=1).records
+        mat = rec[0].asset_materialization if rec else None
+        last = (mat.tags or {}).get("dagster/code_version") if mat else None
+        if mat is None or (node.code_version is not None and last != node.code_version):
+            out.append(key)
+    return out
+
+
+def backfill_views(
+    home: MemcHome,
+    *,
+    dry_run: bool = False,
+    on_event: ProgressCallback | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> BackfillReport:
+    """Re-materialize exactly the unpartitioned views that are out of date by code version
+    (``out_of_date_views``), in one in-process run. The claims partitions have ``backfill``.
+
+    The evidence index is unpartitioned on purpose (assets/retrieval.py): after an embedding
+    model upgrade its code version changes, and this re-embeds every row into a fresh table
+    that is swapped in whole; nothing else is touched."""
+    prepare_environment(home)
+    from orchestration.dbt_project import ensure_manifest
+
+    ensure_manifest()
+    from orchestration.definitions import build_definitions
+
+    defs = build_definitions(str(home.root))
+    instance = instance or dg.DagsterInstance.get()
+    report = BackfillReport()
+    stale = out_of_date_views(defs, instance)
+    report.out_of_date = [k.to_user_string() for k in stale]
+    report.ledger_head = _head(home)
+    if not stale or dry_run:
+        return report
+    defs.resolve_job_def("observe_ledger").execute_in_process(instance=instance, run_config=_QUIET)
+    job = defs.resolve_implicit_global_asset_job_def()
+    _run(job, instance, stale, on_event, report, {"memc/trigger": "memc backfill-views"})
+    return report
+
+
+def dream(
+    home: MemcHome,
+    *,
+    recompile: bool = True,
+    on_event: ProgressCallback | None = None,
+    instance: dg.DagsterInstance | None = None,
+) -> BuildReport:
+    """Run dreaming now (the centrality asset), in-process. The entity graph must exist
+    (`memc build` first). When dreaming appended derived claims and ``recompile`` is set, the
+    views below the ledger are compiled once more so that they hold them (as `memc build` does)."""
+    prepare_environment(home)
+    if not (home.graph.exists() and any(home.graph.iterdir())):
+        raise FileNotFoundError(f"no entity graph in {home.graph}: run `memc build` first")
+    from orchestration.dbt_project import ensure_manifest
+
+    ensure_manifest()
+    from orchestration.definitions import build_definitions
+
+    defs = build_definitions(str(home.root))
+    instance = instance or dg.DagsterInstance.get()
+    observe = defs.resolve_job_def("observe_ledger")
+    observe.execute_in_process(instance=instance, run_config=_QUIET)
+    job = defs.resolve_implicit_global_asset_job_def()
+    report = BuildReport()
+    before = _head(home)
+    _run(job, instance, [CENTRALITY], on_event, report, {"memc/trigger": "memc dream"})
+    if report.success and recompile and _head(home) > before:
+        observe.execute_in_process(instance=instance, run_config=_QUIET)
+        everything = [k for k in defs.resolve_asset_graph().materializable_asset_keys if k != CENTRALITY]
+        _run(job, instance, everything, on_event, report, {**_all_days_tags(defs, home, everything), "memc/trigger": "memc dream"})
+    report.ledger_head = _head(home)
+    return report
+
+
 def _head(home: MemcHome) -> int:
     from ledger import Ledger
 
@@ -250,4 +341,4 @@ def _run(job, instance, selection, on_event, report: BuildReport, tags: dict[str
     report.success = report.success and result.success
 
 
-__all__ = ["BackfillReport", "BuildReport", "backfill", "build", "partition_code_versions", "prepare_environment", "LEDGER"]
+__all__ = ["BackfillReport", "BuildReport", "backfill", "backfill_views", "build", "dream", "out_of_date_views", "partition_code_versions", "prepare_environment", "LEDGER"]

@@ -1,4 +1,5 @@
-"""Sensors: the inbox. Files dropped into <home>/inbox are ingested by a run of ``ingest_inbox``."""
+"""Sensors: the inbox (files dropped into <home>/inbox are ingested by a run of ``ingest_inbox``)
+and the ledger head (an observation of the source asset whenever it grew, from any writer)."""
 
 import dagster as dg
 
@@ -28,14 +29,41 @@ def ingest_inbox():
     ingest_inbox_files()
 
 
-@dg.sensor(job=ingest_inbox, minimum_interval_seconds=15, default_status=dg.DefaultSensorStatus.RUNNING)
-def inbox_sensor(context: dg.SensorEvaluationContext, memc: MemcResource):
-    """Starts an ingest run when the inbox holds files that have stopped growing."""
-    files = pending_inbox_files(memc.home)
-    if not files:
-        return dg.SkipReason("inbox is empty")
-    signature = "|".join(f"{p.name}:{p.stat().st_mtime_ns}" for p in files)
-    if signature == context.cursor:
-        return dg.SkipReason("files already handed to a run")
-    context.update_cursor(signature)
-    return dg.RunRequest(run_key=signature, tags={"memc/inbox_files": str(len(files))})
+def make_inbox_sensor(interval_seconds: int = 15) -> dg.SensorDefinition:
+    @dg.sensor(name="inbox_sensor", job=ingest_inbox, minimum_interval_seconds=interval_seconds, default_status=dg.DefaultSensorStatus.RUNNING)
+    def inbox_sensor(context: dg.SensorEvaluationContext, memc: MemcResource):
+        """Starts an ingest run when the inbox holds files that have stopped growing."""
+        files = pending_inbox_files(memc.home)
+        if not files:
+            return dg.SkipReason("inbox is empty")
+        signature = "|".join(f"{p.name}:{p.stat().st_mtime_ns}" for p in files)
+        if signature == context.cursor:
+            return dg.SkipReason("files already handed to a run")
+        context.update_cursor(signature)
+        return dg.RunRequest(run_key=signature, tags={"memc/inbox_files": str(len(files))})
+
+    return inbox_sensor
+
+
+inbox_sensor = make_inbox_sensor()
+
+
+def make_ledger_head_sensor(interval_seconds: int = 30) -> dg.SensorDefinition:
+    @dg.sensor(name="ledger_head_sensor", minimum_interval_seconds=interval_seconds, default_status=dg.DefaultSensorStatus.RUNNING)
+    def ledger_head_sensor(context: dg.SensorEvaluationContext, memc: MemcResource):
+        """Records an observation of the ledger whenever its head moved, whoever wrote it
+        (`memc ingest`, the HTTP API, dreaming's write-back): the automation refreshes the
+        views on it. Costs one directory listing per tick; launches no run."""
+        head = memc.ledger().head()
+        if context.cursor == str(head):
+            return dg.SkipReason(f"ledger head unchanged at {head}")
+        return dg.SensorResult(
+            asset_events=[
+                dg.AssetObservation(
+                    asset_key=LEDGER, metadata={"head_seq": head}, tags={"dagster/data_version": str(head)}
+                )
+            ],
+            cursor=str(head),
+        )
+
+    return ledger_head_sensor

@@ -66,7 +66,8 @@ def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
     report = build(home, selection=[ENTITY_ALIASES, CLAIMS])
     assert report.success, report.failed_steps
     assert len(report.runs) == 1 and {"claims", "entity_aliases"} == set(report.materialized)
-    assert all(report.checks.values()) and len(report.checks) == 2, report.checks
+    # aliases: explainable; claims: provenance, GX expectations, watermark lag (checks/quality.py)
+    assert all(report.checks.values()) and len(report.checks) == 4, report.checks
     assert days(home.claims, RULES.key) == list(LEDGER)
     v1 = read_claims(home.claims, RULES.key).to_pylist()
     facts = {(c["subject"], c["predicate"], c["polarity"], c["object"]) for c in v1}

@@ -53,7 +53,8 @@ def fixture_copy(tmp_path: Path, name: str, dest: str | None = None) -> Path:
 
 
 def ledger_state(ledger: Ledger) -> tuple[int, list[tuple[str, int]]]:
-    files = sorted((p.name, p.stat().st_size) for p in ledger.root.iterdir() if p.is_file())
+    # dotfiles are the ledger's own locks, not evidence
+    files = sorted((p.name, p.stat().st_size) for p in ledger.root.iterdir() if p.is_file() and not p.name.startswith("."))
     return ledger.head(), files
 
 

@@ -1,0 +1,139 @@
+"""How the platform runs itself: declarative automation conditions and freshness policies,
+applied once to every asset spec by the composition root (``apply_policies``).
+
+The chain is ledger (observed source) -> entity_aliases -> claims (daily partitions) -> the
+unpartitioned views (dbt state, evidence index, entity graph) -> centrality (dreaming).
+
+* entity_aliases: eager, on every ledger growth.
+* claims: eager on the latest ledger day (a growing ledger only ever adds entries to today's
+  partition: ``recorded_at`` is the commit time), but never on the very tick the ledger grew:
+  entity_aliases is being requested then, in another run (different partitioning), and claims
+  resolve names through it. The trigger is remembered; claims run once the aliases are done.
+* the views below claims: refreshed when claims (or any non-ledger dependency) were updated,
+  never while the extraction pass is pending. Plain ``eager()`` never fires below a
+  daily-partitioned asset (its "any dependency missing" clause is true while any of the ~900
+  days since 2024-01-01 is missing: pitfall P6), and eager on the ledger itself would compile
+  the views once from stale claims and once more from fresh ones. So one refresh of all
+  views, in one run, after each extraction.
+* centrality: nightly, on the dreaming cron; its write-back grows the ledger, which refreshes
+  the views again (the ledger-head sensor observes every writer).
+
+Freshness (``dg.FreshnessPolicy``, evaluated by the daemon's FRESHNESS_DAEMON) measures how
+long ago a view was materialized; the watermark-lag checks (checks/lag.py) say whether it
+holds the ledger head.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import dagster as dg
+
+from assets.claims import ENTITY_ALIASES
+from orchestration.keys import CENTRALITY, CLAIMS, CLAIMS_GROUP, ENTITY_GRAPH, EVIDENCE_INDEX, LEDGER, STATE_GROUP
+from orchestration.settings import Settings
+
+AC = dg.AutomationCondition
+
+_LEDGER_GREW = AC.asset_matches(LEDGER, AC.newly_updated())
+
+ALIASES_EAGER = AC.eager()
+
+CLAIMS_EAGER = (AC.eager() & ~_LEDGER_GREW).with_label("eager, after entity_aliases")
+
+_EXTRACTION_PENDING = (
+    _LEDGER_GREW
+    | AC.asset_matches(ENTITY_ALIASES, AC.in_progress() | AC.newly_updated())
+    | AC.asset_matches(CLAIMS, AC.in_progress())
+).with_label("extraction pass pending")
+
+VIEWS_AFTER_CLAIMS = (
+    (
+        AC.any_deps_updated().ignore(dg.AssetSelection.assets(LEDGER))
+        | AC.asset_matches(CLAIMS, AC.newly_updated())
+    ).since_last_handled()
+    & ~AC.any_deps_in_progress()
+    & ~AC.in_progress()
+    & ~_EXTRACTION_PENDING
+).with_label("eager, after the extraction pass")
+
+
+def nightly(cron: str) -> dg.AutomationCondition:
+    """Once per cron tick, when the inputs exist and nothing upstream is running."""
+    return (
+        AC.cron_tick_passed(cron).since_last_handled()
+        & ~AC.any_deps_missing()
+        & ~AC.any_deps_in_progress()
+        & ~AC.in_progress()
+    ).with_label(f"nightly ({cron})")
+
+
+def _deadline_cron(cron: str, minutes: float) -> str | None:
+    """'M H * * *' plus ``minutes`` (under a day), or None for any other cron shape."""
+    parts = cron.split()
+    if len(parts) != 5 or parts[2:] != ["*", "*", "*"] or not (parts[0].isdigit() and parts[1].isdigit()):
+        return None
+    total = (int(parts[1]) * 60 + int(parts[0]) + int(minutes)) % (24 * 60)
+    return f"{total % 60} {total // 60} * * *"
+
+
+def tier_of(spec: dg.AssetSpec) -> str | None:
+    """The freshness tier of an asset (None: no policy; the ledger is a source asset)."""
+    if spec.key == CENTRALITY:
+        return "dreaming"
+    if spec.key == EVIDENCE_INDEX:
+        return "embeddings"
+    if spec.key == ENTITY_GRAPH:
+        return "graph"
+    if spec.group_name in (STATE_GROUP, CLAIMS_GROUP):
+        return "state"
+    return None
+
+
+def freshness_policy(spec: dg.AssetSpec, settings: Settings) -> dg.FreshnessPolicy | None:
+    tier = tier_of(spec)
+    if tier is None:
+        return None
+    minutes = settings.freshness_for(spec.key.to_user_string(), tier)
+    if tier == "dreaming":
+        # Dreaming runs on a cron: "fresh" means it ran in the `minutes` after the last tick.
+        deadline = _deadline_cron(settings.dreaming_cron, minutes)
+        if deadline:
+            return dg.FreshnessPolicy.cron(deadline_cron=deadline, lower_bound_delta=timedelta(minutes=minutes))
+        return dg.FreshnessPolicy.time_window(fail_window=timedelta(days=1, minutes=minutes))
+    return dg.FreshnessPolicy.time_window(fail_window=timedelta(minutes=minutes))
+
+
+def automation_condition(spec: dg.AssetSpec, settings: Settings) -> dg.AutomationCondition | None:
+    if spec.key == ENTITY_ALIASES:
+        return ALIASES_EAGER
+    if spec.key == CLAIMS:
+        return CLAIMS_EAGER
+    if spec.key == CENTRALITY:
+        return nightly(settings.dreaming_cron)
+    if tier_of(spec) is not None:
+        return VIEWS_AFTER_CLAIMS
+    return None
+
+
+def apply_policies(assets: list, settings: Settings) -> list:
+    """Every materializable asset with its automation condition and freshness policy."""
+
+    def apply(spec: dg.AssetSpec) -> dg.AssetSpec:
+        return spec.replace_attributes(
+            automation_condition=automation_condition(spec, settings),
+            freshness_policy=freshness_policy(spec, settings),
+        )
+
+    return dg.map_asset_specs(apply, assets)
+
+
+def automation_sensor(settings: Settings) -> dg.AutomationConditionSensorDefinition:
+    # The implicit default automation sensor starts STOPPED in OSS (pitfall P7).
+    return dg.AutomationConditionSensorDefinition(
+        "memc_automation",
+        target=dg.AssetSelection.all(),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=settings.sensor_interval_seconds,
+        description="Evaluates every asset's automation condition: views refresh when the ledger grows, dreaming runs nightly.",
+    )

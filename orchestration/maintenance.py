@@ -1,0 +1,40 @@
+"""View maintenance that the compaction schedule runs. Plain module: no Dagster.
+
+Compaction here is view compaction only. The LanceDB evidence table gains a version (a new
+manifest and small data fragments) with every write, i.e. with every eager refresh; compacting
+merges the fragments, folds the indexes, and deletes versions older than ``keep``. The ledger's
+own batch files are not merged: their layout and commit protocol belong to ledger/store.py,
+and a rewrite of ledger files needs that module's rewrite lock (as erasure's purge takes it).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from memc.home import MemcHome
+
+# Versions younger than this survive: a query that opened an older version a moment ago can
+# still read it (LanceDB readers pin a version; deleting it under them makes them fail).
+DEFAULT_KEEP = timedelta(minutes=10)
+
+
+def _bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.exists() else 0
+
+
+def compact_views(home: MemcHome, *, keep: timedelta = DEFAULT_KEEP) -> dict[str, Any]:
+    from views.vectors import DEFAULT_TABLE, LanceVectorStore
+
+    store = LanceVectorStore(str(home.vectors))
+    table = store._open(DEFAULT_TABLE) if home.vectors.exists() else None
+    if table is None:
+        return {"compacted": False, "reason": "no evidence table yet"}
+    before = {"versions": len(table.list_versions()), "bytes": _bytes(home.vectors), "rows": table.count_rows()}
+    store.compact(DEFAULT_TABLE, cleanup_older_than=keep)
+    table = store._open(DEFAULT_TABLE)
+    after = {"versions": len(table.list_versions()), "bytes": _bytes(home.vectors), "rows": table.count_rows()}
+    if after["rows"] != before["rows"]:
+        raise RuntimeError(f"compaction changed the row count: {before['rows']} -> {after['rows']}")
+    return {"compacted": True, "before": before, "after": after}

@@ -1,0 +1,239 @@
+"""Start and stop the Dagster webserver and daemon for one memory home (`memc up` / `memc down`).
+
+No Dagster import at module level (the processes import it; `start` opens the instance once). Each process is started in its own
+session, so it leads its own process group: stopping signals the whole group (the webserver's
+and the daemon's gRPC code servers with them), then waits, then kills what is left. Their pids
+and the port are written under ``<home>/dagster/run/``; their logs go to ``<home>/dagster/logs/``.
+
+The daemon runs the sensors (inbox, ledger head, automation), the schedules (compaction),
+the run queue and the freshness evaluation; the webserver serves the UI and GraphQL on
+127.0.0.1 only. Telemetry is off in both (environment and dagster.yaml, FINDINGS.md): behind a
+firewall that drops packets its upload has no timeout and shutdown hangs 60 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from memc.home import MemcHome
+
+CODE_LOCATION = ["-m", "orchestration.definitions"]
+# The processes run from the code's root, never from the memory home: Dagster puts the working
+# directory on sys.path, and a home's `ledger/` folder would shadow the `ledger` package.
+CODE_ROOT = Path(__file__).resolve().parent.parent
+PROCESSES = ("webserver", "daemon")
+# The webserver answers /server_info after 11-15 s here (about 30 s when the dbt manifest is
+# stale and gets re-parsed); the bound leaves room for a cold page cache.
+START_TIMEOUT = 180.0
+STOP_TIMEOUT = 30.0
+
+
+def run_dir(home: MemcHome) -> Path:
+    return home.dagster / "run"
+
+
+def _tool(name: str) -> str:
+    exe = Path(sys.executable).with_name(name)
+    return str(exe) if exe.exists() else name
+
+
+def commands(port: int, host: str = "127.0.0.1") -> dict[str, list[str]]:
+    return {
+        "webserver": [_tool("dagster-webserver"), *CODE_LOCATION, "-h", host, "-p", str(port)],
+        "daemon": [_tool("dagster-daemon"), "run", *CODE_LOCATION],
+    }
+
+
+def environment(home: MemcHome) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DAGSTER_HOME=str(home.dagster),
+        MEMC_HOME=str(home.root),
+        DAGSTER_DISABLE_TELEMETRY="1",
+        DO_NOT_TRACK="1",
+        HF_HUB_OFFLINE="1",
+    )
+    return env
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped) counts as gone.
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def _ours(pid: int) -> bool:
+    """The pid still runs a Dagster process (not a recycled pid)."""
+    try:
+        return b"dagster" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return _alive(pid)
+
+
+def read_pids(home: MemcHome) -> dict[str, int]:
+    out = {}
+    for name in PROCESSES:
+        f = run_dir(home) / f"{name}.pid"
+        if f.exists():
+            try:
+                out[name] = int(f.read_text().strip())
+            except ValueError:
+                pass
+    return out
+
+
+def running(home: MemcHome) -> dict[str, int]:
+    return {n: p for n, p in read_pids(home).items() if _alive(p) and _ours(p)}
+
+
+def ui_url(home: MemcHome) -> str | None:
+    f = run_dir(home) / "port"
+    return f"http://127.0.0.1:{f.read_text().strip()}" if f.exists() else None
+
+
+def server_info(port: int, timeout: float = 2.0) -> dict | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/server_info", timeout=timeout) as r:
+            return json.loads(r.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _init_instance() -> None:
+    """Create (or migrate) the instance's SQLite storage once, here: the webserver, the daemon
+    and their code servers starting on a fresh home would otherwise run the schema migrations
+    concurrently and leave "more than one head" in alembic_version (seen here)."""
+    import dagster as dg
+
+    with dg.DagsterInstance.get() as instance:
+        instance.get_runs(limit=1)
+
+
+@dataclass
+class Started:
+    url: str
+    pids: dict[str, int]
+    logs: dict[str, str]
+    already_running: bool = False
+
+
+def start(home: MemcHome, port: int = 3000, *, timeout: float = START_TIMEOUT) -> Started:
+    """Start the webserver and the daemon; return once the UI answers (or raise, having
+    stopped whatever was started)."""
+    from orchestration.runner import prepare_environment
+
+    prepare_environment(home)  # dagster.yaml (telemetry off, run queue), env
+    from orchestration.dbt_project import ensure_manifest
+
+    ensure_manifest()  # else every process would parse the dbt project on load
+    _init_instance()
+    live = running(home)
+    if live:
+        url = ui_url(home) or ""
+        return Started(url=url, pids=live, logs={}, already_running=True)
+    rd = run_dir(home)
+    rd.mkdir(parents=True, exist_ok=True)
+    logs_dir = home.dagster / "logs"
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    env = environment(home)
+    pids: dict[str, int] = {}
+    logs: dict[str, str] = {}
+    for name, cmd in commands(port).items():
+        log_path = logs_dir / f"{name}.log"
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(
+                cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                cwd=str(CODE_ROOT), start_new_session=True,
+            )  # fmt: skip
+        pids[name] = proc.pid
+        logs[name] = str(log_path)
+        (rd / f"{name}.pid").write_text(str(proc.pid))
+    (rd / "port").write_text(str(port))
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server_info(port):
+            return Started(url=f"http://127.0.0.1:{port}", pids=pids, logs=logs)
+        dead = [n for n, p in pids.items() if not _alive(p)]
+        if dead:
+            break
+        time.sleep(0.5)
+    stop(home)
+    tail = "".join(f"\n--- {n} ({p}) ---\n" + Path(p).read_text(errors="replace")[-2000:] for n, p in logs.items())
+    raise RuntimeError(f"the Dagster UI did not answer on 127.0.0.1:{port} within {timeout:.0f} s{tail}")
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc. A zombie counts as gone: in a
+    container whose pid 1 does not reap, an orphaned webserver lingers as one."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] != "Z":
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _group_alive(pgid: int) -> bool:
+    if Path("/proc/self/stat").exists():
+        return bool(group_members(pgid))
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def stop(home: MemcHome, *, timeout: float = STOP_TIMEOUT) -> dict[str, str]:
+    """Stop both processes by pid: SIGTERM to each process group (the code servers and run
+    workers they started are in it), wait up to ``timeout`` for the whole group, then SIGKILL."""
+    pids = read_pids(home)
+    outcome: dict[str, str] = {}
+    targets = {}
+    for name, pid in pids.items():
+        if not (_alive(pid) and _ours(pid)):
+            outcome[name] = "not running"
+            continue
+        targets[name] = pid
+        try:
+            os.killpg(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            outcome[name] = "not running"
+    targets = {n: p for n, p in targets.items() if n not in outcome}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(_group_alive(p) for p in targets.values()):
+        time.sleep(0.2)
+    for name, pid in targets.items():
+        outcome[name] = "stopped"
+        if _group_alive(pid):
+            outcome[name] = "killed" if _alive(pid) else "stopped"  # the leader is what was asked to stop
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    # SIGKILL is asynchronous: give the kernel a moment (bounded) to take the processes down.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(_group_alive(p) for p in targets.values()):
+        time.sleep(0.1)
+    for name in PROCESSES:
+        (run_dir(home) / f"{name}.pid").unlink(missing_ok=True)
+    (run_dir(home) / "port").unlink(missing_ok=True)
+    return outcome

@@ -1,0 +1,142 @@
+"""The MCP server as an agent meets it: the official SDK's client, talking to `memc mcp`
+subprocesses over stdio (and once over streamable HTTP), on a scratch copy of the built corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+
+import anyio
+import pytest
+
+MEMC = [sys.executable, "-m", "memc.cli"]
+TOOLS = {"remember", "recall", "state", "forget"}
+
+
+@pytest.fixture(scope="module")
+def scratch(built_home, tmp_path_factory):
+    from memc.home import MemcHome
+
+    home, _ = built_home
+    copy = MemcHome.resolve(tmp_path_factory.mktemp("mcp") / "home")
+    shutil.copytree(home.root, copy.root, ignore=shutil.ignore_patterns("config"))
+    return copy
+
+
+def _params(home, *args: str):
+    from mcp import StdioServerParameters
+
+    env = {k: v for k, v in os.environ.items() if k.startswith(("PATH", "PYTHON", "HOME", "VIRTUAL_ENV", "LANG", "LC_"))}
+    env.update({"HF_HUB_OFFLINE": "1", "DAGSTER_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"})
+    return StdioServerParameters(command=MEMC[0], args=[*MEMC[1:], "--home", str(home.root), "mcp", *args], env=env)
+
+
+def _data(result) -> dict:
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        data = result.structured_content
+        return data.get("result", data) if set(data) == {"result"} else data
+    return json.loads(result.content[0].text)
+
+
+def _error_text(result) -> str:
+    assert result.is_error, result
+    return " ".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_remember_then_recall_over_stdio_with_provenance(scratch):
+    from mcp import Client
+
+    fact = "Marta keeps her bike in the blue shed behind the bakery."
+
+    async def main():
+        async with Client(_params(scratch, "--as", "marta"), read_timeout_seconds=180) as client:
+            tools = (await client.list_tools()).tools
+            assert {t.name for t in tools} == TOOLS
+            for t in tools:  # no tool lets the caller say who is asking
+                assert not {"asker", "principal", "as", "as_admin"} & set(t.input_schema.get("properties", {})), t.name
+
+            remembered = _data(await client.call_tool("remember", {"content": fact, "valid_at": "2025-03-01T09:00:00Z", "source_ref": "chat-7"}))
+            assert remembered["appended"] == 1 and remembered["principal"] == "marta"
+            entry = remembered["entries"][0]
+            assert entry["visibility"] == ["marta"] and entry["kind"] == "observation"
+            assert remembered["watermarks"] is None  # no refresh: the compiler patches the index's tail
+
+            again = _data(await client.call_tool("remember", {"content": fact, "valid_at": "2025-03-01T09:00:00Z", "source_ref": "chat-7"}))
+            assert again["appended"] == 0 and again["entries"][0]["entry_id"] == entry["entry_id"]
+
+            ctx = _data(await client.call_tool("recall", {"question": "Where does Marta keep her bike?"}))
+            assert ctx["asker"] == "marta"
+            hits = [i for i in ctx["items"] if "blue shed" in i["text"]]
+            assert hits, ctx["rendered"]
+            hit = hits[0]
+            assert hit["entry_id"] == entry["entry_id"] and hit["source_ref"] == "chat-7"
+            assert hit["valid_at"].startswith("2025-03-01") and hit["recorded_at"]
+            assert entry["entry_id"] in ctx["rendered"]
+            assert ctx["staleness"]["evidence_index"]["decision"] == "patched"
+
+            march = _data(await client.call_tool("state", {"entity": "Elena", "as_of": "2024-03-01T00:00:00Z"}))
+            assert {f["object"] for f in march["facts"] if f["predicate"] == "lives_in"} == {"Lisbon"}
+
+            assert _error_text(await client.call_tool("forget", {"entry_ids": [entry["entry_id"]], "reason": "test"})).count("forbidden")
+            # evidence the fixed principal may not see stays out of its recall, whatever the agent asks
+            _data(await client.call_tool("remember", {"content": "Marta's locker code is 9931.", "visibility": ["elena"]}))
+            secret = _data(await client.call_tool("recall", {"question": "What is Marta's locker code?", "k": 20}))
+            assert "9931" not in json.dumps(secret)
+            assert "invalid_request: malformed principal" in _error_text(await client.call_tool("remember", {"content": "x", "visibility": ["not a principal"]}))
+
+    anyio.run(main)
+
+
+def test_streamable_http_admin_forget_and_principal_is_required(scratch):
+    """Last in the module: the forget (without a rebuild) leaves the scratch home's views dropped."""
+    import subprocess
+
+    from mcp import Client
+
+    from api.process import free_port
+
+    bad = subprocess.run([*MEMC, "--home", str(scratch.root), "mcp"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "--as PRINCIPAL" in bad.stderr
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [*MEMC, "--home", str(scratch.root), "mcp", "--as", "ops", "--admin", "--http", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+
+        async def main():
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    client = Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120)
+                    await client.__aenter__()
+                    break
+                except Exception:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise
+                    await anyio.sleep(0.3)
+            try:
+                assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+                made = _data(await client.call_tool("remember", {"content": "Ops rotated the VPN secret on Monday."}))
+                entry_id = made["entries"][0]["entry_id"]
+                assert made["principal"] == "ops" and made["entries"][0]["visibility"] == ["ops"]
+                report = _data(await client.call_tool("forget", {"entry_ids": [entry_id], "reason": "test erasure", "rebuild": False}))
+                assert report["status"] == "done" and report["erased"] == [entry_id] and report["by"] == "ops"
+                assert "invalid_request" in _error_text(await client.call_tool("forget", {"reason": "names nothing"}))
+            finally:
+                await client.__aexit__(None, None, None)
+            return entry_id
+
+        entry_id = anyio.run(main)
+        from ledger import Ledger
+
+        rows = list(Ledger(scratch.ledger).iter_entries())
+        assert not any("VPN secret" in (r["content"] or "") for r in rows) and any(entry_id in (r["attributes"] or "") for r in rows)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)

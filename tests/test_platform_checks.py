@@ -1,0 +1,108 @@
+"""The data-quality checks inside real Dagster runs: a failing blocking GX check stops the
+materializations below it, names the failing rows, and leaves the ledger as it was; the
+watermark-lag checks see a view fall behind the ledger head."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import shutil
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+
+import claims.extract
+from memc.home import MemcHome
+
+from conftest import SAMPLES
+
+STG_CLAIMS = dg.AssetKey("stg_memc__claims")
+# its dbt relationship test reads the ledger staging model
+STG = [STG_CLAIMS, dg.AssetKey("stg_memc__ledger_entries")]
+
+
+def _ledger_digest(home: MemcHome) -> dict[str, str]:
+    return {str(p.relative_to(home.ledger)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(home.ledger.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> MemcHome:
+    # the runner points these at the home; monkeypatch restores them after the test
+    for var in ("DAGSTER_HOME", "MEMC_HOME"):
+        monkeypatch.setenv(var, "")
+    monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
+    from ingestion import ingest_paths
+    from ledger import Ledger
+
+    h = MemcHome.resolve(tmp_path / "home").ensure()
+    ingest_paths(Ledger(h.ledger), [SAMPLES / "team" / "elena_tomasz.jsonl"], scope="team", visibility=("public",))
+    return h
+
+
+def test_a_failing_blocking_check_stops_the_views_below_and_leaves_the_ledger(home, monkeypatch):
+    from assets.claims import ENTITY_ALIASES
+    from orchestration.keys import CLAIMS
+    from orchestration.runner import build
+
+    real_extract = claims.extract.extract
+    bad_ids: list[str] = []
+
+    def buggy_extract(*args, **kwargs):
+        # An extraction pass with a bug the validators do not catch: a confidence above 1.
+        # (The quote and visibility stay right, so claims_provenance still passes: only GX sees it.)
+        result = real_extract(*args, **kwargs)
+        t = result.claims
+        i = t.schema.get_field_index("confidence")
+        values = t.column("confidence").to_pylist()
+        values[0] = 1.7
+        bad_ids.append(t.column("claim_id")[0].as_py())
+        return dataclasses.replace(result, claims=t.set_column(i, t.schema.field(i), pa.array(values, pa.float64())))
+
+    monkeypatch.setattr(claims.extract, "extract", buggy_extract)
+    before = _ledger_digest(home)
+    report = build(home, selection=[ENTITY_ALIASES, CLAIMS, *STG])
+    assert report.checks.get("claims:claims_expectations") is False, report.checks
+    assert report.checks.get("claims:claims_provenance") is True, report.checks
+    assert "claims" in report.materialized
+    assert "stg_memc__claims" not in report.materialized, "the blocking check did not stop the dbt model below claims"
+    assert _ledger_digest(home) == before, "a check modified the ledger"
+
+    # the check's metadata names the failing claim
+    instance = dg.DagsterInstance.get()
+    record = instance.event_log_storage.get_latest_asset_check_execution_by_key([dg.AssetCheckKey(CLAIMS, "claims_expectations")])
+    evaluation = next(iter(record.values())).event.dagster_event.event_specific_data
+    assert not evaluation.passed
+    assert bad_ids[0] in evaluation.metadata["failing_claim_ids"].value
+    assert "confidence in [0, 1]" in evaluation.metadata["failed"].value
+
+    # the same selection with a sound extraction pass compiles the model below
+    monkeypatch.setattr(claims.extract, "extract", real_extract)
+    again = build(home, selection=[ENTITY_ALIASES, CLAIMS, *STG])
+    assert again.success and again.checks["claims:claims_expectations"], again.checks
+    assert "stg_memc__claims" in again.materialized
+    assert _ledger_digest(home) == before
+
+    # the ledger's own suite, run by the observation job `memc build` starts with
+    led = instance.event_log_storage.get_latest_asset_check_execution_by_key([dg.AssetCheckKey(dg.AssetKey("ledger"), "ledger_expectations")])
+    assert next(iter(led.values())).event.dagster_event.event_specific_data.passed
+
+
+def test_watermark_lag_check_sees_a_view_behind_the_ledger(home):
+    from checks.lag import view_lag
+    from claims.extract import RULES
+    from claims.store import extractor_dir
+    from ingestion import ingest_paths
+    from ledger import Ledger
+    from memc.watermark import write_watermark
+
+    head = Ledger(home.ledger).head()
+    never = view_lag(home, "evidence_index")
+    assert never.watermark is None and never.entries_behind == head
+    write_watermark(extractor_dir(home.claims, RULES.key), "claims", head)
+    assert view_lag(home, "claims").entries_behind == 0
+    ingest_paths(Ledger(home.ledger), [SAMPLES / "team" / "orders.jsonl"], scope="team", visibility=("public",))
+    lag = view_lag(home, "claims")
+    assert lag.watermark == head and lag.entries_behind == Ledger(home.ledger).head() - head > 0
+    assert lag.seconds_behind >= 0 and lag.metadata()["entries_behind"] == lag.entries_behind
+    shutil.rmtree(home.claims)
