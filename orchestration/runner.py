@@ -71,6 +71,17 @@ _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 ProgressCallback = Callable[[str, str | None], None]
 
 
+def _definitions(home: MemcHome, instance: dg.DagsterInstance | None) -> tuple[dg.Definitions, dg.DagsterInstance]:
+    """The definitions bound to this home and its Dagster instance; the dbt manifest is parsed
+    first if a model changed (the definitions cannot load without it)."""
+    from orchestration.dbt_project import ensure_manifest
+
+    ensure_manifest()
+    from orchestration.definitions import build_definitions
+
+    return build_definitions(str(home.root)), instance or dg.DagsterInstance.get()
+
+
 def build(
     home: MemcHome,
     *,
@@ -83,13 +94,7 @@ def build(
     Dreaming appends derived claims to the ledger; when it did, the views below the ledger are
     compiled once more so that they reflect them (dreaming itself is then a no-op)."""
     prepare_environment(home)
-    from orchestration.dbt_project import ensure_manifest
-
-    ensure_manifest()
-    from orchestration.definitions import build_definitions
-
-    defs = build_definitions(str(home.root))
-    instance = instance or dg.DagsterInstance.get()
+    defs, instance = _definitions(home, instance)
     observe = defs.resolve_job_def("observe_ledger")
     observe.execute_in_process(instance=instance, run_config=_QUIET)
 
@@ -177,14 +182,9 @@ def backfill(
         os.environ["MEMC_EXTRACTOR"] = extractor
     active = active_extractor()  # ExtractorError on a bad name or configuration
     prepare_environment(home)
-    from orchestration.dbt_project import ensure_manifest
-
-    ensure_manifest()
     from assets.claims import ENTITY_ALIASES
-    from orchestration.definitions import build_definitions
 
-    defs = build_definitions(str(home.root))
-    instance = instance or dg.DagsterInstance.get()
+    defs, instance = _definitions(home, instance)
     report = BackfillReport(extractor=active.key)
     present = set(ledger_days(Ledger(home.ledger)))
     report.days_with_entries = [d for d in wanted if d in present]
@@ -245,13 +245,7 @@ def backfill_views(
     model upgrade its code version changes, and this re-embeds every row into a fresh table
     that is swapped in whole; nothing else is touched."""
     prepare_environment(home)
-    from orchestration.dbt_project import ensure_manifest
-
-    ensure_manifest()
-    from orchestration.definitions import build_definitions
-
-    defs = build_definitions(str(home.root))
-    instance = instance or dg.DagsterInstance.get()
+    defs, instance = _definitions(home, instance)
     report = BackfillReport()
     stale = out_of_date_views(defs, instance)
     report.out_of_date = [k.to_user_string() for k in stale]
@@ -277,13 +271,7 @@ def dream(
     prepare_environment(home)
     if not (home.graph.exists() and any(home.graph.iterdir())):
         raise FileNotFoundError(f"no entity graph in {home.graph}: run `memc build` first")
-    from orchestration.dbt_project import ensure_manifest
-
-    ensure_manifest()
-    from orchestration.definitions import build_definitions
-
-    defs = build_definitions(str(home.root))
-    instance = instance or dg.DagsterInstance.get()
+    defs, instance = _definitions(home, instance)
     observe = defs.resolve_job_def("observe_ledger")
     observe.execute_in_process(instance=instance, run_config=_QUIET)
     job = defs.resolve_implicit_global_asset_job_def()

@@ -17,13 +17,10 @@ from query.state import StateQueryError, run_sql, state_for_entity
 
 
 def _parse_time(value: str | None, name: str) -> datetime:
-    if value is None:
-        return datetime.now(timezone.utc)
-    try:
-        t = datetime.fromisoformat(value)
-    except ValueError:
-        raise click.BadParameter(f"{value!r} is not an ISO date or time (e.g. 2024-06-01 or 2024-06-01T12:00)", param_hint=name) from None
-    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
+    """An ISO date or time option (UTC if no zone given); now when not given."""
+    from memc.cli import _time_option
+
+    return _time_option(value, name) or datetime.now(timezone.utc)
 
 
 def _render(result: dict[str, Any]) -> str:
