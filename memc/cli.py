@@ -181,7 +181,9 @@ def build(ctx, quiet, home_dir):
             elif kind in ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED"):
                 progress.advance(tasks[-1])
             elif kind in ("PIPELINE_SUCCESS", "PIPELINE_FAILURE"):
-                progress.update(tasks[-1], description="done" if kind == "PIPELINE_SUCCESS" else "FAILED", total=1, completed=1)
+                done = progress.tasks[-1].completed  # stop the spinner, keep the step count
+                label = "compiled" if kind == "PIPELINE_SUCCESS" else "FAILED"
+                progress.update(tasks[-1], description=label, total=done, completed=done)
 
         report = run_build(home, on_event=on_event)
     failed_checks = [k for k, ok in report.checks.items() if not ok]
