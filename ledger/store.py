@@ -38,6 +38,7 @@ import pyarrow.parquet as pq
 
 from ledger.schema import LEDGER_COLUMNS, LEDGER_SCHEMA, NewEntry
 from memc.ids import text_hash
+from memc.processes import pid_alive
 from memc.visibility import ADMIN
 
 _BATCH_RE = re.compile(r"^(\d{20})\.parquet$")
@@ -153,16 +154,6 @@ def _sha256_file(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class Ledger:
@@ -330,7 +321,7 @@ class Ledger:
         removed = {"tmp": 0, "markers": 0}
         for p in self.tmp.iterdir():
             m = _TMP_RE.match(p.name)
-            if m and (int(m.group(1)) == os.getpid() or _pid_alive(int(m.group(1)))):
+            if m and (int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1)))):
                 continue
             p.unlink(missing_ok=True)
             removed["tmp"] += 1

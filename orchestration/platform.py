@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memc.home import MemcHome
+from memc.processes import pid_alive
 
 CODE_LOCATION = ["-m", "orchestration.definitions"]
 # The processes run from the code's root, never from the memory home: Dagster puts the working
@@ -64,26 +65,12 @@ def environment(home: MemcHome) -> dict[str, str]:
     return env
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not yet reaped) counts as gone.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def _ours(pid: int) -> bool:
     """The pid still runs a Dagster process (not a recycled pid)."""
     try:
         return b"dagster" in Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return _alive(pid)
+        return pid_alive(pid)
 
 
 def read_pids(home: MemcHome) -> dict[str, int]:
@@ -99,7 +86,7 @@ def read_pids(home: MemcHome) -> dict[str, int]:
 
 
 def running(home: MemcHome) -> dict[str, int]:
-    return {n: p for n, p in read_pids(home).items() if _alive(p) and _ours(p)}
+    return {n: p for n, p in read_pids(home).items() if pid_alive(p) and _ours(p)}
 
 
 def ui_url(home: MemcHome) -> str | None:
@@ -169,7 +156,7 @@ def start(home: MemcHome, port: int = 3000, *, timeout: float = START_TIMEOUT) -
     while time.monotonic() < deadline:
         if server_info(port):
             return Started(url=f"http://127.0.0.1:{port}", pids=pids, logs=logs)
-        dead = [n for n, p in pids.items() if not _alive(p)]
+        dead = [n for n, p in pids.items() if not pid_alive(p)]
         if dead:
             break
         time.sleep(0.5)
@@ -209,7 +196,7 @@ def stop(home: MemcHome, *, timeout: float = STOP_TIMEOUT) -> dict[str, str]:
     outcome: dict[str, str] = {}
     targets = {}
     for name, pid in pids.items():
-        if not (_alive(pid) and _ours(pid)):
+        if not (pid_alive(pid) and _ours(pid)):
             outcome[name] = "not running"
             continue
         targets[name] = pid
@@ -224,7 +211,7 @@ def stop(home: MemcHome, *, timeout: float = STOP_TIMEOUT) -> dict[str, str]:
     for name, pid in targets.items():
         outcome[name] = "stopped"
         if _group_alive(pid):
-            outcome[name] = "killed" if _alive(pid) else "stopped"  # the leader is what was asked to stop
+            outcome[name] = "killed" if pid_alive(pid) else "stopped"  # the leader is what was asked to stop
             try:
                 os.killpg(pid, signal.SIGKILL)
             except ProcessLookupError:
