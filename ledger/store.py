@@ -148,6 +148,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def _open_batch(path: Path) -> pa.OSFile:
+    """One open file for one read. ``pq.read_table(path)`` stats the path and opens it
+    separately, so an erasure's ``os.replace`` between the two made it read the new file
+    with the old one's size (a torn page header, seen in CI); a handle pins one inode."""
+    return pa.OSFile(str(path))
+
+
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -196,7 +203,8 @@ class Ledger:
         info = self._file_cache.get(key)
         if info is None:
             try:
-                t = pq.read_table(path, columns=["recorded_at", "idempotency_key"])
+                with _open_batch(path) as f:
+                    t = pq.read_table(f, columns=["recorded_at", "idempotency_key"])
                 rec = t.column("recorded_at")
                 max_rec = pc.max(rec).as_py() if t.num_rows else None
                 info = (t.num_rows, max_rec, frozenset(t.column("idempotency_key").to_pylist()))
@@ -402,7 +410,8 @@ class Ledger:
         found: set[str] = set()
         with self._lock, self._rewrite_lock():
             for first, path in self._batch_paths():
-                table = pq.read_table(path, schema=LEDGER_SCHEMA)
+                with _open_batch(path) as f:
+                    table = pq.read_table(f, schema=LEDGER_SCHEMA)
                 ids = table.column("entry_id").to_pylist()
                 hits = [i for i, e in enumerate(ids) if e in erased]
                 if not hits:
@@ -472,7 +481,8 @@ class Ledger:
             problems.append(f"{path.name}: checksum mismatch (sha256 {sha[:16]}... has no matching .sum marker)")
             return problems
         try:
-            seqs = pq.read_table(path, columns=["seq"]).column("seq").to_pylist()
+            with _open_batch(path) as f:
+                seqs = pq.read_table(f, columns=["seq"]).column("seq").to_pylist()
         except Exception as exc:
             return [f"{path.name}: unreadable Parquet ({exc})"]
         if seqs != list(range(first, first + len(seqs))):
@@ -504,7 +514,10 @@ class Ledger:
         cols = list(columns) if columns else None
         need_seq = cols is not None and "seq" not in cols
         read_cols = (cols + ["seq"]) if need_seq else cols
-        tables = [pq.read_table(p, columns=read_cols, schema=LEDGER_SCHEMA) for p in paths]
+        tables = []
+        for p in paths:
+            with _open_batch(p) as f:
+                tables.append(pq.read_table(f, columns=read_cols, schema=LEDGER_SCHEMA))
         if not tables:
             schema = LEDGER_SCHEMA if cols is None else pa.schema([LEDGER_SCHEMA.field(c) for c in read_cols])
             t = schema.empty_table()
