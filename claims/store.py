@@ -19,11 +19,10 @@ from datetime import date
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from claims.extract import ExtractionResult, Extractor
 from claims.model import CLAIM_SCHEMA, REJECTION_SCHEMA
-from memc.atomic import write_parquet
+from memc.atomic import read_parquet, write_parquet
 from memc.watermark import write_watermark
 
 _DAY = re.compile(r"^day=(\d{4}-\d{2}-\d{2})$")
@@ -80,13 +79,13 @@ def read_claims(claims_root: Path, extractor_key: str, *, rejected: bool = False
     name = "rejections.parquet" if rejected else "claims.parquet"
     wanted = [day] if day else days(claims_root, extractor_key)
     paths = [day_dir(claims_root, extractor_key, d) / name for d in wanted]
-    tables = [pq.read_table(p, schema=schema) for p in paths if p.exists()]
+    tables = [read_parquet(p, schema=schema) for p in paths if p.exists()]
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def read_aliases(claims_root: Path) -> pa.Table | None:
     path = aliases_path(claims_root)
-    return pq.read_table(path) if path.exists() else None
+    return read_parquet(path) if path.exists() else None
 
 
 def extractor_keys(claims_root: Path) -> list[str]:

@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-import pyarrow.parquet as pq
-
 from ledger import Ledger
 from ledger.schema import PRINCIPAL_PATTERN, SCOPE_PATTERN
 from ledger.store import is_erased_stub
+from memc.atomic import read_parquet
 from memc.home import MemcHome
 
 _PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
@@ -115,11 +114,11 @@ def _subject_entries(home: MemcHome, entity: str) -> set[str]:
     out: set[str] = set()
     ents = home.marts / "entities.parquet"
     if ents.exists():
-        for r in pq.read_table(ents, columns=["entity_id", "evidence"]).to_pylist():
+        for r in read_parquet(ents, columns=["entity_id", "evidence"]).to_pylist():
             if r["entity_id"] == entity:
                 out.update(r["evidence"] or ())
     for path in sorted(home.claims.glob("extractor=*/day=*/claims.parquet")):
-        t = pq.read_table(path)
+        t = read_parquet(path)
         cols = [c for c in ("subject_id", "object_id") if c in t.column_names]
         for r in t.select([*cols, "source_entry_id"]).to_pylist():
             if any(r.get(c) == entity for c in cols):

@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ledger.schema import LEDGER_COLUMNS, LEDGER_SCHEMA, NewEntry
+from memc.atomic import read_parquet
 from memc.ids import text_hash
 from memc.processes import pid_alive
 from memc.visibility import ADMIN
@@ -148,13 +149,6 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _open_batch(path: Path) -> pa.OSFile:
-    """One open file for one read. ``pq.read_table(path)`` stats the path and opens it
-    separately, so an erasure's ``os.replace`` between the two made it read the new file
-    with the old one's size (a torn page header, seen in CI); a handle pins one inode."""
-    return pa.OSFile(str(path))
-
-
 def _sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -203,8 +197,7 @@ class Ledger:
         info = self._file_cache.get(key)
         if info is None:
             try:
-                with _open_batch(path) as f:
-                    t = pq.read_table(f, columns=["recorded_at", "idempotency_key"])
+                t = read_parquet(path, columns=["recorded_at", "idempotency_key"])
                 rec = t.column("recorded_at")
                 max_rec = pc.max(rec).as_py() if t.num_rows else None
                 info = (t.num_rows, max_rec, frozenset(t.column("idempotency_key").to_pylist()))
@@ -410,8 +403,7 @@ class Ledger:
         found: set[str] = set()
         with self._lock, self._rewrite_lock():
             for first, path in self._batch_paths():
-                with _open_batch(path) as f:
-                    table = pq.read_table(f, schema=LEDGER_SCHEMA)
+                table = read_parquet(path, schema=LEDGER_SCHEMA)
                 ids = table.column("entry_id").to_pylist()
                 hits = [i for i, e in enumerate(ids) if e in erased]
                 if not hits:
@@ -481,8 +473,7 @@ class Ledger:
             problems.append(f"{path.name}: checksum mismatch (sha256 {sha[:16]}... has no matching .sum marker)")
             return problems
         try:
-            with _open_batch(path) as f:
-                seqs = pq.read_table(f, columns=["seq"]).column("seq").to_pylist()
+            seqs = read_parquet(path, columns=["seq"]).column("seq").to_pylist()
         except Exception as exc:
             return [f"{path.name}: unreadable Parquet ({exc})"]
         if seqs != list(range(first, first + len(seqs))):
@@ -514,10 +505,8 @@ class Ledger:
         cols = list(columns) if columns else None
         need_seq = cols is not None and "seq" not in cols
         read_cols = (cols + ["seq"]) if need_seq else cols
-        tables = []
-        for p in paths:
-            with _open_batch(p) as f:
-                tables.append(pq.read_table(f, columns=read_cols, schema=LEDGER_SCHEMA))
+        # (an erasure may swap a file under us: read_parquet pins the inode it opened)
+        tables = [read_parquet(p, columns=read_cols, schema=LEDGER_SCHEMA) for p in paths]
         if not tables:
             schema = LEDGER_SCHEMA if cols is None else pa.schema([LEDGER_SCHEMA.field(c) for c in read_cols])
             t = schema.empty_table()

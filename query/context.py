@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
-import pyarrow.parquet as pq
 from pydantic import BaseModel, Field
 
 from ledger import Ledger
+from memc.atomic import read_parquet
 from memc.home import MemcHome
 from memc.visibility import may_see
 from memc.watermark import read_watermark
@@ -438,7 +438,7 @@ def _state_facts(
         return [], []
     rows = [
         r
-        for r in pq.read_table(path).to_pylist()
+        for r in read_parquet(path).to_pylist()
         # dbt-duckdb exports an empty model as one all-null row: skip it
         if r["claim_id"] is not None
         and (scope is None or r["scope"] == scope)
@@ -544,7 +544,7 @@ def _conflicts(home: MemcHome, subjects: set[str], asker: str) -> list[dict[str,
         return []
     return [
         _conflict(c)
-        for c in pq.read_table(path).to_pylist()
+        for c in read_parquet(path).to_pylist()
         if c.get("subject_id") in subjects
         # both sides must be visible: a conflict shows each side's text
         and may_see(asker, c["visibility_a"])

@@ -13,8 +13,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
+from memc.atomic import read_parquet
 from memc.home import MemcHome
 from views.evidence import CLAIM_KIND, index_rows
 
@@ -31,7 +31,7 @@ def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, p
     if claims.num_rows:
         claims = claims.filter(pc.less_equal(claims.column("source_seq"), watermark))
     path = home.marts / "entities.parquet"
-    entities = pq.read_table(path, columns=["entity_id", "evidence"]) if path.exists() else None
+    entities = read_parquet(path, columns=["entity_id", "evidence"]) if path.exists() else None
     return entries, claims, entities
 
 
@@ -85,7 +85,7 @@ def read_graph_marts(home: MemcHome) -> dict[str, pa.Table | None]:
     out: dict[str, pa.Table | None] = {}
     for arg, name in GRAPH_MARTS.items():
         path = home.marts / f"{name}.parquet"
-        out[arg] = pq.read_table(path) if path.exists() else None
+        out[arg] = read_parquet(path) if path.exists() else None
     return out
 
 
@@ -122,8 +122,8 @@ def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
     from ledger import Ledger
     from views.dreaming import dream
 
-    entities = pq.read_table(home.marts / "entities.parquet")
-    interactions = pq.read_table(home.marts / "interactions.parquet")
+    entities = read_parquet(home.marts / "entities.parquet")
+    interactions = read_parquet(home.marts / "interactions.parquet")
     evidence = {e for ev in interactions.column("evidence").to_pylist() for e in ev}
     seq_of = {
         r["entry_id"]: r["seq"]
