@@ -125,6 +125,7 @@ class ContextItemOut(_Out):
     score: float
     source_refs: list[str | None] = []
     entry_ids: list[str] = []
+    duplicates: list[str] = []
 
 
 class StateFactOut(_Out):
@@ -154,6 +155,7 @@ class ContextOut(_Out):
     conflicts: list[dict[str, Any]] = Field(default_factory=list, description="Sources that disagree, both sides kept.")
     latency_ms: float | None = None
     acl_dropped: int | None = None
+    time_window: dict[str, str | None] | None = Field(default=None, description="The window the question named (phrase, start, end), searched as the time route.")
     rendered: str = Field(description="The context as text, with provenance lines.")
 
 

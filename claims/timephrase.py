@@ -32,6 +32,8 @@ PHRASE = re.compile(
 )
 
 _MONTH_NO = {m: i for i, m in enumerate(_MONTHS.split("|"), 1)}
+# for readers of questions (query/timewindow.py)
+MONTHS, MONTH_NO = _MONTHS, _MONTH_NO
 
 
 @functools.cache

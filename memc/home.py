@@ -59,6 +59,16 @@ class MemcHome:
         return self.root / "graph"
 
     @property
+    def profile(self) -> Path:
+        """Profile-guided views (views/profile.py): the query profile and the entity dossiers
+        promoted from it. Holds no question text; dropped with the other views on erasure."""
+        return self.root / "profile"
+
+    @property
+    def dossiers(self) -> Path:
+        return self.profile / "dossiers"
+
+    @property
     def dagster(self) -> Path:
         return self.root / "dagster"
 
@@ -69,6 +79,7 @@ class MemcHome:
             "warehouse": self.warehouse,
             "vectors": self.vectors,
             "graph": self.graph,
+            "profile": self.profile,
         }
 
     def ensure(self) -> "MemcHome":

@@ -17,6 +17,11 @@ unpartitioned views (dbt state, evidence index, entity graph) -> centrality (dre
   views, in one run, after each extraction.
 * centrality: nightly, on the dreaming cron; its write-back grows the ledger, which refreshes
   the views again (the ledger-head sensor observes every writer).
+* query_profile: daily (PROFILE_CRON), because the query log it reads grows with every compile
+  outside Dagster (an external asset nothing observes), and with the views after each
+  extraction pass (a new entity can be named by past questions). entity_dossiers: with the
+  views (a dossier is only used while it holds the state build the marts hold, so it must follow
+  every state build) and after each profile.
 
 Freshness (``dg.FreshnessPolicy``, evaluated by the daemon's FRESHNESS_DAEMON) measures how
 long ago a view was materialized; the watermark-lag checks (checks/lag.py) say whether it
@@ -30,7 +35,17 @@ from datetime import timedelta
 import dagster as dg
 
 from assets.claims import ENTITY_ALIASES
-from orchestration.keys import CENTRALITY, CLAIMS, CLAIMS_GROUP, ENTITY_GRAPH, EVIDENCE_INDEX, LEDGER, STATE_GROUP
+from orchestration.keys import (
+    CENTRALITY,
+    CLAIMS,
+    CLAIMS_GROUP,
+    ENTITY_DOSSIERS,
+    ENTITY_GRAPH,
+    EVIDENCE_INDEX,
+    LEDGER,
+    QUERY_PROFILE,
+    STATE_GROUP,
+)
 from orchestration.settings import Settings
 
 AC = dg.AutomationCondition
@@ -68,6 +83,16 @@ def nightly(cron: str) -> dg.AutomationCondition:
     ).with_label(f"nightly ({cron})")
 
 
+# The query profile: daily, before dreaming (03:00), so that a night's dossiers follow the day's asks.
+PROFILE_CRON = "30 2 * * *"
+PROFILE_FRESHNESS_MINUTES = 60  # after PROFILE_CRON; memc.toml [freshness] query_profile = N overrides
+
+PROFILE_DAILY_OR_AFTER_CLAIMS = (
+    VIEWS_AFTER_CLAIMS
+    | (AC.cron_tick_passed(PROFILE_CRON).since_last_handled() & ~AC.any_deps_in_progress() & ~AC.in_progress())
+).with_label(f"daily ({PROFILE_CRON}) and after the extraction pass")
+
+
 def _deadline_cron(cron: str, minutes: float) -> str | None:
     """'M H * * *' plus ``minutes`` (under a day), or None for any other cron shape."""
     parts = cron.split()
@@ -85,6 +110,10 @@ def tier_of(spec: dg.AssetSpec) -> str | None:
         return "embeddings"
     if spec.key == ENTITY_GRAPH:
         return "graph"
+    if spec.key == QUERY_PROFILE:
+        return "profile"
+    if spec.key == ENTITY_DOSSIERS:
+        return "state"  # compiled with the state build it copies
     if spec.group_name in (STATE_GROUP, CLAIMS_GROUP):
         return "state"
     return None
@@ -94,6 +123,10 @@ def freshness_policy(spec: dg.AssetSpec, settings: Settings) -> dg.FreshnessPoli
     tier = tier_of(spec)
     if tier is None:
         return None
+    if tier == "profile":
+        # Daily: "fresh" means compiled in the `minutes` after the last PROFILE_CRON tick.
+        minutes = settings.freshness_minutes.get(spec.key.to_user_string(), PROFILE_FRESHNESS_MINUTES)
+        return dg.FreshnessPolicy.cron(deadline_cron=_deadline_cron(PROFILE_CRON, minutes), lower_bound_delta=timedelta(minutes=minutes))
     minutes = settings.freshness_for(spec.key.to_user_string(), tier)
     if tier == "dreaming":
         # Dreaming runs on a cron: "fresh" means it ran in the `minutes` after the last tick.
@@ -111,6 +144,8 @@ def automation_condition(spec: dg.AssetSpec, settings: Settings) -> dg.Automatio
         return CLAIMS_EAGER
     if spec.key == CENTRALITY:
         return nightly(settings.dreaming_cron)
+    if spec.key == QUERY_PROFILE:
+        return PROFILE_DAILY_OR_AFTER_CLAIMS
     if tier_of(spec) is not None:
         return VIEWS_AFTER_CLAIMS
     return None

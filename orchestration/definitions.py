@@ -12,9 +12,11 @@ import dagster as dg
 import assets.claims
 import assets.graph
 import assets.ledger
+import assets.profile
 import assets.retrieval
 import checks.claims
 import checks.ledger
+import checks.profile
 import checks.quality
 import checks.views
 from assets.state import dbt_resource, state_models
@@ -32,10 +34,10 @@ observe_ledger = dg.define_asset_job("observe_ledger", selection=dg.AssetSelecti
 
 def build_definitions(home_dir: str | None = None) -> dg.Definitions:
     settings = load_settings(MemcHome.resolve(home_dir).root)
-    views = [*assets.claims.ASSETS, state_models(), *assets.retrieval.ASSETS, *assets.graph.ASSETS]
+    views = [*assets.claims.ASSETS, state_models(), *assets.retrieval.ASSETS, *assets.graph.ASSETS, *assets.profile.ASSETS]
     return dg.Definitions(
-        assets=[*assets.ledger.ASSETS, *apply_policies(views, settings)],
-        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS],
+        assets=[*assets.ledger.ASSETS, *assets.profile.SOURCES, *apply_policies(views, settings)],
+        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS, *checks.profile.CHECKS],
         jobs=[ingest_inbox, observe_ledger, compact_views],
         sensors=[
             make_inbox_sensor(min(15, settings.sensor_interval_seconds)),

@@ -13,6 +13,13 @@ CENTRALITY = dg.AssetKey("centrality")
 STATE_CURRENT = dg.AssetKey("state_current")
 ENTITIES = dg.AssetKey("entities")
 INTERACTIONS = dg.AssetKey("interactions")
+CONFLICTS = dg.AssetKey("conflicts")
+
+# Profile-guided views: the query log (written by every compile, outside Dagster), the profile
+# compiled from it, and the dossiers promoted from the profile.
+QUERY_LOG = dg.AssetKey("query_log")
+QUERY_PROFILE = dg.AssetKey("query_profile")
+ENTITY_DOSSIERS = dg.AssetKey("entity_dossiers")
 
 # groups shown in the UI's asset graph, in data-flow order
 EVIDENCE_GROUP = "evidence"
@@ -20,3 +27,4 @@ CLAIMS_GROUP = "claims"
 STATE_GROUP = "state"
 RETRIEVAL_GROUP = "retrieval"
 GRAPH_GROUP = "graph"
+PROFILE_GROUP = "profile"

@@ -8,6 +8,7 @@ independently), and report the watermarks every view was compiled against.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from dataclasses import asdict, dataclass, field
@@ -19,10 +20,14 @@ from pydantic import BaseModel, Field
 from ledger import Ledger
 from memc.atomic import read_parquet
 from memc.home import MemcHome
+from memc.ids import entity_id
 from memc.visibility import may_see
 from memc.watermark import read_watermark
 from query.log import record_compile
+from query.timewindow import TimeWindow, question_window
 from query.staleness import DEFAULT_POLICIES, StaleViewError, ViewPolicy, assess
+
+log = logging.getLogger(__name__)
 
 # What the evidence routes rank: the ledger's own text (claims rows in the same index are ranked
 # by their own route).
@@ -50,6 +55,18 @@ class QueryConfig(BaseModel):
     # Conversation turns before and after a hit shown with it, in the same session.
     window_before: int = Field(default=2, ge=0, le=10)
     window_after: int = Field(default=2, ge=0, le=10)
+    # EXPERIMENT knobs
+    # The graph route: evidence about the entities one typed relation (has_friend, has_relative,
+    # ...) away from those the question names, for "where does Elena's friend work?". Ranking
+    # the named entity's own evidence higher instead (a speaker filter) cost LoCoMo dev's
+    # adversarial questions, which name the wrong person on purpose, 0.93 -> 0.73 recall@10.
+    graph_weight: float = Field(default=0.5, ge=0)
+    session_diversity: float = Field(default=0.0, ge=0)
+    feedback_weight: float = Field(default=0.0, ge=0)
+    feedback_docs: int = Field(default=3, ge=1)
+    # The time-window route: evidence valid inside the window the question names ("in May
+    # 2023", "last week", "before she moved"), ranked by full text and vectors within it.
+    time_weight: float = Field(default=1.0, ge=0)
 
     @classmethod
     def preset(cls, name: str) -> "QueryConfig":
@@ -80,6 +97,7 @@ class ContextItem:
     score: float
     source_refs: list[str | None] = field(default_factory=list)  # every turn the item shows
     entry_ids: list[str] = field(default_factory=list)
+    duplicates: list[str] = field(default_factory=list)  # entries saying the same words, not shown again
 
 
 @dataclass
@@ -111,6 +129,7 @@ class Context:
     tokens: int = 0  # of the rendered context, counted with a real tokenizer
     latency_ms: float = 0.0
     acl_dropped: int = 0  # items and facts the independent checker (query/acl.py) dropped
+    time_window: dict[str, str | None] | None = None  # the window the question named: phrase, start, end
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -122,6 +141,9 @@ class Context:
             f'Context for "{self.question}" as {self.asker}' + (f" in scope {self.scope}" if self.scope else "") + when,
             f"ledger head {self.ledger_head}; views {marks}",
         ]
+        if self.time_window:
+            w = self.time_window
+            lines.append(f"time window \"{w['phrase']}\": {(w['start'] or '-')[:10]} .. {(w['end'] or '-')[:10]}")
         behind = [f"{v} {s['decision']} ({s['lag_entries']} entries behind)" for v, s in self.staleness.items() if s.get("decision") not in (None, "fresh")]
         if behind:
             lines.append("staleness: " + "; ".join(behind))
@@ -223,7 +245,8 @@ def compile_context(
     patch = None
     if ctx.staleness.get("evidence_index", {}).get("decision") == "patched":
         patch = (ctx.watermarks.get("evidence_index") or 0, head)
-    ctx.items = _retrieve(home, question, asker, scope, config, embedder, ledger=ledger, patch=patch, when=(as_of, known_at))
+    ctx.items, window = _retrieve(home, question, asker, scope, config, embedder, ledger=ledger, patch=patch, when=(as_of, known_at))
+    ctx.time_window = window.to_dict() if window else None
     ctx.state, ctx.conflicts = _state_facts(home, question, asker, scope, config, as_of=as_of, known_at=known_at)
     _exclude(ctx, set(erased))
     _recheck_visibility(ctx, ledger)
@@ -237,7 +260,13 @@ def compile_context(
             "question": question,
             "as_of": ctx.as_of,
             "known_at": ctx.known_at,
-            "plan": {"routes": sorted({r for it in ctx.items for r in it.routes}), "k": config.k, "patched": patch is not None},
+            "plan": {
+                "routes": sorted({r for it in ctx.items for r in it.routes}),
+                "k": config.k,
+                "patched": patch is not None,
+                "state": state_source(),
+                "time_window": {k: v for k, v in (ctx.time_window or {}).items() if k != "phrase"} or None,
+            },
             "entities": sorted({f.subject for f in ctx.state}),
             "items": len(ctx.items),
             "state_facts": len(ctx.state),
@@ -303,11 +332,14 @@ def _retrieve(
     ledger: Ledger,
     patch: tuple[int, int] | None = None,
     when: tuple[datetime | None, datetime | None] = (None, None),
-) -> list[ContextItem]:
+) -> tuple[list[ContextItem], TimeWindow | None]:
+    """The evidence items, best first, and the time window the question named (if any)."""
     from views.vectors import LanceVectorStore
 
+    named = _named_entities(home, question, asker, scope)
+    window = question_window(question, anchor=when[0], event_time=_event_lookup(home, asker, scope, named))
     if not home.vectors.exists() and patch is None:
-        return []
+        return [], window
 
     if embedder is None:
         from views.embedder import Embedder
@@ -316,37 +348,93 @@ def _retrieve(
     store = LanceVectorStore(str(home.vectors))
     principals = [asker]
     vector = embedder.encode([question])[0]
-    routes = {"fulltext": [], "vector": []}
+    # Sub-routes ("family/how"): each ranks on its own and counts once per entry in the fusion.
+    plan: dict[str, tuple[float, dict[str, Any]]] = {
+        "fulltext": (config.fulltext_weight, {"text": question, "k": config.fulltext_k}),
+        "vector": (config.vector_weight, {"vector": vector, "k": config.vector_k}),
+    }
+    if window is not None and config.time_weight:
+        for how, (w, kw) in list(plan.items()):
+            plan[f"time/{how}"] = (w * config.time_weight, {**kw, "valid_between": window.bounds()})
+    related = _related_entities(home, named, asker, scope) if config.graph_weight else []
+    if related:
+        for how, (w, kw) in list(plan.items()):
+            if "/" not in how:
+                plan[f"graph/{how}"] = (w * config.graph_weight, {**kw, "entity_ids": related})
+    model_version = getattr(embedder, "model_version", None)
     stores = [store] + ([_tail_store(ledger, patch, embedder)] if patch else [])
-    for st in stores:
-        # Each store ranks on its own; the patch store's hits interleave by score within a route.
-        routes["fulltext"] += st.search(text=question, principals=principals, scope=scope, k=config.fulltext_k, kinds=EVIDENCE_KINDS)
-        routes["vector"] += st.search(
-            vector=vector, principals=principals, scope=scope, k=config.vector_k, kinds=EVIDENCE_KINDS,
-            model_version=getattr(embedder, "model_version", None),
-        )
-    for route in routes:
-        routes[route] = [h for h in routes[route] if _within_time(h, when)]
-        if patch:
-            routes[route].sort(key=lambda h: -(h.get("score") or 0.0))
-    weights = {"fulltext": config.fulltext_weight, "vector": config.vector_weight}
-    fused: dict[str, dict[str, Any]] = {}
-    for route, hits in routes.items():
-        for rank, hit in enumerate(h for h in hits if h.get("route", route) == route):
-            slot = fused.setdefault(hit["entry_id"], {"hit": hit, "score": 0.0, "routes": []})
-            if route in slot["routes"]:
-                continue  # another chunk of the same entry already counted on this route
-            slot["score"] += weights[route] / (config.rrf_k + rank + 1)
-            slot["routes"].append(route)
-    ranked = sorted(fused.values(), key=lambda s: (-s["score"], s["hit"]["entry_id"]))
+    def run(routes_plan: dict[str, tuple[float, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for route, (weight, kw) in routes_plan.items():
+            if not weight:
+                continue
+            # Each store ranks on its own; the patch store's hits interleave by score within a route.
+            hits = [
+                h
+                for st in stores
+                for h in st.search(principals=principals, scope=scope, kinds=EVIDENCE_KINDS, model_version=model_version, **kw)
+                if _within_time(h, when)
+            ]
+            if patch:
+                hits.sort(key=lambda h: -(h.get("score") or 0.0))
+            out[route] = hits
+        return out
+
+    def fuse(routes: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        fused: dict[str, dict[str, Any]] = {}
+        for route, hits in routes.items():
+            for rank, hit in enumerate(hits):
+                slot = fused.setdefault(hit["entry_id"], {"hit": hit, "score": 0.0, "routes": []})
+                if route in slot["routes"]:
+                    continue  # another chunk of the same entry already counted on this route
+                slot["score"] += plan[route][0] / (config.rrf_k + rank + 1)
+                slot["routes"].append(route)
+        return sorted(fused.values(), key=lambda s: (-s["score"], s["hit"]["entry_id"]))
+
+    routes = run(plan)
+    ranked = fuse(routes)
+    if config.feedback_weight and ranked:
+        import numpy as np
+
+        top = [s["hit"]["text"] for s in ranked[: config.feedback_docs]]
+        vecs = np.asarray(embedder.encode(top), dtype=np.float32)
+        q2 = np.asarray(vector, dtype=np.float32) + vecs.mean(axis=0)
+        q2 = q2 / (np.linalg.norm(q2) or 1.0)
+        plan["feedback/vector"] = (config.feedback_weight, {"vector": q2, "k": config.vector_k})
+        routes.update(run({"feedback/vector": plan["feedback/vector"]}))
+        ranked = fuse(routes)
+    if config.session_diversity:
+        seen_sessions: dict[str, int] = {}
+        out = []
+        pool = list(ranked)
+        while pool and len(out) < config.k * 3:
+            best = max(pool, key=lambda s: s["score"] / (1 + config.session_diversity * seen_sessions.get(s["hit"].get("session_id") or "", 0)))
+            pool.remove(best)
+            out.append(best)
+            sid = best["hit"].get("session_id") or ""
+            seen_sessions[sid] = seen_sessions.get(sid, 0) + 1
+        ranked = out + pool
     windows = _session_windows(store, ranked[: config.k * 3], principals, scope, config, when)
 
     items: list[ContextItem] = []
     covered: set[str] = set()
+    shown: list[tuple[str, ContextItem]] = []  # normalised text of each kept item
     for s in ranked:
         hit = s["hit"]
         if hit["entry_id"] in covered:
             continue  # already shown inside an earlier item's window
+        text = hit.get("text") or ""
+        if hit.get("actor") and text.startswith(f"{hit['actor']}: "):
+            text = text[len(hit["actor"]) + 2 :]  # the index prefixes the speaker (views/evidence.py)
+        said = _normalised(text)
+        twin = next((it for text, it in shown if _same_words(said, text)), None)
+        if twin is not None:
+            # The same words from another source (a forwarded mail, a pasted note): named on
+            # the item that shows them instead of taking a second slot. Disagreeing sources
+            # never match (their words differ), so conflicts stay side by side.
+            twin.duplicates.append(hit["entry_id"])
+            covered.add(hit["entry_id"])
+            continue
         # the hit with its neighbours, less the turns an earlier item already shows
         turns = [t for t in windows.get(hit["entry_id"]) or [hit] if t["entry_id"] not in covered]
         covered.update(t["entry_id"] for t in turns)
@@ -360,15 +448,145 @@ def _retrieve(
                 text="\n".join(t["text"] for t in turns),
                 valid_at=_iso(hit["valid_at"]),
                 recorded_at=_iso(hit["recorded_at"]),
-                routes=s["routes"],
+                routes=sorted({r.split("/")[0] for r in s["routes"]}),
                 score=round(s["score"], 6),
                 source_refs=[t.get("source_ref") for t in turns],
                 entry_ids=[t["entry_id"] for t in turns],
             )
         )
+        shown.append((_normalised(items[-1].text), items[-1]))
         if len(items) == config.k:
             break
-    return items
+    return items, window
+
+
+# Containment counts only for texts this long: "Yes, sounds good." occurs in many a turn.
+_MIN_DUPLICATE_WORDS = 6
+
+
+def _same_words(a: str, b: str) -> bool:
+    """One normalised text inside the other (a forward quoting a note, a note pasted into a mail)."""
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    shorter, longer = (a, b) if len(a) < len(b) else (b, a)
+    return shorter.count(" ") - 1 >= _MIN_DUPLICATE_WORDS and shorter in longer
+
+
+def _normalised(text: str) -> str:
+    """Lower-case words joined by single spaces, with a space at each end, so that ``a in b``
+    means the words of ``a`` occur in ``b`` in a row."""
+    words = re.findall(r"\w+", text.casefold())
+    return f" {' '.join(words)} " if words else ""
+
+
+_ENTITY_CACHE: dict[tuple[str, int], list[dict[str, Any]]] = {}
+_NAME = re.compile(r"\b[A-Z][\w-]*(?:'[\w-]+)*")
+
+
+def _entity_rows(home: MemcHome) -> list[dict[str, Any]]:
+    """The entities mart, read once per build of it in a warm process."""
+    path = home.marts / "entities.parquet"
+    try:
+        key = (str(path), path.stat().st_mtime_ns)
+    except FileNotFoundError:
+        return []
+    rows = _ENTITY_CACHE.get(key)
+    if rows is None:
+        cols = ["entity_id", "scope", "name", "aliases", "visibility"]
+        rows = [r for r in read_parquet(path, columns=cols).to_pylist() if r["entity_id"]]
+        _ENTITY_CACHE.clear()
+        _ENTITY_CACHE[key] = rows
+    return rows
+
+
+def _named_entities(home: MemcHome, question: str, asker: str, scope: str | None) -> dict[str, str]:
+    """Entity id -> the name the question calls it by, for the entities the question names.
+
+    Ids are content-addressed (memc.ids.entity_id over scope and name), so a capitalised word
+    maps to an id without reading any row; aliases entity resolution found ("Mel" -> Melanie)
+    come from the entities this asker may see. The ids only narrow searches that keep their
+    visibility prefilter, so a name that is nobody's (or someone this asker may not see) adds
+    nothing. An entity row derived from private evidence is visible only to who may see all of
+    it, which is why names are not looked up only there."""
+    rows = _entity_rows(home)
+    scopes = [scope] if scope is not None else sorted({r["scope"] for r in rows})
+    out: dict[str, str] = {}
+    for word in _NAME.findall(question):
+        name = re.sub(r"'s$", "", word)
+        for sc in scopes:
+            out.setdefault(entity_id(sc, name), name)
+    words = set(re.findall(r"[\w'-]+", question.casefold()))
+    words |= {w[:-2] for w in words if w.endswith("'s")}
+    for r in rows:
+        if (scope is None or r["scope"] == scope) and may_see(asker, r["visibility"]):
+            said = [a for a in [r["name"], *(r["aliases"] or [])] if a.casefold() in words]
+            if said:
+                out[r["entity_id"]] = said[0]
+    return out
+
+
+_RELATION_CACHE: dict[tuple[str, int], bool] = {}
+
+
+def _related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: str | None) -> list[str]:
+    """Entities one typed relation away from the known entities the question names, walked in
+    the graph view (GraphStore.neighbours, visibility pushed into the walk). ``mentions`` edges
+    and who-talks-to-whom are not relations of this kind: in a conversation everyone is one
+    such hop from everyone. Asked only when the graph has a typed relation at all (read from
+    the graph_relations mart, cached per build), since opening the graph costs ~30 ms."""
+    known = {r["entity_id"] for r in _entity_rows(home)}
+    seeds = sorted(set(named) & known)
+    path = home.marts / "graph_relations.parquet"
+    if not seeds or not path.exists():
+        return []
+    key = (str(path), path.stat().st_mtime_ns)
+    if key not in _RELATION_CACHE:
+        preds = set(read_parquet(path, columns=["predicate"]).column("predicate").to_pylist())
+        _RELATION_CACHE.clear()
+        _RELATION_CACHE[key] = bool(preds - {"mentions", None})
+    if not _RELATION_CACHE[key]:
+        return []
+    from views.build import graph_store
+
+    try:
+        # keep_open=False: Kùzu lets one process hold the file, and Dagster runs open it too
+        with graph_store(home, keep_open=False) as graph:
+            found = graph.neighbours(seeds, depth=1, scope=scope, principals=[asker])
+    except RuntimeError as exc:  # the file is locked by a build: answer without the route
+        log.warning("graph route skipped: %s", exc)
+        return []
+    return sorted(n["entity_id"] for n in found if set(n["relations"]) - {"mentions"})
+
+
+def _event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str, str]):
+    """For "before she moved": when the newest fact of ``predicate`` about the person began, from
+    the current fold as this asker sees it (the person named in the phrase, else the one person
+    of the question with such a fact; none when that is ambiguous)."""
+
+    def lookup(predicate: str, names: list[str]) -> datetime | None:
+        path = home.marts / "state_current.parquet"
+        if not path.exists():
+            return None
+        wanted = {n.casefold() for n in (names or named.values())}
+        from views.profile import read_rows_cached
+
+        starts: dict[str, datetime] = {}
+        for r in read_rows_cached(path) or []:
+            if (
+                r["claim_id"] is not None
+                and r["predicate"] == predicate
+                and (r["subject"] or "").casefold() in wanted
+                and (scope is None or r["scope"] == scope)
+                and may_see(asker, r["visibility"])
+                and asker not in (r.get("closed_for") or ())
+            ):
+                key = r["subject_id"]
+                starts[key] = max(starts.get(key, r["valid_from"]), r["valid_from"])
+        return next(iter(starts.values())) if len(starts) == 1 else None
+
+    return lookup
 
 
 def _tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):
@@ -432,13 +650,24 @@ def _state_facts(
 ) -> tuple[list[StateFact], list[dict[str, Any]]]:
     """What holds for the entities the question names, for this asker, and the conflicts about
     them (both sides, each with its source). The current fold by default; with ``as_of`` or
-    ``known_at``, the bi-temporal query over state_history instead."""
+    ``known_at``, the bi-temporal query over state_history instead.
+
+    The rows come from the entity dossiers (views/profile.py) when they hold the state build the
+    marts hold and every subject the question can name has one; else from state_current, read
+    once per version of the file in a warm process. Either way the same rows, in the same order,
+    are filtered below, so the answer is the same (tests/test_profile.py); ``state_source()``
+    says which was read."""
+    from views.profile import STATE_SOURCE
+
     path = home.marts / "state_current.parquet"
     if not path.exists() or config.max_state_facts == 0:
+        STATE_SOURCE.set("none")
         return [], []
+    words = set(re.findall(r"[\w'-]+", question.casefold()))
+    source, dossier_conflicts = _state_rows(home, path, words)
     rows = [
         r
-        for r in read_parquet(path).to_pylist()
+        for r in source
         # dbt-duckdb exports an empty model as one all-null row: skip it
         if r["claim_id"] is not None
         and (scope is None or r["scope"] == scope)
@@ -446,7 +675,6 @@ def _state_facts(
         # closed by a later claim or a retraction this asker may see
         and asker not in (r.get("closed_for") or ())
     ]
-    words = set(re.findall(r"[\w'-]+", question.casefold()))
     mentioned = {r["subject_id"] for r in rows if r["subject"].casefold() in words}
     if as_of is not None or known_at is not None:
         return _state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at)
@@ -466,7 +694,38 @@ def _state_facts(
         else:
             facts.append(r)
     facts = _rank_facts([*newest.values(), *facts], words)
-    return [_fact(r) for r in facts[: config.max_state_facts]], _conflicts(home, mentioned, asker)
+    if dossier_conflicts is None:
+        conflicts = _conflicts(home, mentioned, asker)
+    else:  # the same filter as _conflicts, over the dossiers' rows of the conflicts mart
+        conflicts = [
+            _conflict(c)
+            for c in dossier_conflicts
+            if c.get("subject_id") in mentioned and may_see(asker, c["visibility_a"]) and may_see(asker, c["visibility_b"])
+        ]
+    return [_fact(r) for r in facts[: config.max_state_facts]], conflicts
+
+
+def _state_rows(home: MemcHome, path, words: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
+    """(state rows, conflicts rows) about every subject ``words`` can name, from the current
+    dossiers; or (every state_current row, None: read the conflicts mart) when they do not cover
+    the question. Records which in ``state_source()``."""
+    from views.profile import STATE_SOURCE, load_dossiers, read_rows_cached
+
+    dossiers = load_dossiers(home)
+    hit = dossiers.rows_for(words) if dossiers is not None else None
+    if hit is not None:
+        STATE_SOURCE.set("dossier")
+        return hit
+    STATE_SOURCE.set("state_current")
+    return read_rows_cached(path) or [], None
+
+
+def state_source() -> str:
+    """Where the latest ``_state_facts`` in this thread (or task) read state from: "dossier",
+    "state_current" or "none" (no state mart, or no state facts wanted). For the query log's plan."""
+    from views.profile import STATE_SOURCE
+
+    return STATE_SOURCE.get()
 
 
 def _rank_facts(rows: list[dict[str, Any]], words: set[str]) -> list[dict[str, Any]]:

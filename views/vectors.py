@@ -30,7 +30,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -154,6 +154,7 @@ class VectorStore(Protocol):
         phrase: bool = False,
         entity_ids: Sequence[str] | None = None,
         model_version: str | None = None,
+        valid_between: tuple[datetime | None, datetime | None] | None = None,
     ) -> list[dict[str, Any]]:
         """Hits the principals may see, tagged ``route`` = "vector" | "fulltext"."""
         ...
@@ -196,6 +197,7 @@ def search_filter(
     scope: str | None = None,
     kinds: Sequence[str] | None = None,
     entity_ids: Sequence[str] | None = None,
+    valid_between: tuple[datetime | None, datetime | None] | None = None,
 ) -> str:
     parts = [visibility_filter(principals)]
     if scope is not None:
@@ -210,7 +212,24 @@ def search_filter(
             raise TypeError("entity_ids must be a list of strings, not a string")
         es = sorted({_check(e, _ID_RE, "entity id") for e in entity_ids})
         parts.append(f"array_has_any(entity_ids, [{_sql_list(es)}])" if es else "false")
+    if valid_between is not None:
+        parts += [
+            f"valid_at {op} TIMESTAMP '{_timestamp(t)}'" for t, op in zip(valid_between, (">=", "<")) if t is not None
+        ]
     return " AND ".join(f"({p})" for p in parts)
+
+
+def _timestamp(t: datetime) -> str:
+    """A datetime as a DataFusion timestamp literal: only datetimes reach here, never text."""
+    if not isinstance(t, datetime):
+        raise TypeError(f"valid_between takes datetimes, not {type(t).__name__}")
+    t = t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00:00")
+
+
+def _between(t: datetime | None, window: tuple[datetime | None, datetime | None]) -> bool:
+    start, end = window
+    return t is not None and (start is None or t >= start) and (end is None or t < end)
 
 
 def _ids_filter(ids: Sequence[str]) -> str:
@@ -680,6 +699,7 @@ class LanceVectorStore:
         phrase: bool = False,
         entity_ids: Sequence[str] | None = None,
         model_version: str | None = None,
+        valid_between: tuple[datetime | None, datetime | None] | None = None,
     ) -> list[dict[str, Any]]:
         """Vector and/or full-text search over the rows ``principals`` may see.
 
@@ -698,10 +718,12 @@ class LanceVectorStore:
         the version of the model that embedded ``vector``: when the table was embedded by another
         model the vector route raises :class:`EmbeddingModelMismatch` instead of ranking by
         meaningless scores (a rebuild swaps a whole new-model table in, so a table is never mixed).
+        ``valid_between`` (start, end) keeps rows valid at ``start <= valid_at < end`` (either end
+        None for open), a prefilter as well: the context compiler's time-window route.
         """
         if k <= 0:
             return []
-        where = search_filter(principals, scope, kinds, entity_ids)
+        where = search_filter(principals, scope, kinds, entity_ids, valid_between)
         allowed = set(allowed_principals(principals))
         tbl = self._open(table)
         if tbl is None:
@@ -729,6 +751,8 @@ class LanceVectorStore:
             if kind_set is not None and h.get("kind") not in kind_set:
                 continue
             if entity_ids is not None and not set(entity_ids).intersection(h.get("entity_ids") or ()):
+                continue
+            if valid_between is not None and not _between(h.get("valid_at"), valid_between):
                 continue
             safe.append(h)
         return safe
@@ -817,8 +841,11 @@ def _top_k(fetch: Any, k: int) -> list[dict[str, Any]]:
     storage order, and which of them make the cut at ``limit(k)`` depends on how the table was
     written: a table rebuilt from scratch and one grown by appends would answer differently. So
     when the k-th score is tied with the last row fetched, fetch more until the tie group is
-    complete, then sort by (score desc, id) and cut."""
-    limit = k
+    complete, then sort by (score desc, id) and cut.
+
+    The first fetch asks for one row more than ``k``: with exactly ``k`` rows nothing shows
+    whether the k-th is tied with the next, so every search used to fetch a second time (at 4k)."""
+    limit = k + 1 if k < _MAX_TIE_FETCH else k
     while True:
         rows = fetch(limit)
         if len(rows) < limit or limit >= _MAX_TIE_FETCH:
