@@ -54,6 +54,27 @@ def test_views_refresh_once_after_the_extraction_pass(defs):
     assert _requested(defs, r) == {}, "nothing more until the ledger grows again"
 
 
+def test_no_view_builds_over_a_view_never_built(defs):
+    """On a fresh home the claims run may not have started on the tick after entity_aliases
+    finished (CI saw it): the views below the aliases must not build then, over staging views
+    that do not exist yet."""
+    instance = dg.DagsterInstance.ephemeral()
+    cursor = None
+    instance.report_runless_asset_event(dg.AssetObservation(LEDGER, tags={"dagster/data_version": "15"}))
+    cursor = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor).cursor
+    instance.report_runless_asset_event(dg.AssetMaterialization(ENTITY_ALIASES))
+    r = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
+    assert _requested(defs, r) == {"claims": 1}
+    # the next tick, the claims run not yet in progress (no run exists in this instance)
+    r = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=r.cursor)
+    requested = set(_requested(defs, r))
+    graph = defs.resolve_asset_graph()
+    for key in requested:
+        deps = graph.get(dg.AssetKey.from_user_string(key)).parent_keys - {LEDGER, CLAIMS, ENTITY_ALIASES}
+        assert not deps, f"{key} requested over {sorted(d.to_user_string() for d in deps)}, never built"
+    assert not requested & {"entities", "state_current", "evidence_index", "entity_graph"}, requested
+
+
 def test_plain_eager_would_never_fire_below_the_partitioned_claims(defs):
     """Pitfall P6, the reason for the views' own condition: plain eager() waits for ~900
     missing ledger days."""
