@@ -379,7 +379,13 @@ def test_the_profile_refreshes_daily_with_the_dossiers_after_it(tmp_path):
     def requested(result):
         return {k.to_user_string() for k in defs.resolve_asset_graph().materializable_asset_keys if result.get_num_requested(k)}
 
-    r = dg.evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=tick - timedelta(minutes=5))
+    # a home whose views were built once (the dossiers never build over a state never built)
+    for key in (keys.STATE_CURRENT, keys.CONFLICTS, keys.ENTITY_GRAPH, keys.ENTITIES):
+        instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    r = dg.evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=tick - timedelta(minutes=6))
+    assert requested(r) <= {"entity_dossiers"}, "at most the dossiers, after that state build"
+    instance.report_runless_asset_event(dg.AssetMaterialization(keys.ENTITY_DOSSIERS))
+    r = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=r.cursor, evaluation_time=tick - timedelta(minutes=5))
     assert requested(r) == set()
     r = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=r.cursor, evaluation_time=tick + timedelta(minutes=1))
     assert requested(r) == {"query_profile", "entity_dossiers"}, "the profile, and in the same run the dossiers after it"
