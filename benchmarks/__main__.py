@@ -2,6 +2,9 @@
 
 Numbers are reported as ratios against a baseline measured in the same process where one
 exists, so that they compare across machines; the absolute figures are for this machine only.
+
+`python -m benchmarks compile` runs only the compile-latency benchmark and the LoCoMo evaluation
+and splices their sections into the existing docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -107,8 +110,162 @@ SECTIONS = [
 ]
 
 
+COMPILE_TITLE = "Compile latency at 10k and 100k ledger entries"
+LOCOMO_TITLE = "Retrieval quality on LoCoMo dev"
+
+
+def _plot_compile(res: dict) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = res["sizes"]
+    labels = [f"{r['entries']:,}" for r in sizes]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [1, 1.6]})
+    x = range(len(sizes))
+    for off, key, name in ((-0.3, "compile", "compile"), (0.0, "bare_retrieval", "bare LanceDB (FTS + vector)"), (0.3, "embed_question", "embed question")):
+        a.bar([i + off - 0.075 for i in x], [r[key]["p50_ms"] for r in sizes], 0.15, label=f"{name} p50")
+        a.bar([i + off + 0.075 for i in x], [r[key]["p95_ms"] for r in sizes], 0.15, label=f"{name} p95", alpha=0.55)
+    a.axhline(100, color="grey", ls="--", lw=1)
+    a.text(len(sizes) - 0.55, 103, "p95 target", color="grey", fontsize=8)
+    a.set_xticks(list(x), labels)
+    a.set_xlabel("ledger entries")
+    a.set_ylabel("ms")
+    a.set_title("Compile latency, warm process")
+    a.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    stages = sorted({s for r in sizes for s in r["stages"]}, key=lambda s: -max(r["stages"].get(s, {}).get("mean_ms", 0) for r in sizes))
+    left = [0.0] * len(sizes)
+    cmap = plt.get_cmap("tab20")
+    for n, st in enumerate(stages):
+        vals = [r["stages"].get(st, {}).get("mean_ms", 0.0) for r in sizes]
+        b.barh(list(x), vals, left=left, color=cmap(n % 20), label=st)
+        left = [l + v for l, v in zip(left, vals)]
+    b.set_yticks(list(x), labels)
+    b.set_xlabel("mean ms per compile (exclusive time per stage)")
+    b.set_title("Where a compile spends its time")
+    b.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    IMG.mkdir(parents=True, exist_ok=True)
+    fig.savefig(IMG / "compile_latency.png", dpi=110)
+    plt.close(fig)
+    return "img/compile_latency.png"
+
+
+def compile_sections(res: dict) -> list[str]:
+    """The compile-latency section (table, stages, plot) and the LoCoMo section."""
+    sizes = res["sizes"]
+    lines = [
+        f"## {COMPILE_TITLE}",
+        "",
+        "`benchmarks/bench_compile.py`: invented multi-party conversation (sessions of 2-4 people, a",
+        "third of them private to their participants; people move, change jobs and hobbies; ticket",
+        "identifiers), every view built through the real pipeline, homes cached under `.bench/compile`.",
+        "One warm process (model loaded once, warm-up compiles first); each compile of a varied question",
+        "(entities, identifiers, times; random askers and scopes) is followed by the baseline on the same",
+        "question: one full-text and one vector query straight on an open LanceDB table, with the same",
+        "visibility prefilter and k. Stages are timed in a second pass by wrapping the compiler's module",
+        "functions (exclusive times: they add up to the compile).",
+        "",
+        "| entries | compiles | p50 ms | p95 ms | mean ms | bare retrieval p50 / p95 ms | compile / bare (p50) | embed question p50 ms | compile / (bare + embed) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in sizes:
+        c, b = r["compile"], r["bare_retrieval"]
+        lines.append(
+            f"| {r['entries']:,} | {r['compiles']} | {c['p50_ms']:.1f} | {c['p95_ms']:.1f} | {c['mean_ms']:.1f} | "
+            f"{b['p50_ms']:.1f} / {b['p95_ms']:.1f} | {r['compile_over_bare_p50']:.1f}x | {r['embed_question']['p50_ms']:.1f} | "
+            f"{r['compile_over_bare_plus_embed_p50']:.1f}x |"
+        )
+    stages = list(dict.fromkeys(s for r in sizes for s in r["stages"]))
+    lines += [
+        "",
+        f"Target: p95 <= {sizes[0].get('target_p95_ms', 100):.0f} ms at 100k on two cores. Stage breakdown (mean ms per compile, share of the compile):",
+        "",
+        "| stage | " + " | ".join(f"{r['entries']:,}" for r in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
+    for st in stages:
+        cells = []
+        for r in sizes:
+            v = r["stages"].get(st)
+            cells.append(f"{v['mean_ms']:.1f} ({v['share'] * 100:.0f} %)" if v else "-")
+        lines.append(f"| {st} | " + " | ".join(cells) + " |")
+    lines.append("| (total, staged pass) | " + " | ".join(f"{r['staged_mean_ms']:.1f}" for r in sizes) + " |")
+    lines += [
+        "",
+        "| home | " + " | ".join(f"{r['entries']:,}" for r in sizes) + " |",
+        "|---|" + "---:|" * len(sizes),
+    ]
+    for key in ("ledger_files", "index_rows", "state_current_rows", "conflicts_rows", "build_s"):
+        lines.append(f"| {key} | " + " | ".join(str(r["home"].get(key, "-")) for r in sizes) + " |")
+    lines += ["", f"![compile latency]({_plot_compile(res)})", ""]
+    if res.get("notes"):
+        lines += [*res["notes"], ""]
+    lines += [f"## {LOCOMO_TITLE}", ""]
+    lo = res.get("locomo") or {}
+    if "recall" not in lo:
+        lines += [f"Not run: {lo.get('skipped') or lo.get('failed') or 'disabled'}.", ""]
+        return lines
+    cols = sorted({k for g in lo["recall"].values() for k in g}, key=lambda c: int(c.split("@")[1]))
+    lines += [
+        f"`memc eval locomo ../shared/eval/locomo-dev --json` (run by `make bench` when that directory exists;",
+        f"the data is read in place, never copied): {lo['questions']} questions over {lo['conversations']} conversations,",
+        "evidence recall@k of the compiled contexts (an item showing a window of turns covers each of them).",
+        "",
+        "| group | n | " + " | ".join(cols) + " |",
+        "|---|---:|" + "---:|" * len(cols),
+    ]
+    order = ["multi-hop", "temporal", "open-domain", "single-hop", "adversarial", "overall"]
+    for g in sorted(lo["recall"], key=lambda g: order.index(g) if g in order else len(order)):
+        lines.append(f"| {g} | {lo['counts'][g]} | " + " | ".join(f"{lo['recall'][g][c]:.3f}" for c in cols) + " |")
+    lines += [
+        "",
+        f"Median context tokens {lo['median_tokens']:.0f}; compile latency p50 {lo['latency_ms_p50']:.1f} ms, p95 {lo['latency_ms_p95']:.1f} ms",
+        f"(homes of a few hundred turns each); the evaluation took {lo['wall_s']:.0f} s, {lo['build_s_total']:.0f} s of it building.",
+        "",
+    ]
+    return lines
+
+
+def splice(doc: str, sections: list[str], key: str, result: dict) -> str:
+    """Put ``sections`` (markdown lines, each section starting with "## ") into an existing report,
+    in place of the sections of the same titles (else before the raw results); and ``result`` into
+    the raw JSON under ``key``. The rest of the report (hand-written notes too) is left as it was."""
+    titles = [l for l in sections if l.startswith("## ")]
+    lines = doc.split("\n")
+    out, skip, at = [], False, None
+    for l in lines:
+        if l.startswith("## ") or l.startswith("<details>"):
+            skip = l in titles
+            if skip and at is None:
+                at = len(out)  # where the old sections were
+        if not skip:
+            out.append(l)
+    if at is None:
+        at = next((i for i, l in enumerate(out) if l.startswith("<details>")), len(out))
+    out[at:at] = sections
+    text = "\n".join(out)
+    start, end = text.find("```json\n"), text.rfind("\n```")
+    if start >= 0 and end > start:
+        raw = json.loads(text[start + 8 : end])
+        raw[key] = result
+        text = text[: start + 8] + json.dumps(raw, indent=2, default=str) + text[end:]
+    return text
+
+
 def main() -> None:
     import importlib
+
+    if sys.argv[1:] == ["compile"]:
+        # Only the compile benchmark (and the LoCoMo evaluation), spliced into the existing report.
+        from benchmarks import bench_compile
+
+        res = bench_compile.run()
+        doc = DOCS / "benchmarks.md"
+        doc.write_text(splice(doc.read_text(), compile_sections(res), "bench_compile", res))
+        print(f"written to {doc}", file=sys.stderr)
+        return
 
     from benchmarks import bench_build, bench_ledger
 
@@ -164,6 +321,11 @@ def main() -> None:
     for module, title, intro in SECTIONS:
         if module in extra:
             lines += _section(title, intro, extra[module])
+    print("running bench_compile...", file=sys.stderr)
+    from benchmarks import bench_compile
+
+    extra["bench_compile"] = bench_compile.run()
+    lines += compile_sections(extra["bench_compile"])
     lines += [
         "<details><summary>raw results</summary>",
         "",

@@ -13,8 +13,8 @@ queries): it is logged at ERROR and counted, and the compiled context says how m
 
 It shares only :func:`memc.visibility.may_see` (the definition of the rule) with the stores,
 not their code paths. The ledger columns it needs are read once per ledger state and cached by
-the batch files' (name, size, mtime), so a compile costs one ``stat`` per batch file when
-nothing changed.
+the batch files' (name, size, mtime, inode), so a compile costs one ``stat`` per batch file when
+nothing changed, and only the new entries are read after an append.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import logging
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+import pyarrow.compute as pc
 
 from ledger import Ledger
 from ledger.store import is_erased_stub
@@ -39,46 +41,73 @@ class LedgerFacts:
     erased: frozenset[str]  # named by a tombstone, stubbed, or derived from either
 
 
-_cache: dict[str, tuple[tuple, LedgerFacts]] = {}
+@dataclass(frozen=True)
+class _Cached:
+    signature: tuple  # the batch files the facts were read from
+    head: int  # the highest seq read
+    facts: LedgerFacts
+    named: frozenset[str]  # erased before the lineage closure: stubs and ids tombstones name
+
+
+_cache: dict[str, _Cached] = {}
+_readers: dict[str, Ledger] = {}
 _cache_lock = threading.Lock()
+_COLUMNS = ["seq", "entry_id", "kind", "visibility", "derived_from", "attributes"]
 
 
 def _signature(ledger: Ledger) -> tuple:
+    """Every batch file by (name, size, mtime, inode): an append adds a file, an erasure's purge
+    replaces one (a new inode), so the facts are re-read whenever the ledger changed."""
     out = []
     for _, p in ledger._batch_paths():
         st = p.stat()
-        out.append((p.name, st.st_size, st.st_mtime_ns))
+        out.append((p.name, st.st_size, st.st_mtime_ns, st.st_ino))
     return tuple(out)
 
 
 def ledger_facts(ledger: Ledger) -> LedgerFacts:
+    """The facts of the ledger as it is now, cached per ledger directory and signature.
+
+    When the only change since the cached facts is new batch files (appends: every file read
+    before is still there, byte for byte the same by its signature), only the new entries are
+    read and added; any other change (an erasure's purge rewrote a file) reads everything again.
+    Reads go through one long-lived reader per directory, so each file's checksum is verified
+    once per process rather than once per compile."""
     key = str(ledger.root.resolve())
     sig = _signature(ledger)
     with _cache_lock:
         hit = _cache.get(key)
-        if hit and hit[0] == sig:
-            return hit[1]
-    t = ledger.read(["entry_id", "kind", "visibility", "derived_from", "attributes"])
+        if hit and hit.signature == sig:
+            return hit.facts
+        reader = _readers.setdefault(key, ledger)
+    if hit and len(sig) > len(hit.signature) and sig[: len(hit.signature)] == hit.signature:
+        t = reader.read(_COLUMNS, since_seq=hit.head)
+        vis, derived_map, named, head = dict(hit.facts.visibility), dict(hit.facts.derived_from), set(hit.named), hit.head
+    else:
+        t = reader.read(_COLUMNS)
+        vis, derived_map, named, head = {}, {}, set(), 0
     ids = t.column("entry_id").to_pylist()
     kinds = t.column("kind").to_pylist()
-    vis = t.column("visibility").to_pylist()
     derived = t.column("derived_from").to_pylist()
     attrs = t.column("attributes").to_pylist()
-    erased: set[str] = set()
     for eid, kind, a in zip(ids, kinds, attrs):
         if kind != "erasure":
             continue
         row = {"kind": kind, "attributes": a}
         if is_erased_stub(row):
-            erased.add(eid)
+            named.add(eid)
             continue
         try:
-            named = json.loads(a or "{}").get("entry_ids") or []
+            listed = json.loads(a or "{}").get("entry_ids") or []
         except (TypeError, ValueError, AttributeError):
-            named = []
-        erased.update(e for e in named if isinstance(e, str))
-    derived_map = {e: tuple(d) for e, d in zip(ids, derived) if d}
+            listed = []
+        named.update(e for e in listed if isinstance(e, str))
+    vis.update(zip(ids, t.column("visibility").to_pylist()))
+    derived_map.update((e, tuple(d)) for e, d in zip(ids, derived) if d)
+    if t.num_rows:
+        head = max(head, int(pc.max(t.column("seq")).as_py()))
     # Derived entries computed from an erased one are erased too (chains are short).
+    erased = set(named)
     changed = True
     while changed:
         changed = False
@@ -86,9 +115,9 @@ def ledger_facts(ledger: Ledger) -> LedgerFacts:
             if e not in erased and any(i in erased for i in inputs):
                 erased.add(e)
                 changed = True
-    facts = LedgerFacts(visibility=dict(zip(ids, vis)), derived_from=derived_map, erased=frozenset(erased))
+    facts = LedgerFacts(visibility=vis, derived_from=derived_map, erased=frozenset(erased))
     with _cache_lock:
-        _cache[key] = (sig, facts)
+        _cache[key] = _Cached(sig, head, facts, frozenset(named))
     return facts
 
 
@@ -155,6 +184,9 @@ def check_context(ctx: Any, ledger: Ledger) -> AclReport:
             report.dropped_items += 1
             report.violations.append({"item": it.entry_id, "entries": [e for e, _ in bad], "why": bad[0][1]})
         else:
+            # duplicates are only named, never shown: an unseeable one is dropped from the list
+            if getattr(it, "duplicates", None):
+                it.duplicates = [e for e in it.duplicates if not checker.why_not(e)]
             kept.append(it)
     facts = []
     for f in ctx.state:

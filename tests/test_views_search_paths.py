@@ -1,0 +1,166 @@
+"""Fast paths of the evidence view that must never change an answer.
+
+- Scalar indexes (views/vectors.py SCALAR_INDEXES) change how fast LanceDB evaluates the
+  mandatory prefilter, never what a search returns: every search and session_rows call answers
+  exactly as on an unindexed twin (a memory:// store of the same rows), including rows with empty
+  or missing visibility, entity ids, session ids and valid times.
+- One LanceDB connection per directory in a process: store objects share it, and after a sync or
+  a rebuild (the erasure path: a new table swapped in), in this process or another, a shared
+  connection answers exactly as a fresh one, erased rows included."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+
+from views.vectors import SCALAR_INDEXES, LanceVectorStore, evidence_table, text_hash
+
+T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+WORDS = "order shipped Lisbon Berlin budget review coffee allergy release invoice garden offsite moved joined".split()
+VIS = [["public"], ["alice"], ["bob"], ["alice", "bob"], [], None]
+
+
+class HashEmbedder:
+    """Deterministic unit vectors from the text's hash: no model needed to compare two stores."""
+
+    model_name = "hash"
+    model_version = "hash-1"
+    dim = 16
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        out = np.stack([np.random.default_rng(int(hashlib.sha256(t.encode()).hexdigest()[:8], 16)).normal(size=self.dim) for t in texts]) if texts else np.zeros((0, self.dim))
+        return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _rows(n: int, seed: int = 1) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 9))) + f" #{i % 40}"
+        rows.append({
+            "id": f"c_{text_hash(f'{i}:{text}')[:24]}", "entry_id": f"e_{i:05d}", "seq": i + 1,
+            "kind": rng.choice(["message", "message", "document", "claim"]), "scope": rng.choice(["acme", "home"]),
+            "session_id": rng.choice([None, *[f"s{j}" for j in range(12)]]), "actor": "ana", "source_ref": f"r{i}",
+            "visibility": rng.choice(VIS), "valid_at": rng.choice([None, T0 + timedelta(days=rng.randrange(60))]),
+            "recorded_at": T0 + timedelta(days=70), "text": text, "content_hash": text_hash(text),
+            "entity_ids": rng.choice([None, [], ["ent_a"], ["ent_b", "ent_c"]]), "claim_id": None,
+        })  # fmt: skip
+    return rows
+
+
+def _key(hits: list[dict]) -> list[tuple]:
+    return [(h["id"], round(h.get("score", 0.0), 5), h.get("rank")) for h in hits]
+
+
+def _answers(store: LanceVectorStore, emb: HashEmbedder) -> list:
+    out = []
+    vectors = emb.encode(WORDS[:4])
+    for principals in (["alice"], ["bob"], ["carol"], ["alice", "bob"]):
+        for scope in (None, "acme"):
+            for kinds in (None, ("message", "document")):
+                for extra in ({}, {"entity_ids": ["ent_a", "ent_c"]}, {"valid_between": (T0 + timedelta(days=10), T0 + timedelta(days=30))}):
+                    for q, v in zip(WORDS[:4], vectors):
+                        out.append(_key(store.search(text=q, principals=principals, scope=scope, k=7, kinds=kinds, **extra)))
+                        out.append(_key(store.search(vector=v, principals=principals, scope=scope, k=7, kinds=kinds, **extra)))
+                out.append(_key(store.session_rows(session_ids=["s1", "s3", "s7", "nope"], principals=principals, scope=scope, kinds=kinds)))
+    return out
+
+
+@pytest.fixture
+def emb() -> HashEmbedder:
+    return HashEmbedder()
+
+
+def test_indexed_table_answers_like_an_unindexed_twin(tmp_path, emb):
+    disk, twin = LanceVectorStore(tmp_path / "vectors"), LanceVectorStore("memory://")
+    rows = evidence_table(_rows(400))
+    disk.sync(rows, emb)
+    twin.sync(rows, emb)
+    have = {tuple(ix.columns) for ix in disk._open("evidence").list_indices()}
+    assert {(c,) for c, _ in SCALAR_INDEXES} <= have
+    assert not any(str(ix.index_type).upper() != "FTS" for ix in twin._open("evidence").list_indices())
+    assert _answers(disk, emb) == _answers(twin, emb)
+
+    # Grown and shrunk by a sync: indexes rebuilt, answers still the same.
+    grown = _rows(600, seed=2)[100:]
+    disk.sync(evidence_table(grown), emb)
+    twin.sync(evidence_table(grown), emb)
+    assert _answers(disk, emb) == _answers(twin, emb)
+
+
+def test_a_table_without_indexes_gets_them_on_its_next_sync(tmp_path, emb):
+    store = LanceVectorStore(tmp_path / "vectors")
+    rows = evidence_table(_rows(120))
+    store.sync(rows, emb)
+    tbl = store._open("evidence")
+    for ix in tbl.list_indices():
+        if str(ix.index_type).upper() != "FTS":
+            tbl.drop_index(ix.name)
+    before = _answers(store, emb)
+    again = store.sync(rows, emb)  # nothing changed: no re-embedding, no full-text rebuild
+    assert again["newly_embedded"] == 0 and not again["fts_reindexed"]
+    assert {(c,) for c, _ in SCALAR_INDEXES} <= {tuple(ix.columns) for ix in store._open("evidence").list_indices()}
+    assert _answers(store, emb) == before
+
+
+def test_rebuild_swaps_in_an_indexed_table(tmp_path, emb):
+    store = LanceVectorStore(tmp_path / "vectors")
+    rows = evidence_table(_rows(150))
+    store.rebuild(rows, emb)
+    assert {(c,) for c, _ in SCALAR_INDEXES} <= {tuple(ix.columns) for ix in store._open("evidence").list_indices()}
+
+
+def _fresh(store: LanceVectorStore) -> LanceVectorStore:
+    """The same directory through a brand-new connection, bypassing the shared one."""
+    import lancedb
+
+    twin = LanceVectorStore(store.uri)
+    twin._db = lancedb.connect(store.uri)
+    twin._connection = lambda table=None: twin._db  # type: ignore[method-assign]
+    return twin
+
+
+def test_store_objects_share_one_connection(tmp_path, emb):
+    a, b = LanceVectorStore(tmp_path / "vectors"), LanceVectorStore(str(tmp_path / "vectors"))
+    a.sync(evidence_table(_rows(50)), emb)
+    a._open("evidence"), b._open("evidence")
+    assert a.db is b.db
+
+
+def test_a_shared_connection_answers_like_a_fresh_one_after_syncs_and_rebuilds(tmp_path, emb):
+    rows = _rows(300)
+    reader = LanceVectorStore(tmp_path / "vectors")
+    LanceVectorStore(tmp_path / "vectors").sync(evidence_table(rows), emb)
+    assert _answers(reader, emb) == _answers(_fresh(reader), emb)
+    # another store object in this process syncs fewer rows, then rebuilds (erasure) with fewer still
+    LanceVectorStore(tmp_path / "vectors").sync(evidence_table(rows[:220]), emb)
+    assert _answers(reader, emb) == _answers(_fresh(reader), emb)
+    LanceVectorStore(tmp_path / "vectors").rebuild(evidence_table(rows[:150]), emb)
+    after = _answers(reader, emb)
+    assert after == _answers(_fresh(reader), emb)
+    gone = {r["id"] for r in rows[150:]}
+    assert not gone & {h[0] for part in after for h in part}
+
+
+def test_a_shared_connection_sees_a_rebuild_by_another_process(tmp_path, emb):
+    rows = _rows(200)
+    reader = LanceVectorStore(tmp_path / "vectors")
+    reader.sync(evidence_table(rows), emb)
+    before = _answers(reader, emb)
+    code = (
+        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
+        "import test_views_search_paths as t; from views.vectors import LanceVectorStore, evidence_table;"
+        "LanceVectorStore(sys.argv[3]).rebuild(evidence_table(t._rows(200)[:90]), t.HashEmbedder())"
+    )
+    here = str(__import__("pathlib").Path(__file__).resolve().parent)
+    subprocess.run([sys.executable, "-c", code, here, str(__import__("pathlib").Path(here).parent), str(tmp_path / "vectors")], check=True)
+    after = _answers(reader, emb)
+    assert after != before and after == _answers(_fresh(reader), emb)
+    gone = {r["id"] for r in rows[90:]}
+    assert not gone & {h[0] for part in after for h in part}
