@@ -402,7 +402,7 @@ def _retrieve(
         if hit.get("actor") and text.startswith(f"{hit['actor']}: "):
             text = text[len(hit["actor"]) + 2 :]  # the index prefixes the speaker (views/evidence.py)
         said = _normalised(text)
-        twin = next((it for text, it in shown if _same_words(said, text)), None)
+        twin = next((it for seen, it in shown if _same_words(said, seen)), None)
         if twin is not None:
             # The same words from another source (a forwarded mail, a pasted note): named on
             # the item that shows them instead of taking a second slot. Disagreeing sources
