@@ -480,7 +480,7 @@ def _named_entities(home: MemcHome, question: str, asker: str, scope: str | None
     """Entity id -> the name the question calls it by, for the entities the question names.
 
     Ids are content-addressed (memc.ids.entity_id over scope and name), so a capitalised word
-    maps to an id without reading any row; aliases entity resolution found ("Mel" -> Melanie)
+    maps to an id without reading any row; aliases entity resolution found ("Lena" -> Elena)
     come from the entities this asker may see. The ids only narrow searches that keep their
     visibility prefilter, so a name that is nobody's (or someone this asker may not see) adds
     nothing. An entity row derived from private evidence is visible only to who may see all of
