@@ -6,7 +6,7 @@ Rules, strongest first; each merge records its rule and the entry ids that suppo
 - ``case/space``: the same name up to case and spacing ("elena", "Elena ").
 - ``prefix-in-conversation``: a short name one participant uses to *address* another in the
   same conversation ("Hey Jo!", "..., Jo?") that is a prefix of exactly one other
-  participant's first name ("Jo" -> "Joanna"). Addressing is required, so a capitalised word
+  participant's first name ("Tom" -> "Tomasz"). Addressing is required, so a capitalised word
   at the start of a sentence ("Car broke down") is never taken for a nickname.
 
 Entities are per scope: every lookup is keyed by (scope, normalized name), and the canonical id
@@ -44,7 +44,7 @@ ALIAS_SCHEMA = pa.schema(
 # Evidence is a sample, not an index: enough entry ids to check a merge by hand. A speaker of a
 # 600-turn conversation would otherwise carry 600 ids in every row.
 MAX_EVIDENCE = 10
-MIN_NICKNAME = 2  # "Jo" for "Joanna"; a single letter is an initial, not a name
+MIN_NICKNAME = 2  # "Tom" for "Tomasz"; a single letter is an initial, not a name
 
 _WORD = r"[A-Z][a-z\u00E0-\u024F'\-]+"
 _GREETING = r"(?:hey|hi|hello|thanks|thank you|bye|dear|congrats|congratulations|yes|yeah|oh|wow|sorry|sure|ok|okay|well|so|good morning|good night|great|aww|awesome|haha)"

@@ -66,7 +66,7 @@ def _subject_supported(p: Proposal, source: dict[str, Any], resolver: Resolver |
     own = [v for v in (source.get("actor"), source.get("source_ref"), source.get("entry_id")) if v]
     if any(_fold(p.subject) == _fold(v) for v in own):
         return True
-    if resolver is not None and source.get("actor"):  # "Jo" for a speaker written "Joanna"
+    if resolver is not None and source.get("actor"):  # "Tom" for a speaker written "Tomasz"
         scope = source["scope"]
         return resolver.entity_id(scope, p.subject) == resolver.entity_id(scope, source["actor"])
     return False

@@ -1,6 +1,6 @@
 {{ config(materialized='external', location=mart_export_path('entities'), format='parquet') }}
 -- People and things memc knows of, per scope: speakers of messages and subjects of claims.
--- When entity resolution has run, a name it merged ("Jo" -> "Joanna") counts for the canonical
+-- When entity resolution has run, a name it merged ("Tom" -> "Tomasz") counts for the canonical
 -- entity, and the entity lists every alias resolution found for it, with the rule behind each.
 with mentions as (
     select scope, actor as name, 'person' as entity_type, entry_id, visibility

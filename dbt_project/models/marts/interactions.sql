@@ -1,7 +1,7 @@
 {{ config(materialized='external', location=mart_export_path('interactions'), format='parquet') }}
 -- Who talked with whom: a turn answering another speaker's turn in the same session counts
 -- one interaction for the (unordered) pair. Speakers are mapped through entity resolution's
--- aliases when it has run, so that "Jo" and "Joanna" are one end of an edge.
+-- aliases when it has run, so that "Tom" and "Tomasz" are one end of an edge.
 with turns as (
     select
         scope,
