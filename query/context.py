@@ -456,24 +456,17 @@ def _normalised(text: str) -> str:
     return f" {' '.join(words)} " if words else ""
 
 
-_ENTITY_CACHE: dict[tuple[str, int], list[dict[str, Any]]] = {}
 _NAME = re.compile(r"\b[A-Z][\w-]*(?:'[\w-]+)*")
 
 
 def _entity_rows(home: MemcHome) -> list[dict[str, Any]]:
-    """The entities mart, read once per build of it in a warm process."""
+    """The entities mart, read once per version of the file in a warm process."""
+    from views.profile import cached
+
     path = home.marts / "entities.parquet"
-    try:
-        key = (str(path), path.stat().st_mtime_ns)
-    except FileNotFoundError:
-        return []
-    rows = _ENTITY_CACHE.get(key)
-    if rows is None:
-        cols = ["entity_id", "scope", "name", "aliases", "visibility"]
-        rows = [r for r in read_parquet(path, columns=cols).to_pylist() if r["entity_id"]]
-        _ENTITY_CACHE.clear()
-        _ENTITY_CACHE[key] = rows
-    return rows
+    cols = ["entity_id", "scope", "name", "aliases", "visibility"]
+    rows = cached("entity_rows", [path], lambda: [r for r in read_parquet(path, columns=cols).to_pylist() if r["entity_id"]])
+    return rows or []
 
 
 def _named_entities(home: MemcHome, question: str, asker: str, scope: str | None) -> dict[str, str]:
@@ -502,9 +495,6 @@ def _named_entities(home: MemcHome, question: str, asker: str, scope: str | None
     return out
 
 
-_RELATION_CACHE: dict[tuple[str, int], bool] = {}
-
-
 def _related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: str | None) -> list[str]:
     """Entities one typed relation away from the known entities the question names, walked in
     the graph view (GraphStore.neighbours, visibility pushed into the walk). ``mentions`` edges
@@ -513,17 +503,17 @@ def _related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: 
     the graph_relations mart, cached per build), since opening the graph costs ~30 ms."""
     known = {r["entity_id"] for r in _entity_rows(home)}
     seeds = sorted(set(named) & known)
-    path = home.marts / "graph_relations.parquet"
-    if not seeds or not path.exists():
-        return []
-    key = (str(path), path.stat().st_mtime_ns)
-    if key not in _RELATION_CACHE:
-        preds = set(read_parquet(path, columns=["predicate"]).column("predicate").to_pylist())
-        _RELATION_CACHE.clear()
-        _RELATION_CACHE[key] = bool(preds - {"mentions", None})
-    if not _RELATION_CACHE[key]:
+    if not seeds:
         return []
     from views.build import graph_store
+    from views.profile import cached
+
+    path = home.marts / "graph_relations.parquet"
+    typed = cached(
+        "typed_relations", [path], lambda: bool(set(read_parquet(path, columns=["predicate"]).column("predicate").to_pylist()) - {"mentions", None})
+    )
+    if not typed:
+        return []
 
     try:
         # keep_open=False: Kùzu lets one process hold the file, and Dagster runs open it too

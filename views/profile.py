@@ -453,7 +453,7 @@ _cache_lock = threading.Lock()
 _cache: dict[tuple[str, tuple[str, ...]], tuple[Any, Any]] = {}  # (kind, paths) -> (signature, value)
 
 
-def _cached(kind: str, paths: Sequence[Path], load) -> Any:
+def cached(kind: str, paths: Sequence[Path], load) -> Any:
     """``load()`` once per version of ``paths`` (None if one is absent). The signature (inode,
     size, mtime of each) is taken before the read, so a file swapped in between is read again
     on the next call: a newer file may be cached under an older signature, never the reverse."""
@@ -477,7 +477,7 @@ def _cached(kind: str, paths: Sequence[Path], load) -> Any:
 def read_rows_cached(path: Path) -> list[dict[str, Any]] | None:
     """A mart's rows as dicts, read once per version of the file in a warm process (None if the
     file is absent). Shared between callers: treat the rows as read-only."""
-    return _cached("rows", [Path(path)], lambda: read_parquet(path).to_pylist())
+    return cached("rows", [Path(path)], lambda: read_parquet(path).to_pylist())
 
 
 @dataclass(frozen=True)
@@ -522,7 +522,7 @@ def load_dossiers(home: MemcHome) -> Dossiers | None:
     read state_current instead). Read once per version of the files in a warm process; each
     call costs a few stats and the state's watermark file."""
     paths = [home.dossiers / DOSSIER_FILE, home.dossiers / NAMES_FILE]
-    loaded = _cached("dossiers", paths, lambda: _load(*paths))
+    loaded = cached("dossiers", paths, lambda: _load(*paths))
     if loaded is None or loaded.identity != state_identity(home):
         return None
     return loaded
