@@ -525,6 +525,17 @@ def _related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: 
     return sorted(n["entity_id"] for n in found if set(n["relations"]) - {"mentions"})
 
 
+def _holds_for(r: dict[str, Any], asker: str, scope: str | None) -> bool:
+    """A state_current row is a current fact for this asker: in scope, visible to it, and not
+    closed by a later claim or a retraction it may see."""
+    return (
+        r["claim_id"] is not None  # dbt-duckdb exports an empty model as one all-null row
+        and (scope is None or r["scope"] == scope)
+        and may_see(asker, r["visibility"])
+        and asker not in (r.get("closed_for") or ())
+    )
+
+
 def _event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str, str]):
     """For "before she moved": when the newest fact of ``predicate`` about the person began, from
     the current fold as this asker sees it (the person named in the phrase, else the one person
@@ -539,14 +550,7 @@ def _event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str
 
         starts: dict[str, datetime] = {}
         for r in read_rows_cached(path) or []:
-            if (
-                r["claim_id"] is not None
-                and r["predicate"] == predicate
-                and (r["subject"] or "").casefold() in wanted
-                and (scope is None or r["scope"] == scope)
-                and may_see(asker, r["visibility"])
-                and asker not in (r.get("closed_for") or ())
-            ):
+            if _holds_for(r, asker, scope) and r["predicate"] == predicate and (r["subject"] or "").casefold() in wanted:
                 key = r["subject_id"]
                 starts[key] = max(starts.get(key, r["valid_from"]), r["valid_from"])
         return next(iter(starts.values())) if len(starts) == 1 else None
@@ -633,12 +637,7 @@ def _state_facts(
     rows = [
         r
         for r in source
-        # dbt-duckdb exports an empty model as one all-null row: skip it
-        if r["claim_id"] is not None
-        and (scope is None or r["scope"] == scope)
-        and may_see(asker, r["visibility"])
-        # closed by a later claim or a retraction this asker may see
-        and asker not in (r.get("closed_for") or ())
+        if _holds_for(r, asker, scope)
     ]
     mentioned = {r["subject_id"] for r in rows if r["subject"].casefold() in words}
     if as_of is not None or known_at is not None:
