@@ -4,7 +4,7 @@ Only this package writes ledger files; everything else reads through :class:`Led
 """
 
 from ledger.schema import ENTRY_KINDS, LEDGER_SCHEMA, NewEntry, PUBLIC
-from ledger.store import AppendResult, Ledger, LedgerCorruption, VerifyReport
+from ledger.store import AppendResult, Ledger, LedgerCorruption, VerifyReport, shared_reader
 
 __all__ = [
     "ENTRY_KINDS",
@@ -15,4 +15,5 @@ __all__ = [
     "LedgerCorruption",
     "NewEntry",
     "VerifyReport",
+    "shared_reader",
 ]

@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from ledger import Ledger
+from ledger import Ledger, shared_reader
 from ledger.store import is_erased_stub
 from memc.visibility import may_see
 
@@ -50,19 +50,8 @@ class _Cached:
 
 
 _cache: dict[str, _Cached] = {}
-_readers: dict[str, Ledger] = {}
 _cache_lock = threading.Lock()
 _COLUMNS = ["seq", "entry_id", "kind", "visibility", "derived_from", "attributes"]
-
-
-def _signature(ledger: Ledger) -> tuple:
-    """Every batch file by (name, size, mtime, inode): an append adds a file, an erasure's purge
-    replaces one (a new inode), so the facts are re-read whenever the ledger changed."""
-    out = []
-    for _, p in ledger._batch_paths():
-        st = p.stat()
-        out.append((p.name, st.st_size, st.st_mtime_ns, st.st_ino))
-    return tuple(out)
 
 
 def ledger_facts(ledger: Ledger) -> LedgerFacts:
@@ -74,12 +63,12 @@ def ledger_facts(ledger: Ledger) -> LedgerFacts:
     Reads go through one long-lived reader per directory, so each file's checksum is verified
     once per process rather than once per compile."""
     key = str(ledger.root.resolve())
-    sig = _signature(ledger)
+    sig = ledger.signature()
     with _cache_lock:
         hit = _cache.get(key)
         if hit and hit.signature == sig:
             return hit.facts
-        reader = _readers.setdefault(key, ledger)
+    reader = shared_reader(ledger.root)
     if hit and len(sig) > len(hit.signature) and sig[: len(hit.signature)] == hit.signature:
         t = reader.read(_COLUMNS, since_seq=hit.head)
         vis, derived_map, named, head = dict(hit.facts.visibility), dict(hit.facts.derived_from), set(hit.named), hit.head

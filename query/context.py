@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
+from collections import OrderedDict
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from ledger import Ledger
+from ledger import Ledger, shared_reader
 from memc.atomic import read_parquet
 from memc.home import MemcHome
 from memc.ids import entity_id
@@ -233,7 +235,7 @@ def compile_context(
     config = config or QueryConfig()
     if budget_tokens is not None:
         config = config.model_copy(update={"budget_tokens": budget_tokens})
-    ledger = Ledger(home.ledger)
+    ledger = shared_reader(home.ledger)
     head = ledger.head()
     ctx = Context(
         question=question,
@@ -542,14 +544,15 @@ def _event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str
     of the question with such a fact; none when that is ambiguous)."""
 
     def lookup(predicate: str, names: list[str]) -> datetime | None:
-        path = home.marts / "state_current.parquet"
-        if not path.exists():
+        from views.profile import state_index
+
+        index = state_index(home)
+        if index is None:
             return None
         wanted = {n.casefold() for n in (names or named.values())}
-        from views.profile import read_rows_cached
-
+        rows, _ = index.rows_for(wanted) or ([], [])
         starts: dict[str, datetime] = {}
-        for r in read_rows_cached(path) or []:
+        for r in rows:
             if _holds_for(r, asker, scope) and r["predicate"] == predicate and (r["subject"] or "").casefold() in wanted:
                 key = r["subject_id"]
                 starts[key] = max(starts.get(key, r["valid_from"]), r["valid_from"])
@@ -558,16 +561,35 @@ def _event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str
     return lookup
 
 
+# Patched tails by (ledger directory, patch range, embedding model, ledger signature): between
+# builds every compile patches the same tail, and embedding it costs 117 ms for 12 entries, 844
+# ms for 100. The signature changes with every append and every erasure's rewrite.
+_TAIL_STORES: OrderedDict[tuple, Any] = OrderedDict()
+_TAIL_STORES_MAX = 4
+_TAIL_LOCK = threading.Lock()
+
+
 def _tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):
     """The ledger entries the evidence index has not compiled yet, embedded and indexed in an
     in-memory LanceDB (the same engine and filters as the real index): a fact ingested a second
-    ago is answerable before the next build. Bounded by the staleness policy's lag limit."""
+    ago is answerable before the next build. Bounded by the staleness policy's lag limit; kept
+    for the next compiles while the ledger and the index stay as they are."""
     from views.evidence import evidence_rows
     from views.vectors import LanceVectorStore
 
     since, until = patch
+    key = (str(ledger.root), since, until, getattr(embedder, "model_version", None), id(embedder), ledger.signature())
+    with _TAIL_LOCK:
+        store = _TAIL_STORES.get(key)
+        if store is not None:
+            _TAIL_STORES.move_to_end(key)
+            return store
     store = LanceVectorStore("memory://")
     store.sync(evidence_rows(ledger.iter_entries(since_seq=since, until_seq=until)), embedder)
+    with _TAIL_LOCK:
+        _TAIL_STORES[key] = store
+        while len(_TAIL_STORES) > _TAIL_STORES_MAX:
+            _TAIL_STORES.popitem(last=False)
     return store
 
 
@@ -622,10 +644,11 @@ def _state_facts(
     ``known_at``, the bi-temporal query over state_history instead.
 
     The rows come from the entity dossiers (views/profile.py) when they hold the state build the
-    marts hold and every subject the question can name has one; else from state_current, read
-    once per version of the file in a warm process. Either way the same rows, in the same order,
-    are filtered below, so the answer is the same (tests/test_profile.py); ``state_source()``
-    says which was read."""
+    marts hold and every subject the question can name has one; else from the index of
+    state_current by subject (``views.profile.state_index``, built once per version of the marts
+    in a warm process). Either way the rows about the subjects the question's words can name, in
+    mart order, are filtered below, so the answer is the same (tests/test_profile.py);
+    ``state_source()`` says which was read."""
     from views.profile import STATE_SOURCE
 
     path = home.marts / "state_current.parquet"
@@ -633,12 +656,8 @@ def _state_facts(
         STATE_SOURCE.set("none")
         return [], []
     words = set(re.findall(r"[\w'-]+", question.casefold()))
-    source, dossier_conflicts = _state_rows(home, path, words)
-    rows = [
-        r
-        for r in source
-        if _holds_for(r, asker, scope)
-    ]
+    source, conflict_rows = _state_rows(home, words)
+    rows = [r for r in source if _holds_for(r, asker, scope)]
     mentioned = {r["subject_id"] for r in rows if r["subject"].casefold() in words}
     if as_of is not None or known_at is not None:
         return _state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at)
@@ -658,22 +677,22 @@ def _state_facts(
         else:
             facts.append(r)
     facts = _rank_facts([*newest.values(), *facts], words)
-    if dossier_conflicts is None:
-        conflicts = _conflicts(home, mentioned, asker)
-    else:  # the same filter as _conflicts, over the dossiers' rows of the conflicts mart
-        conflicts = [
-            _conflict(c)
-            for c in dossier_conflicts
-            if c.get("subject_id") in mentioned and may_see(asker, c["visibility_a"]) and may_see(asker, c["visibility_b"])
-        ]
+    conflicts = [
+        _conflict(c)
+        for c in conflict_rows
+        if c.get("subject_id") in mentioned
+        # both sides must be visible: a conflict shows each side's text
+        and may_see(asker, c["visibility_a"])
+        and may_see(asker, c["visibility_b"])
+    ]
     return [_fact(r) for r in facts[: config.max_state_facts]], conflicts
 
 
-def _state_rows(home: MemcHome, path, words: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
-    """(state rows, conflicts rows) about every subject ``words`` can name, from the current
-    dossiers; or (every state_current row, None: read the conflicts mart) when they do not cover
-    the question. Records which in ``state_source()``."""
-    from views.profile import STATE_SOURCE, load_dossiers, read_rows_cached
+def _state_rows(home: MemcHome, words: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(state rows, conflicts rows) about every subject ``words`` can name, in mart order: from the
+    current dossiers when they cover the question, else from the index of the marts. Records
+    which in ``state_source()``."""
+    from views.profile import STATE_SOURCE, load_dossiers, state_index
 
     dossiers = load_dossiers(home)
     hit = dossiers.rows_for(words) if dossiers is not None else None
@@ -681,7 +700,8 @@ def _state_rows(home: MemcHome, path, words: set[str]) -> tuple[list[dict[str, A
         STATE_SOURCE.set("dossier")
         return hit
     STATE_SOURCE.set("state_current")
-    return read_rows_cached(path) or [], None
+    index = state_index(home)
+    return (index.rows_for(words) if index is not None else None) or ([], [])
 
 
 def state_source() -> str:
@@ -759,20 +779,6 @@ def _conflict(c: dict[str, Any]) -> dict[str, Any]:
         ],
         "source_entry_ids": [c["source_entry_id_a"], c["source_entry_id_b"]],
     }
-
-
-def _conflicts(home: MemcHome, subjects: set[str], asker: str) -> list[dict[str, Any]]:
-    path = home.marts / "conflicts.parquet"
-    if not subjects or not path.exists():
-        return []
-    return [
-        _conflict(c)
-        for c in read_parquet(path).to_pylist()
-        if c.get("subject_id") in subjects
-        # both sides must be visible: a conflict shows each side's text
-        and may_see(asker, c["visibility_a"])
-        and may_see(asker, c["visibility_b"])
-    ]
 
 
 def _recheck_visibility(ctx: Context, ledger: Ledger) -> None:

@@ -345,9 +345,9 @@ def test_reads_are_cached_per_version_of_the_file(marts, monkeypatch):
     for _ in range(3):
         _state_facts(home, "What does Cy like?", "bob", "s1", QueryConfig())  # scans
         _state_facts(home, "Where does Ada live?", "bob", "s1", QueryConfig())  # dossier
-    assert sorted(reads) == sorted(["state_current.parquet", profile.DOSSIER_FILE, profile.NAMES_FILE])
+    assert sorted(reads) == sorted(["state_current.parquet", "conflicts.parquet", profile.DOSSIER_FILE, profile.NAMES_FILE])
     write_parquet(read_parquet(path), path)  # a new version of the file (os.replace)
-    assert profile.read_rows_cached(path) is not None
+    assert profile.state_index(home) is not None
     assert reads.count("state_current.parquet") == 2
 
 

@@ -526,3 +526,42 @@ def test_session_rows_returns_the_visible_turns_of_the_sessions(store, counting)
     assert [r["seq"] for r in store.session_rows(session_ids=["s1"], principals=["ana"], scope=None)] == [1, 4, 7]
     assert store.session_rows(session_ids=["s1"], principals=["ana"], scope="globex") == []
     assert store.session_rows(session_ids=[], principals=[], scope=None) == []
+
+
+def test_large_tables_get_an_approximate_vector_index_that_keeps_every_filter(tmp_path, embedder) -> None:
+    """From ``vector_index_min_rows`` rows on (50k by default; 300 here) the table gets an
+    IVF_HNSW_SQ index: visibility stays a prefilter, rows added after the index are still found,
+    and the index is rebuilt once more than a tenth of the rows are unindexed."""
+    colours = ["red", "blue", "green"]
+    rows = [
+        row(i, f"note {i} about topic {i % 17} and the {colours[i % 3]} house", visibility=("public",) if i % 2 else ("ana",))
+        for i in range(400)
+    ]
+    small = LanceVectorStore(tmp_path / "small")  # the default threshold: exact search only
+    assert small.sync(evidence_table(rows[:50]), embedder)["vector_indexed"] is False
+    assert small.health()["vector_index"] is False
+
+    store = LanceVectorStore(tmp_path / "big", vector_index_min_rows=300)
+    assert store.sync(evidence_table(rows[:299]), embedder)["vector_indexed"] is False  # below the threshold
+    assert store.sync(evidence_table(rows), embedder)["vector_indexed"] is True
+    assert store.health()["vector_index"] is True and store.health()["vector_unindexed_rows"] == 0
+
+    q = embedder.encode([rows[8]["text"]])[0]
+    # row 8 is ana's only: bob never gets it, however close
+    hits = store.search(vector=q, principals=["bob"], scope="acme", k=5)
+    assert len(hits) == 5 and all(h["visibility"] == ["public"] for h in hits)
+    assert store.search(vector=q, principals=["ana"], scope="acme", k=1)[0]["entry_id"] == "e_0008"
+
+    fresh = [row(1000 + i, f"fresh line {i} about penguins on the ice", visibility=("bob",)) for i in range(10)]
+    stats = store.sync(evidence_table(rows + fresh), embedder)
+    assert stats["vector_indexed"] is False and store.health()["vector_unindexed_rows"] == 10  # scanned exactly
+    q = embedder.encode(["fresh line 3 about penguins on the ice"])[0]
+    assert store.search(vector=q, principals=["bob"], scope="acme", k=1)[0]["entry_id"] == "e_1003"
+    assert all(h["entry_id"] < "e_1000" for h in store.search(vector=q, principals=["ana"], scope="acme", k=40))  # bob's
+
+    more = [row(2000 + i, f"another line {i} about the harbour", visibility=("public",)) for i in range(40)]
+    assert store.sync(evidence_table(rows + fresh + more), embedder)["vector_indexed"] is True  # 50 of 450 unindexed
+    assert store.health()["vector_unindexed_rows"] == 0
+    # an erasure's rebuild writes a fresh, fully indexed table
+    assert store.rebuild(evidence_table(rows), embedder)["vector_indexed"] is True
+    assert store.health()["rows"] == 400 and store.health()["vector_unindexed_rows"] == 0

@@ -474,12 +474,6 @@ def cached(kind: str, paths: Sequence[Path], load) -> Any:
     return value
 
 
-def read_rows_cached(path: Path) -> list[dict[str, Any]] | None:
-    """A mart's rows as dicts, read once per version of the file in a warm process (None if the
-    file is absent). Shared between callers: treat the rows as read-only."""
-    return cached("rows", [Path(path)], lambda: read_parquet(path).to_pylist())
-
-
 @dataclass(frozen=True)
 class Dossiers:
     """The compiled dossiers as a reader sees them."""
@@ -535,6 +529,33 @@ def load_dossier(home: MemcHome, subject_ids: Iterable[str]) -> dict[str, dict[s
     if loaded is None:
         return {}
     return {s: loaded.by_subject[s] for s in subject_ids if s in loaded.by_subject}
+
+
+def state_index(home: MemcHome) -> Dossiers | None:
+    """Every subject's state_current rows and conflicts rows, indexed by subject and by case-folded
+    subject name the way the dossiers are (None without a state_current mart): what the compiler
+    reads when no dossier covers a question. Built once per version of the marts in a warm process
+    (~15 ms at 40k rows), it spares each compile a filter over every row (at 100k ledger entries
+    38 ms -> 0.2 ms per compile, the same rows in the same order)."""
+    state_path, conflicts_path = home.marts / "state_current.parquet", home.marts / "conflicts.parquet"
+    paths = [state_path, *([conflicts_path] if conflicts_path.exists() else [])]
+    return cached("state_index", paths, lambda: _index_marts(*paths))
+
+
+def _index_marts(state_path: Path, conflicts_path: Path | None = None) -> Dossiers:
+    by_subject: dict[str, dict[str, Any]] = {}
+    names: dict[str, set[str]] = {}
+    for r in _numbered(read_parquet(state_path)).to_pylist():
+        if r["claim_id"] is None or r["subject_id"] is None:
+            continue  # dbt-duckdb exports an empty model as one all-null row
+        by_subject.setdefault(r["subject_id"], {"facts": [], "conflicts": []})["facts"].append(r)
+        if r["subject"] is not None:
+            names.setdefault(r["subject"].casefold(), set()).add(r["subject_id"])
+    if conflicts_path is not None:
+        for c in _numbered(read_parquet(conflicts_path)).to_pylist():
+            if c.get("subject_id") in by_subject:
+                by_subject[c["subject_id"]]["conflicts"].append(c)
+    return Dossiers(identity={}, names={k: frozenset(v) for k, v in names.items()}, by_subject=by_subject)
 
 
 # Which source the compiler's state route read in this thread's (or task's) latest compile:

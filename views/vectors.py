@@ -18,7 +18,10 @@ Verified on lancedb 0.40.0 (see tests/test_vectors.py):
   otherwise, so nothing depends on escaping;
 * native full-text search (``create_index("text", config=FTS(...))``; ``create_fts_index`` is
   deprecated since 0.25) works offline, in ``memory://`` too, and with ``.where(..., prefilter=True)``;
-  rows added after the index was built are still found (searched flat) until the index is rebuilt.
+  rows added after the index was built are still found (searched flat) until the index is rebuilt;
+* an approximate vector index (IVF_HNSW_SQ, cosine) keeps ``.where(..., prefilter=True)`` and
+  searches rows added after it flat as well; it is built only for tables of
+  ``VECTOR_INDEX_MIN_ROWS`` rows or more (below that an exact scan is fast and exact).
 """
 
 from __future__ import annotations
@@ -136,6 +139,20 @@ SCALAR_INDEXES = (
     ("entity_ids", "LabelList"),
     ("valid_at", "BTree"),
 )
+
+
+# An approximate vector index from this many rows on. Exact search scans every visible vector:
+# at 16k rows 17 ms, at 162k rows 87 ms per query, the largest stage of a compile at 100k ledger
+# entries. IVF_HNSW_SQ answers in 14.5 ms there with 0.98 of the exact top 40 (0.99 of the items
+# of the compiled contexts), for 66-116 s of index build on two cores; below ~50k rows the exact
+# scan stays under ~30 ms and its answers are exact. MEMC_VECTOR_INDEX_MIN_ROWS overrides it.
+VECTOR_INDEX_MIN_ROWS = 50_000
+# Rows added since the vector index was built are scanned exactly; past this share of the table
+# the index is rebuilt (incremental syncs add a few rows; a rebuild costs a minute at 160k).
+VECTOR_INDEX_MAX_UNINDEXED = 0.10
+# The approximate index's candidates re-ranked by exact distance: k x this many (no effect on an
+# exact scan).
+VECTOR_REFINE_FACTOR = 4
 
 
 class EmbeddingModelMismatch(ValueError):
@@ -353,10 +370,13 @@ class LanceVectorStore:
     One writer at a time (the Dagster asset); readers may run alongside: LanceDB versions every commit.
     """
 
-    def __init__(self, uri: str | Path) -> None:
+    def __init__(self, uri: str | Path, *, vector_index_min_rows: int | None = None) -> None:
         self.uri = str(uri)
         self.in_memory = self.uri.startswith("memory://")
         self._db: Any = None
+        if vector_index_min_rows is None:
+            vector_index_min_rows = int(os.environ.get("MEMC_VECTOR_INDEX_MIN_ROWS", VECTOR_INDEX_MIN_ROWS))
+        self.vector_index_min_rows = vector_index_min_rows
 
     def __repr__(self) -> str:
         return f"LanceVectorStore({self.uri!r})"
@@ -463,6 +483,33 @@ class LanceVectorStore:
             if force or (column,) not in have:
                 tbl.create_index(column, config=getattr(index, kind)(), replace=True)
 
+    @staticmethod
+    def _vector_index(tbl: Any) -> Any | None:
+        return next((ix for ix in tbl.list_indices() if list(ix.columns) == ["vector"]), None)
+
+    def _ensure_vector_index(self, tbl: Any, force: bool) -> bool:
+        """Build the approximate vector index when the table has ``vector_index_min_rows`` rows or
+        more and has none, or (``force``, i.e. the rows changed) when more than
+        :data:`VECTOR_INDEX_MAX_UNINDEXED` of them were added since it was built. Returns whether
+        it built one. Deleted rows leave the index through LanceDB's deletion files; an erasure
+        rebuild writes a fresh table, so no quantised vector of an erased row survives."""
+        if self.in_memory:
+            return False
+        rows = tbl.count_rows()
+        if rows < self.vector_index_min_rows:
+            return False
+        ix = self._vector_index(tbl)
+        if ix is not None:
+            if not force:
+                return False
+            unindexed = int(tbl.index_stats(ix.name).num_unindexed_rows)
+            if unindexed <= VECTOR_INDEX_MAX_UNINDEXED * rows:
+                return False
+        from lancedb.index import HnswSq
+
+        tbl.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
+        return True
+
     def _vectors_for(self, tbl: Any | None, hashes: list[str], dim: int) -> dict[str, np.ndarray]:
         """Stored vectors for the given content hashes (a read-side filter: nothing is written)."""
         found: dict[str, np.ndarray] = {}
@@ -566,6 +613,7 @@ class LanceVectorStore:
         changed = bool(gone or replaced or batch.num_rows)
         reindexed = self._ensure_fts(tbl, force=changed)
         self._ensure_scalar(tbl, force=changed)
+        vector_indexed = self._ensure_vector_index(tbl, force=changed)
         total = tbl.count_rows()
         return {
             "table": table,
@@ -577,6 +625,7 @@ class LanceVectorStore:
             "newly_embedded": embedded,
             "reused": total - (batch.num_rows - reused_added),
             "fts_reindexed": reindexed,
+            "vector_indexed": vector_indexed,
             "model_changed": False,
             "version": tbl.version,
         }
@@ -622,6 +671,7 @@ class LanceVectorStore:
             "newly_embedded": embedded,
             "reused": reused,
             "fts_reindexed": True,
+            "vector_indexed": not self.in_memory and self._vector_index(tbl) is not None,
             "version": tbl.version,
         }
 
@@ -641,6 +691,7 @@ class LanceVectorStore:
             stbl = sdb.create_table(table, data=batch, schema=schema)
             self._ensure_fts(stbl, force=True)
             self._ensure_scalar(stbl, force=True)
+            self._ensure_vector_index(stbl, force=True)
             del stbl, sdb
             if live.exists():
                 live.rename(retired)
@@ -692,7 +743,8 @@ class LanceVectorStore:
     def health(self, table: str = DEFAULT_TABLE) -> dict[str, Any] | None:
         """What the checks need to trust the view, read from the table itself (None if missing):
         row count, vectors that are null / of the wrong dimension / not unit length / not finite,
-        and whether the full-text index covers every row (``fts_unindexed_rows`` = 0)."""
+        whether the full-text index covers every row (``fts_unindexed_rows`` = 0), and the
+        approximate vector index, if any."""
         tbl = self._open(table)
         if tbl is None:
             return None
@@ -717,6 +769,7 @@ class LanceVectorStore:
         unindexed = None
         if fts:
             unindexed = int(tbl.index_stats(fts[0].name).num_unindexed_rows)
+        vix = self._vector_index(tbl)
         return {
             "rows": int(tbl.count_rows()),
             **meta,
@@ -727,6 +780,9 @@ class LanceVectorStore:
             "non_unit_vectors": non_unit,
             "fts_index": bool(fts),
             "fts_unindexed_rows": unindexed,
+            # approximate vector index (tables of vector_index_min_rows rows and more)
+            "vector_index": vix is not None,
+            "vector_unindexed_rows": int(tbl.index_stats(vix.name).num_unindexed_rows) if vix is not None else None,
             "version": tbl.version,
         }
 
@@ -875,6 +931,9 @@ class LanceVectorStore:
             res = (
                 tbl.search(q, vector_column_name="vector")
                 .distance_type("cosine")
+                # With the approximate index: rank the index's best limit x REFINE by their exact
+                # (unquantised) distance, so scores are exact and near-ties keep their true order.
+                .refine_factor(VECTOR_REFINE_FACTOR)
                 .where(where, prefilter=True)
                 .select([*HIT_COLUMNS, "_distance"])
                 .limit(limit)
