@@ -91,6 +91,39 @@ def test_budget_is_respected_with_a_real_tokenizer(built_home):
     assert len(small.items) < len(ctx.items)
 
 
+def test_an_item_too_big_for_the_rest_of_the_budget_is_shown_with_a_narrower_window():
+    from query.context import Context, ContextItem, _pack
+
+    def window(n: int) -> ContextItem:
+        refs = [f"D{n}:{t}" for t in range(1, 6)]
+        return ContextItem(
+            entry_id=f"e_{n}_3", source_ref=refs[2], scope="team", kind="message", actor="Elena",
+            text="\n".join(f"turn {t} of session {n}: we talked about moving house and the new job" for t in range(1, 6)),
+            valid_at="2024-05-01T10:00:00+00:00", recorded_at="2024-05-02T10:00:00+00:00", routes=["fulltext"], score=0.1,
+            source_refs=refs, entry_ids=[f"e_{n}_{t}" for t in range(1, 6)],
+        )  # fmt: skip
+
+    def packed(budget: int, n: int = 3) -> Context:
+        ctx = Context(question="Why did Elena move?", asker="tomasz", scope="team", ledger_head=9, watermarks={})
+        ctx.items = [window(i) for i in range(1, n + 1)]
+        _pack(ctx, budget, 0.1)
+        return ctx
+
+    whole = packed(10_000)
+    assert [len(it.entry_ids) for it in whole.items] == [5, 5, 5]
+    one = packed(10_000, n=1).tokens  # the header and the first window
+    ctx = packed(one + 100)  # room for the first window and a part of the second (a turn is ~20 tokens)
+    assert ctx.tokens <= one + 100
+    assert [len(it.entry_ids) for it in ctx.items[:1]] == [5]
+    second = ctx.items[1]
+    assert second.entry_id == "e_2_3" and second.entry_id in second.entry_ids and 1 <= len(second.entry_ids) < 5
+    # narrowed a turn at a time, the turn before the hit first: the reply after it stays longest
+    assert second.entry_ids in (["e_2_2", "e_2_3", "e_2_4"], ["e_2_3", "e_2_4"], ["e_2_3"])
+    assert second.source_refs == [e.replace("e_2_", "D2:") for e in second.entry_ids]
+    assert second.text.split("\n") == [f"turn {e[-1]} of session 2: we talked about moving house and the new job" for e in second.entry_ids]
+    assert len(packed(one + 3).items) == 1  # not even the hit of the second fits: left out
+
+
 def test_every_compile_is_logged_without_its_content(home):
     ctx = compile_context("Which order did Tomasz mention?", "tomasz", home=home, scope="team")
     last = read_log(home)[-1]
