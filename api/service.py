@@ -83,12 +83,13 @@ class Service:
 
     @property
     def embedder(self):
-        """One embedder per server: loading the model per request would cost seconds."""
+        """One embedder per server: loading the model per request would cost seconds. One torch
+        thread: a server encodes questions, one at a time each, beside the retrieval (see Embedder)."""
         from views.embedder import Embedder
 
         with self._lock:
             if self._embedder is None:
-                self._embedder = Embedder()
+                self._embedder = Embedder(threads=1)
             return self._embedder
 
     def watermarks(self) -> dict[str, Any]:

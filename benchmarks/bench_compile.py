@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import Future
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -363,6 +364,20 @@ class StageTimer:
             self._undo.pop()()
 
 
+class _InlineExecutor:
+    """Runs what is submitted at once, in the caller's thread: the staged pass runs the routes
+    one after another, so that exclusive stage times add up (the timed pass runs them as the
+    compiler does, concurrently)."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any, **kw: Any) -> Future:
+        done: Future = Future()
+        try:
+            done.set_result(fn(*args, **kw))
+        except BaseException as exc:
+            done.set_exception(exc)
+        return done
+
+
 def _search_stage(*args: Any, **kw: Any) -> str:
     return "vector search" if kw.get("vector") is not None else "full-text search"
 
@@ -377,6 +392,10 @@ def stages(embedder: Any) -> Iterator[StageTimer]:
     from views.vectors import LanceVectorStore
 
     t = StageTimer()
+    inline = _InlineExecutor()
+    original_pool = qc._route_pool
+    qc._route_pool = lambda: inline
+    t._undo.append(lambda: setattr(qc, "_route_pool", original_pool))
     t.wrap(qc, "compile_context", "other (compile)")
     t.wrap(Ledger, "__init__", "ledger open + head")
     t.wrap(Ledger, "head", "ledger open + head")
@@ -520,11 +539,13 @@ def run(sizes: tuple[int, ...] = SIZES, n: int = 200, with_eval: bool = True, lo
     from views.embedder import Embedder
 
     log = log or (lambda m: print(m, file=sys.stderr))
-    embedder = Embedder()
+    # Every home first: the question embedder below sets the process to one torch thread, as the
+    # servers do (views/embedder.py), and a build wants them all.
+    homes = [(size, *built_home(size, log=log)) for size in sizes]
+    embedder = Embedder(threads=1)
     embedder.encode(["warm up the model"])
     results = []
-    for size in sizes:
-        home, build = built_home(size, log=log)
+    for size, home, build in homes:
         log(f"compile bench: {n} compiles at {size} entries...")
         results.append({**measure(home, size, embedder, n), "home": {**home_stats(home), **build}})
     out: dict[str, Any] = {"sizes": results}
