@@ -118,7 +118,7 @@ def test_an_item_too_big_for_the_rest_of_the_budget_is_shown_with_a_narrower_win
     second = ctx.items[1]
     assert second.entry_id == "e_2_3" and second.entry_id in second.entry_ids and 1 <= len(second.entry_ids) < 5
     # narrowed a turn at a time, the turn before the hit first: the reply after it stays longest
-    assert second.entry_ids in (["e_2_2", "e_2_3", "e_2_4"], ["e_2_3", "e_2_4"], ["e_2_3"])
+    assert second.entry_ids in (["e_2_2", "e_2_3", "e_2_4", "e_2_5"], ["e_2_2", "e_2_3", "e_2_4"], ["e_2_3", "e_2_4"], ["e_2_3"])
     assert second.source_refs == [e.replace("e_2_", "D2:") for e in second.entry_ids]
     assert second.text.split("\n") == [f"turn {e[-1]} of session 2: we talked about moving house and the new job" for e in second.entry_ids]
     assert len(packed(one + 3).items) == 1  # not even the hit of the second fits: left out
