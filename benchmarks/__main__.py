@@ -164,8 +164,10 @@ def compile_sections(res: dict) -> list[str]:
         "One warm process (model loaded once, warm-up compiles first); each compile of a varied question",
         "(entities, identifiers, times; random askers and scopes) is followed by the baseline on the same",
         "question: one full-text and one vector query straight on an open LanceDB table, with the same",
-        "visibility prefilter and k. Stages are timed in a second pass by wrapping the compiler's module",
-        "functions (exclusive times: they add up to the compile).",
+        "visibility prefilter and k. The process embeds questions with one torch thread, as the servers",
+        "do (views/embedder.py), and the compiler runs its routes concurrently. Stages are timed in a",
+        "second pass by wrapping the compiler's module functions, with the routes run one after another",
+        "(exclusive times: they add up to that pass's compile).",
         "",
         "| entries | compiles | p50 ms | p95 ms | mean ms | bare retrieval p50 / p95 ms | compile / bare (p50) | embed question p50 ms | compile / (bare + embed) |",
         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -221,6 +223,12 @@ def compile_sections(res: dict) -> list[str]:
         lines.append(f"| {g} | {lo['counts'][g]} | " + " | ".join(f"{lo['recall'][g][c]:.3f}" for c in cols) + " |")
     lines += [
         "",
+        *(
+            [f"The run file scored by `../shared/eval/locomo_score.py` (the scorer every system's run gets): "
+             + ", ".join(f"{g} R@10 {lo['official_scorer_recall'][g]['R@10']:.3f}" for g in order if g in lo["official_scorer_recall"]) + ".", ""]
+            if lo.get("official_scorer_recall")
+            else []
+        ),  # fmt: skip
         f"Median context tokens {lo['median_tokens']:.0f}; compile latency p50 {lo['latency_ms_p50']:.1f} ms, p95 {lo['latency_ms_p95']:.1f} ms",
         f"(homes of a few hundred turns each); the evaluation took {lo['wall_s']:.0f} s, {lo['build_s_total']:.0f} s of it building.",
         "",

@@ -506,23 +506,38 @@ def measure(home, size: int, embedder: Any, n: int = 200, warmup: int = 5) -> di
 
 
 def locomo_eval(data_dir: Path = LOCOMO_DIR, timeout_s: float = 3 * 3600) -> dict[str, Any]:
-    """``memc eval locomo DATA_DIR --json`` in a subprocess, when the data is there. memc reads
-    the evaluation data in place; nothing of it is copied, and only aggregates are returned."""
+    """``memc eval locomo DATA_DIR --json`` in a subprocess, when the data is there, and its run
+    file scored again by the evaluation's own scorer (``locomo_score.py`` beside the data, read in
+    place) so the reported recall is the one every other system's run gets. memc reads the
+    evaluation data in place; nothing of it is copied, and only aggregates are returned."""
+    import tempfile
+
     if not (data_dir / "conversations.jsonl").exists():
         return {"skipped": f"{data_dir} not found: LoCoMo evaluation not run"}
     exe = Path(sys.executable).with_name("memc")
-    cmd = [str(exe) if exe.exists() else "memc", "eval", "locomo", str(data_dir), "--json"]
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "DAGSTER_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"})  # fmt: skip
-    wall = time.perf_counter() - t0
-    if proc.returncode != 0:
-        return {"failed": f"memc eval locomo exited {proc.returncode}: {proc.stderr[-2000:]}"}
-    res = json.loads(proc.stdout)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "DAGSTER_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
+    with tempfile.TemporaryDirectory(prefix="memc-locomo-") as tmp:
+        run_file, scores = Path(tmp) / "run.jsonl", Path(tmp) / "scores.json"
+        cmd = [str(exe) if exe.exists() else "memc", "eval", "locomo", str(data_dir), "--json", "--out", str(run_file)]
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout_s, env=env)
+        wall = time.perf_counter() - t0
+        if proc.returncode != 0:
+            return {"failed": f"memc eval locomo exited {proc.returncode}: {proc.stderr[-2000:]}"}
+        res = json.loads(proc.stdout)
+        official = None
+        scorer = data_dir.parent / "locomo_score.py"
+        if scorer.exists():
+            sp = subprocess.run([sys.executable, str(scorer), "--data-dir", str(data_dir), "--split", "all", "--score-run", str(run_file),
+                                 "--json-out", str(scores)], cwd=REPO, capture_output=True, text=True, timeout=600)  # fmt: skip
+            if sp.returncode == 0:
+                agg = json.loads(scores.read_text())["all"]["aggregate"]
+                official = {g: {k: round(v, 4) for k, v in m.items() if k.startswith("R@")} for g, m in agg.items()}
     return {
         "questions": res["questions"],
         "conversations": len(res["conversations"]),
         "recall": {g: {k: round(v, 3) for k, v in r.items()} for g, r in res["recall"].items()},
+        "official_scorer_recall": official,
         "counts": res["counts"],
         "median_tokens": res["median_tokens"],
         "latency_ms_p50": round(res["latency_ms_p50"], 1),
