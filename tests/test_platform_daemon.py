@@ -11,36 +11,20 @@ run 60-70 s; the claims' freshness fails a minute after their materialization).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 from conftest import SAMPLES
 
+from api.process import free_port
+from ui_graphql import graphql
+
 REFRESH_TIMEOUT = 300  # seconds, from the drop to every view at the new head
 FRESHNESS_TIMEOUT = 150
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _graphql(port: int, query: str) -> dict:
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql", data=json.dumps({"query": query}).encode(), headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=20) as r:
-        out = json.loads(r.read())
-    assert "errors" not in out, out["errors"]
-    return out["data"]
 
 
 def _memc(home: Path, *args: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
@@ -56,7 +40,7 @@ def _watermarks(home) -> dict[str, int | None]:
 
 
 def _freshness(port: int) -> dict[str, str | None]:
-    nodes = _graphql(port, "{ assetNodes { assetKey { path } freshnessStatusInfo { freshnessStatus } } }")["assetNodes"]
+    nodes = graphql(port, "{ assetNodes { assetKey { path } freshnessStatusInfo { freshnessStatus } } }")["assetNodes"]
     return {"/".join(n["assetKey"]["path"]): (n["freshnessStatusInfo"] or {}).get("freshnessStatus") for n in nodes}
 
 
@@ -80,7 +64,7 @@ def test_dropped_file_refreshes_every_view_and_a_stale_view_fails_freshness(tmp_
     root.mkdir()
     (root / "memc.toml").write_text("[freshness]\nstate = 1\n\n[automation]\nsensor_interval_seconds = 5\n")
     home = MemcHome.resolve(root)
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DAGSTER_DISABLE_TELEMETRY": "1", "FRESHNESS_DAEMON_INTERVAL_SECONDS": "5"}
     env.pop("DAGSTER_HOME", None)
     env.pop("MEMC_HOME", None)
@@ -113,7 +97,7 @@ def test_dropped_file_refreshes_every_view_and_a_stale_view_fails_freshness(tmp_
         # the last run writes the views' watermarks before its checks run: wait for it to end
         query = "{ runsOrError { ... on Runs { results { status jobName assetSelection { path } tags { key value } } } } }"
         while True:
-            runs = _graphql(port, query)["runsOrError"]["results"]
+            runs = graphql(port, query)["runsOrError"]["results"]
             if all(r["status"] in ("SUCCESS", "FAILURE", "CANCELED") for r in runs) or time.monotonic() > deadline:
                 break
             time.sleep(2)
@@ -127,7 +111,7 @@ def test_dropped_file_refreshes_every_view_and_a_stale_view_fails_freshness(tmp_
         assert all(status == "SUCCESS" for _, status in automated), automated
 
         # Every check the views' runs executed passed (GX, provenance, view audits, lag, dbt tests).
-        checks = _graphql(
+        checks = graphql(
             port,
             "{ assetNodes { assetKey { path } assetChecksOrError { ... on AssetChecks { checks { name "
             "executionForLatestMaterialization { status } } } } } }",
@@ -144,7 +128,7 @@ def test_dropped_file_refreshes_every_view_and_a_stale_view_fails_freshness(tmp_
 
         # Freshness: the claims (state tier: 1 minute here) are not refreshed again, the ledger
         # does not grow: the daemon reports them failing, while the evidence index (15 min) is healthy.
-        policy = _graphql(
+        policy = graphql(
             port,
             '{ assetNodeOrError(assetKey: {path: ["claims"]}) { ... on AssetNode { internalFreshnessPolicy '
             "{ ... on TimeWindowFreshnessPolicy { failWindowSeconds } } } } }",

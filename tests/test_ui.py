@@ -5,33 +5,18 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _graphql(port: int, query: str) -> dict:
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/graphql",
-        data=json.dumps({"query": query}).encode(),
-        headers={"Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.loads(r.read())
+from api.process import free_port
+from ui_graphql import graphql
 
 
 def test_memc_ui_serves_the_asset_graph(tmp_path):
     home = tmp_path / "home"
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DAGSTER_DISABLE_TELEMETRY": "1"}
     log = open(tmp_path / "ui.log", "w")
     proc = subprocess.Popen(
@@ -53,7 +38,7 @@ def test_memc_ui_serves_the_asset_graph(tmp_path):
         # the code location loads, with the ledger and the views in it
         data = {}
         while time.time() < deadline:
-            data = _graphql(port, "{ assetNodes { assetKey { path } } }")
+            data = graphql(port, "{ assetNodes { assetKey { path } } }", raw=True)
             if data.get("data", {}).get("assetNodes"):
                 break
             time.sleep(1)
