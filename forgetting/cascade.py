@@ -259,7 +259,7 @@ def _rebuild_and_finish(home: MemcHome, batch: list[dict[str, Any]], report: For
         t0 = time.perf_counter()
         _drop_views(home)  # a view built between the drop and now may predate the purge
         try:
-            result = build(home)
+            result = build(home, finish_erasures=False)  # this cascade holds the erasure lock
             failed = [] if result.success else list(result.failed_steps) or ["(build failed)"]
         except Exception as exc:  # a blocking check or a broken view: the erasure itself stands
             failed = [f"{type(exc).__name__}: {exc}"[:500]]

@@ -187,6 +187,8 @@ def build(ctx, quiet, home_dir):
 
         report = run_build(home, on_event=on_event)
     failed_checks = [k for k, ok in report.checks.items() if not ok]
+    if report.erasures_finished:
+        click.echo(f"finished {len(report.erasures_finished)} interrupted erasure(s) first: {', '.join(report.erasures_finished)}")
     click.echo(
         f"{'built' if report.success else 'FAILED'}: {len(set(report.materialized))} assets materialized in "
         f"{len(report.runs)} run(s); {len(report.checks)} checks, {len(failed_checks)} failing; ledger head {report.ledger_head}"

@@ -63,6 +63,7 @@ class BuildReport:
     failed_steps: list[str] = field(default_factory=list)
     checks: dict[str, bool] = field(default_factory=dict)
     ledger_head: int = 0
+    erasures_finished: list[str] = field(default_factory=list)  # interrupted erasures completed first
 
 
 # Progress is shown by the caller; Dagster's own console log would drown it.
@@ -88,18 +89,28 @@ def build(
     selection: Sequence[dg.AssetKey] | None = None,
     on_event: ProgressCallback | None = None,
     instance: dg.DagsterInstance | None = None,
+    finish_erasures: bool = True,
 ) -> BuildReport:
     """Observe the ledger, then materialize every view (or ``selection``) in one in-process run.
 
+    An erasure interrupted before its purge and view drop were done is finished first (purged,
+    its views dropped; this build then compiles them again), so that no build compiles erased
+    text into a view. ``finish_erasures=False`` is for the erasure cascade itself, which holds
+    the erasure lock while it builds.
+
     Dreaming appends derived claims to the ledger; when it did, the views below the ledger are
     compiled once more so that they reflect them (dreaming itself is then a no-op)."""
+    report = BuildReport()
+    if finish_erasures:
+        from forgetting import resume
+
+        report.erasures_finished = resume(home, rebuild=False).resumed
     prepare_environment(home)
     defs, instance = _definitions(home, instance)
     observe = defs.resolve_job_def("observe_ledger")
     observe.execute_in_process(instance=instance, run_config=_QUIET)
 
     job = defs.resolve_implicit_global_asset_job_def()
-    report = BuildReport()
     head_before = _head(home)
     _run(job, instance, selection, on_event, report, _all_days_tags(defs, home, selection))
     if report.success and selection is None and _head(home) > head_before:

@@ -174,6 +174,42 @@ def test_a_pending_erasure_is_excluded_from_compiles_before_the_purge(small):
     assert is_erased_stub(_rows(home)[ids["secret"]])
 
 
+def test_a_build_finishes_an_interrupted_erasure_before_compiling(tmp_path, monkeypatch):
+    """An erasure stopped right after its tombstone (a crash) must not let the next build compile
+    the erased text into a view: the build purges and drops first, then compiles. (A home of two
+    messages outside any session: its interactions, sessions and relations marts are empty.)"""
+    from orchestration.runner import build
+    from views.vectors import LanceVectorStore
+
+    monkeypatch.setenv("MEMC_PARQUET_COMPRESSION", "none")  # so that a byte search can prove the erasure
+    home = MemcHome.resolve(tmp_path / "home").ensure()
+    a = Ledger(home.ledger).append(
+        [
+            NewEntry(kind="message", content="alice says QzR8vN2kLp0Xw7Tq9Ym4 in private", valid_at=T, actor="alice", visibility=("alice",)),
+            NewEntry(kind="message", content="a public hello", valid_at=T, actor="bob"),
+        ]
+    )
+    ids = {"secret": a.entry_ids[0], "public": a.entry_ids[1]}
+
+    class Stop(Exception):
+        pass
+
+    def stop(_eid, step):
+        if step == "recorded":
+            raise Stop
+
+    with pytest.raises(Stop):
+        forget(home, entry_ids=[ids["secret"]], reason="r", by="alice", rebuild=False, on_step=stop)
+    assert len(pending(home)) == 1
+    report = build(home)
+    assert report.success and len(report.erasures_finished) == 1 and pending(home) == []
+    assert is_erased_stub(_rows(home)[ids["secret"]])
+    index = LanceVectorStore(home.vectors)
+    assert ids["public"] in {r for r in (h["entry_id"] for h in index.search(text="public hello", principals=["alice"], scope=None, k=10))}
+    assert not index.search(text="QzR8vN2kLp0Xw7Tq9Ym4", principals=["alice"], scope=None, k=10)
+    assert not any(b"QzR8vN2kLp0Xw7Tq9Ym4" in p.read_bytes() for p in home.root.rglob("*") if p.is_file())
+
+
 def test_readers_never_see_a_half_rewritten_ledger(tmp_path, monkeypatch):
     """A reader process verifies and reads the whole ledger in a loop while the purge rewrites
     every file: it must never meet a checksum mismatch, a missing batch or a torn file."""

@@ -80,12 +80,22 @@ GRAPH_MARTS = {
 }
 
 
+def read_mart(path) -> pa.Table:
+    """A mart file's rows. dbt-duckdb writes one all-NULL row into the file of an empty model (to
+    keep its schema; dbt_project/models/marts/_marts.yml): that row is dropped here, so a home with
+    no conversation sessions (documents only) loads an empty interactions table, not a null edge."""
+    t = read_parquet(path)
+    if t.num_rows == 1 and all(c.null_count == 1 for c in t.columns):
+        return t.slice(0, 0)
+    return t
+
+
 def read_graph_marts(home: MemcHome) -> dict[str, pa.Table | None]:
     """The marts the graph is loaded from (None where a mart was not exported)."""
     out: dict[str, pa.Table | None] = {}
     for arg, name in GRAPH_MARTS.items():
         path = home.marts / f"{name}.parquet"
-        out[arg] = read_parquet(path) if path.exists() else None
+        out[arg] = read_mart(path) if path.exists() else None
     return out
 
 
@@ -122,8 +132,8 @@ def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
     from ledger import Ledger
     from views.dreaming import dream
 
-    entities = read_parquet(home.marts / "entities.parquet")
-    interactions = read_parquet(home.marts / "interactions.parquet")
+    entities = read_mart(home.marts / "entities.parquet")
+    interactions = read_mart(home.marts / "interactions.parquet")
     evidence = {e for ev in interactions.column("evidence").to_pylist() for e in ev}
     seq_of = {
         r["entry_id"]: r["seq"]
