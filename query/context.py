@@ -292,6 +292,22 @@ def compile_context(
     return ctx
 
 
+# Stands for the question's embedding in a route's search arguments until it is computed.
+_EMBEDDING = object()
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _route_pool() -> ThreadPoolExecutor:
+    """The threads the routes of every compile in this process run on (created on first use;
+    a route's search is a leaf task, so compiles sharing the pool never wait on each other's)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memc-route")
+        return _POOL
+
+
 def _within_time(row: dict[str, Any], when: tuple[datetime | None, datetime | None]) -> bool:
     """A time-travel ask sees only evidence valid by ``as_of`` and recorded by ``known_at``."""
     as_of, known_at = when
@@ -384,8 +400,9 @@ def _retrieve(
     model_version = getattr(embedder, "model_version", None)
     stores = [store] + ([_tail_store(ledger, patch, embedder)] if patch else [])
     # The routes run concurrently: LanceDB's searches and torch release the GIL, so the question
-    # is embedded while the full-text routes run, and the vector routes follow the embedding (at
-    # 100k entries on two cores, compile p50 85 -> 68 ms, p95 112 -> 89 ms).
+    # is embedded while the full-text routes run, and the vector routes follow the embedding. At
+    # 100k entries on two cores, with the one torch thread the servers use, compile p50 85 ->
+    # ~70 ms and p95 112 -> ~93 ms (docs/benchmarks.md).
     pool = _route_pool()
     embedding = pool.submit(lambda: embedder.encode([question])[0]) if config.vector_weight else None
     # Sub-routes ("family/how"): each ranks on its own and counts once per entry in the fusion.
@@ -643,20 +660,6 @@ def _event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str
 _TAIL_STORES: OrderedDict[tuple, Any] = OrderedDict()
 _TAIL_STORES_MAX = 4
 _TAIL_LOCK = threading.Lock()
-
-
-# Stands for the question's embedding in a route's search arguments until it is computed.
-_EMBEDDING = object()
-_POOL: ThreadPoolExecutor | None = None
-
-
-def _route_pool() -> ThreadPoolExecutor:
-    """The threads the routes of every compile in this process run on (created on first use)."""
-    global _POOL
-    with _TAIL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memc-route")
-        return _POOL
 
 
 def _tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):

@@ -536,7 +536,7 @@ def state_index(home: MemcHome) -> Dossiers | None:
     subject name the way the dossiers are (None without a state_current mart): what the compiler
     reads when no dossier covers a question. Built once per version of the marts in a warm process
     (~15 ms at 40k rows), it spares each compile a filter over every row (at 100k ledger entries
-    38 ms -> 0.2 ms per compile, the same rows in the same order)."""
+    the state stage went 38 -> 0.7 ms per compile, with the same rows in the same order)."""
     state_path, conflicts_path = home.marts / "state_current.parquet", home.marts / "conflicts.parquet"
     paths = [state_path, *([conflicts_path] if conflicts_path.exists() else [])]
     return cached("state_index", paths, lambda: _index_marts(*paths))

@@ -140,9 +140,9 @@ SCALAR_INDEXES = (
 
 # An approximate vector index from this many rows on. Exact search scans every visible vector:
 # at 16k rows 17 ms, at 162k rows 87 ms per query, the largest stage of a compile at 100k ledger
-# entries. IVF_HNSW_SQ answers in 14.5 ms there with 0.98 of the exact top 40 (0.99 of the items
-# of the compiled contexts), for 66-116 s of index build on two cores; below ~50k rows the exact
-# scan stays under ~30 ms and its answers are exact. MEMC_VECTOR_INDEX_MIN_ROWS overrides it.
+# entries. IVF_HNSW_SQ with the re-rank below answers in ~17 ms there with 0.997 of the exact top
+# 40, for 66-116 s of index build on two cores; below ~50k rows the exact scan stays under ~30 ms
+# and its answers are exact. MEMC_VECTOR_INDEX_MIN_ROWS overrides it.
 VECTOR_INDEX_MIN_ROWS = 50_000
 # Rows added since the vector index was built are scanned exactly; past this share of the table
 # the index is rebuilt (incremental syncs add a few rows; a rebuild costs a minute at 160k).
