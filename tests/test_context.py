@@ -124,6 +124,21 @@ def test_an_item_too_big_for_the_rest_of_the_budget_is_shown_with_a_narrower_win
     assert len(packed(one + 3).items) == 1  # not even the hit of the second fits: left out
 
 
+def test_the_rendering_cites_turns_by_source_ref_and_by_entry_id_without_one():
+    from query.context import ContextItem, _item_lines
+
+    def item(refs: list) -> ContextItem:
+        return ContextItem(entry_id="e_2", source_ref=refs[1], scope="team", kind="message", actor=None, text="a\nb\nc",
+                           valid_at="2024-05-01T10:00:00+00:00", recorded_at="", routes=["fulltext"], score=0.1,
+                           source_refs=refs, entry_ids=["e_1", "e_2", "e_3"])  # fmt: skip
+
+    lines = _item_lines(1, item(["D1:1", "D1:2", None]))
+    assert lines == ["   1. 2024-05-01", "      [D1:1] a", "    > [D1:2] b", "      [entry e_3] c"]
+    one = ContextItem(entry_id="e_9", source_ref=None, scope="team", kind="document", actor=None, text="a note",
+                      valid_at="2024-05-01T10:00:00+00:00", recorded_at="", routes=["vector"], score=0.1, entry_ids=["e_9"])  # fmt: skip
+    assert _item_lines(2, one) == ["   2. 2024-05-01 [entry e_9]", "      a note"]
+
+
 def test_hits_a_few_turns_apart_show_as_one_stretch_of_the_conversation():
     from query.context import ContextItem, _join_stretch, _set_turns
 

@@ -75,7 +75,7 @@ def test_remember_then_recall_over_stdio_with_provenance(scratch):
             hit = hits[0]
             assert hit["entry_id"] == entry["entry_id"] and hit["source_ref"] == "chat-7"
             assert hit["valid_at"].startswith("2025-03-01") and hit["recorded_at"]
-            assert entry["entry_id"] in ctx["rendered"]
+            assert "[chat-7]" in ctx["rendered"]  # the rendering cites the turn by its source ref; ids are in items
             assert ctx["staleness"]["evidence_index"]["decision"] == "patched"
 
             march = _data(await client.call_tool("state", {"entity": "Elena", "as_of": "2024-03-01T00:00:00Z"}))
