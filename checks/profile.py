@@ -3,6 +3,7 @@ entities at the state build the marts hold, and the profile names only entities 
 
 import dagster as dg
 
+from checks import audit_result
 from orchestration.keys import ENTITY_DOSSIERS, QUERY_PROFILE
 from orchestration.resources import MemcResource
 
@@ -21,8 +22,7 @@ def entity_dossiers_match_state(memc: MemcResource) -> dg.AssetCheckResult:
     from views.profile import audit_dossiers
 
     problems, metadata = audit_dossiers(memc.home)
-    audit = Audit.of(problems, **metadata)
-    return dg.AssetCheckResult(passed=audit.passed, metadata={**audit.metadata, "first_problems": "\n".join(audit.problems) or "none"})
+    return audit_result(Audit.of(problems, **metadata))
 
 
 @dg.asset_check(
@@ -35,6 +35,7 @@ def entity_dossiers_match_state(memc: MemcResource) -> dg.AssetCheckResult:
 )
 def query_profile_names_known_entities(memc: MemcResource) -> dg.AssetCheckResult:
     from memc.atomic import read_parquet
+    from views.audit import Audit
     from views.profile import read_profile
 
     home = memc.home
@@ -49,10 +50,7 @@ def query_profile_names_known_entities(memc: MemcResource) -> dg.AssetCheckResul
         for r in profile
         if known.get((r["scope"], r["entity_id"]), object()) != r["entity"]
     ]
-    return dg.AssetCheckResult(
-        passed=not problems,
-        metadata={"entities": len(profile), "problems": len(problems), "first_problems": "\n".join(problems[:50]) or "none"},
-    )
+    return audit_result(Audit.of(problems, entities=len(profile)))
 
 
 CHECKS = [entity_dossiers_match_state, query_profile_names_known_entities]

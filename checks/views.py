@@ -2,16 +2,9 @@
 
 import dagster as dg
 
+from checks import audit_result
 from orchestration.keys import CENTRALITY, ENTITY_GRAPH, EVIDENCE_INDEX
 from orchestration.resources import MemcResource
-from views.audit import Audit
-
-
-def _result(audit: Audit) -> dg.AssetCheckResult:
-    return dg.AssetCheckResult(
-        passed=audit.passed,
-        metadata={**audit.metadata, "first_problems": "\n".join(audit.problems) or "none"},
-    )
 
 
 @dg.asset_check(
@@ -29,7 +22,7 @@ def evidence_index_matches_sources(memc: MemcResource) -> dg.AssetCheckResult:
     watermark = (read_watermark(home.vectors) or {}).get("watermark", 0)
     audit = evidence_rows_match(LanceVectorStore(str(home.vectors)).ids(), expected_rows(home, watermark))
     audit.metadata["ledger_watermark"] = watermark
-    return _result(audit)
+    return audit_result(audit)
 
 
 @dg.asset_check(
@@ -43,7 +36,7 @@ def evidence_vectors_sound(memc: MemcResource) -> dg.AssetCheckResult:
     from views.vectors import LanceVectorStore
 
     health = LanceVectorStore(str(memc.home.vectors)).health()
-    return _result(vectors_sound(health, model_version=EMBEDDING_MODEL_VERSION, dim=EMBEDDING_DIM))
+    return audit_result(vectors_sound(health, model_version=EMBEDDING_MODEL_VERSION, dim=EMBEDDING_DIM))
 
 
 @dg.asset_check(
@@ -61,7 +54,7 @@ def entity_graph_matches_marts(memc: MemcResource) -> dg.AssetCheckResult:
         counts = store.counts()
     finally:
         store.close()
-    return _result(graph_counts_match(counts, read_graph_marts(home)))
+    return audit_result(graph_counts_match(counts, read_graph_marts(home)))
 
 
 @dg.asset_check(
@@ -80,7 +73,7 @@ def entity_graph_traces_to_ledger(memc: MemcResource) -> dg.AssetCheckResult:
     finally:
         store.close()
     ids = set(memc.ledger().read(["entry_id"]).column("entry_id").to_pylist())
-    return _result(graph_traces_to_ledger(evidence, ids))
+    return audit_result(graph_traces_to_ledger(evidence, ids))
 
 
 @dg.asset_check(
@@ -103,7 +96,7 @@ def derived_claims_sound(memc: MemcResource) -> dg.AssetCheckResult:
         nodes = set(store.node_evidence().get("Entity", {}))
     finally:
         store.close()
-    return _result(audit_derived(derived, nodes, seq_of, ledger.head()))
+    return audit_result(audit_derived(derived, nodes, seq_of, ledger.head()))
 
 
 CHECKS = [
