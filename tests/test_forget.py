@@ -138,13 +138,8 @@ def test_source_and_scope_selectors(small):
     assert all(is_erased_stub(r) or json.loads(r["attributes"] or "{}").get("entry_ids") for r in Ledger(home.ledger).iter_entries())
 
 
-def test_a_pending_erasure_is_excluded_from_compiles_before_the_purge(small):
-    """Stop the cascade right after the tombstone is appended: the content is still in the
-    ledger, yet the independent checker already refuses it to everyone; resume purges."""
-    from query.acl import check_context
-    from query.context import Context, ContextItem, StateFact
-
-    home, ids = small
+def _interrupt_after_tombstone(home, entry_id: str) -> None:
+    """A forget that stops (as if killed) right after its tombstone is appended."""
 
     class Stop(Exception):
         pass
@@ -154,7 +149,18 @@ def test_a_pending_erasure_is_excluded_from_compiles_before_the_purge(small):
             raise Stop
 
     with pytest.raises(Stop):
-        forget(home, entry_ids=[ids["secret"]], reason="r", by="alice", rebuild=False, on_step=stop)
+        forget(home, entry_ids=[entry_id], reason="r", by="alice", rebuild=False, on_step=stop)
+
+
+def test_a_pending_erasure_is_excluded_from_compiles_before_the_purge(small):
+    """Stop the cascade right after the tombstone is appended: the content is still in the
+    ledger, yet the independent checker already refuses it to everyone; resume purges."""
+    from query.acl import check_context
+    from query.context import Context, ContextItem, StateFact
+
+    home, ids = small
+
+    _interrupt_after_tombstone(home, ids["secret"])
     rows = _rows(home)
     assert "QzR8vN2kLp0Xw7Tq9Ym4" in rows[ids["secret"]]["content"], "the purge must not have run yet"
     assert len(pending(home)) == 1
@@ -191,15 +197,7 @@ def test_a_build_finishes_an_interrupted_erasure_before_compiling(tmp_path, monk
     )
     ids = {"secret": a.entry_ids[0], "public": a.entry_ids[1]}
 
-    class Stop(Exception):
-        pass
-
-    def stop(_eid, step):
-        if step == "recorded":
-            raise Stop
-
-    with pytest.raises(Stop):
-        forget(home, entry_ids=[ids["secret"]], reason="r", by="alice", rebuild=False, on_step=stop)
+    _interrupt_after_tombstone(home, ids["secret"])
     assert len(pending(home)) == 1
     report = build(home)
     assert report.success and len(report.erasures_finished) == 1 and pending(home) == []
