@@ -237,7 +237,9 @@ def create_app(home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, 
     ) -> dict[str, Any]:
         """Append a batch of entries in one atomic ledger append, validated by the same entry
         builder as an events file. Entries are private to the caller unless a visibility says
-        otherwise; the caller's principal is recorded in each entry's attributes (``ingested_by``)."""
+        otherwise. The key may only write evidence its principal is among those who see (or a
+        principal it was granted to write for): 403 otherwise, for the whole batch. The ledger
+        records the caller as who ingested each entry (``ingested_by``), shown with its provenance."""
         return service.ingest_entries(
             who,
             [e.model_dump(mode="json", exclude_none=True) for e in body.entries],

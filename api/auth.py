@@ -21,6 +21,13 @@ is refused (403) outside them; an unlimited key may use any scope and ask across
 An admin key crosses every scope, may forget, and may fold state over every claim whoever may
 see it. Scopes are namespaces; visibility (who may see an entry) applies to every non-admin
 principal inside any scope.
+
+Write rule (:func:`memc.visibility.may_write`): a non-admin key may ingest only evidence that its
+principal is among those who see (its name or ``public`` in the visibility), or that names a
+principal the key was granted to write for (``memc keys add --write-for alice``: an ingestion
+service filing each user's mail). Every entry records who ingested it (``ingested_by``), and
+that name is shown with the entry's provenance, so an ``actor`` a caller names is read as the
+caller's claim, not as the actor's own word.
 """
 
 from __future__ import annotations
@@ -38,9 +45,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from ledger.schema import PRINCIPAL_PATTERN, PUBLIC, SCOPE_PATTERN
+from ledger.schema import PUBLIC, SCOPE_PATTERN
 from memc.atomic import write_json
 from memc.home import MemcHome
+from memc.visibility import may_write, principal_problem
 
 FORMAT = "memc-api-keys/1"
 _TOKEN = re.compile(r"^memc_([0-9a-f]{12})_([A-Za-z0-9_-]{43})$")
@@ -60,6 +68,18 @@ class Caller:
     admin: bool = False
     scopes: tuple[str, ...] | None = None  # None: every scope
     key_id: str | None = None
+    write_for: tuple[str, ...] = ()  # principals whose private memory this key may write into
+
+    def check_write(self, visibility: Any, *, where: str = "") -> None:
+        """403 unless this caller may ingest evidence with ``visibility`` (the write rule)."""
+        from api.errors import forbidden
+
+        if not may_write(self.principal, visibility, admin=self.admin, write_for=self.write_for):
+            allowed = sorted({PUBLIC, self.principal, *self.write_for})
+            raise forbidden(
+                f"{where}{self.principal!r} may not write evidence visible to {list(visibility or [])}: "
+                f"a visibility must include one of {allowed}"
+            )
 
     def may_use_scope(self, scope: str) -> bool:
         return self.admin or self.scopes is None or scope in self.scopes
@@ -82,7 +102,13 @@ class Caller:
         return scope
 
     def to_dict(self) -> dict[str, Any]:
-        return {"principal": self.principal, "admin": self.admin, "scopes": list(self.scopes) if self.scopes is not None else None, "key_id": self.key_id}
+        return {
+            "principal": self.principal,
+            "admin": self.admin,
+            "scopes": list(self.scopes) if self.scopes is not None else None,
+            "key_id": self.key_id,
+            "write_for": list(self.write_for),
+        }
 
 
 def hash_key(token: str) -> str:
@@ -90,11 +116,14 @@ def hash_key(token: str) -> str:
 
 
 def check_principal(principal: str) -> str:
-    if not isinstance(principal, str) or not re.match(PRINCIPAL_PATTERN, principal):
-        raise KeyError_(f"{principal!r} is not a valid principal: use 1-128 letters, digits and _.@:-")
-    if principal == PUBLIC:
-        raise KeyError_(f"{PUBLIC!r} is the visibility every asker has, not a principal a key can stand for")
+    problem = principal_problem(principal)
+    if problem:
+        raise KeyError_(problem)
     return principal
+
+
+def check_write_for(principals: Any) -> tuple[str, ...]:
+    return tuple(check_principal(p) for p in dict.fromkeys(principals or ()))
 
 
 def check_scopes(scopes: Any) -> tuple[str, ...] | None:
@@ -153,6 +182,7 @@ class KeyStore:
             admin=bool(record.get("admin")),
             scopes=tuple(scopes) if scopes is not None else None,
             key_id=record["key_id"],
+            write_for=tuple(record.get("write_for") or ()),
         )
 
     # ------------------------------------------------------------------ writing
@@ -168,10 +198,11 @@ class KeyStore:
             write_json({"format": FORMAT, "keys": list(records.values())}, self.path)
             os.chmod(self.path, 0o600)
 
-    def add(self, principal: str, *, admin: bool = False, scopes: Any = None) -> tuple[str, dict[str, Any]]:
+    def add(self, principal: str, *, admin: bool = False, scopes: Any = None, write_for: Any = ()) -> tuple[str, dict[str, Any]]:
         """Make a key: returns (the key, shown only now; its record, without the hash)."""
         check_principal(principal)
         scopes = check_scopes(scopes)
+        write_for = check_write_for(write_for)
         with self._locked() as records:
             key_id = secrets.token_hex(6)
             while key_id in records:
@@ -182,6 +213,7 @@ class KeyStore:
                 "principal": principal,
                 "admin": bool(admin),
                 "scopes": list(scopes) if scopes is not None else None,
+                "write_for": list(write_for),
                 "sha256": hash_key(token),
                 "created_at": datetime.now(timezone.utc).isoformat(),
                 "revoked_at": None,

@@ -88,8 +88,8 @@ def build_mcp_server(home: MemcHome, caller: Caller):
             [record],
             scope=scope,
             visibility=visibility,
-            source_uri=f"memc-mcp:{caller.principal}",
             refresh=refresh,
+            transport="memc-mcp",
         )
 
     @server.tool(

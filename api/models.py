@@ -73,6 +73,7 @@ class IngestedEntry(_Out):
     kind: str
     scope: str
     visibility: list[str]
+    ingested_by: str | None = Field(default=None, description="Who the ledger records as having written it.")
     new: bool = Field(description="False when the ledger already held this entry (an idempotent retry).")
 
 
@@ -126,6 +127,7 @@ class ContextItemOut(_Out):
     source_refs: list[str | None] = []
     entry_ids: list[str] = []
     duplicates: list[str] = []
+    ingested_by: list[str | None] = Field(default_factory=list, description="Who wrote each entry shown (aligned with entry_ids): a principal, or memc:cli / memc:inbox / a producer.")
 
 
 class StateFactOut(_Out):
@@ -138,6 +140,7 @@ class StateFactOut(_Out):
     quote: str
     scope: str
     valid_to: str | None = None
+    source_ingested_by: str | None = Field(default=None, description="Who wrote the source entry.")
 
 
 class ContextOut(_Out):
@@ -206,3 +209,4 @@ class WhoAmI(_Out):
     admin: bool
     scopes: list[str] | None
     key_id: str | None
+    write_for: list[str] = Field(default_factory=list, description="Principals this key may write evidence for besides its own.")

@@ -131,7 +131,18 @@ class Service:
             visibility=tuple(visibility),
             mtime=datetime.now(timezone.utc),
             limits=DEFAULT_LIMITS,
+            ingested_by=caller.principal,
         )
+
+    @staticmethod
+    def _source_uri(caller: Caller, given: str | None, transport: str) -> str:
+        """Where the evidence came from, as the ledger records it. A non-admin caller's URI is
+        kept under its own name (``memc-api:bob/<what bob said>``): what a caller says about the
+        source is its claim, and must not pass for another principal's file or conversation."""
+        base = f"{transport}:{caller.principal}"
+        if caller.admin:
+            return given or base
+        return f"{base}/{given}" if given else base
 
     def _append(self, caller: Caller, entries: list, *, refresh: bool) -> dict[str, Any]:
         result = self.ledger.append(entries)  # one atomic append for the whole request
@@ -145,7 +156,14 @@ class Service:
             "last_seq": result.last_seq,
             "ledger_head": result.head,
             "entries": [
-                {"entry_id": e.entry_id, "kind": e.kind, "scope": e.scope, "visibility": list(e.visibility), "new": e.entry_id in appended}
+                {
+                    "entry_id": e.entry_id,
+                    "kind": e.kind,
+                    "scope": e.scope,
+                    "visibility": list(e.visibility),
+                    "ingested_by": e.ingested_by,
+                    "new": e.entry_id in appended,
+                }
                 for e in entries
             ],
             "watermarks": None,
@@ -164,10 +182,13 @@ class Service:
         source_uri: str | None = None,
         idempotency_key: str | None = None,
         refresh: bool = False,
+        transport: str = "memc-api",
     ) -> dict[str, Any]:
         """A batch of event records (the fields of ingestion's ``events`` format) as one atomic
         append. Built by ingestion's own entry builder, so the API accepts exactly what a dropped
-        events file would. Without a visibility the entries are private to the caller.
+        events file would. Without a visibility the entries are private to the caller. The write
+        rule holds for every entry (403 for the whole batch when one breaks it); each entry
+        records the caller as who ingested it.
 
         Idempotency: an entry's own ``idempotency_key``, or the request's key plus the entry's
         position, namespaced by the caller's principal (and, by the builder, by scope), so a
@@ -180,7 +201,7 @@ class Service:
             vis = check_visibility(tuple(visibility)) if visibility is not None else (caller.principal,)
         except IngestError as exc:
             raise invalid(exc.message, {"field": "visibility"}) from None
-        source = self._source(caller, scope, vis, source_uri or f"memc-api:{caller.principal}")
+        source = self._source(caller, scope, vis, self._source_uri(caller, source_uri, transport))
         entries = []
         for i, rec in enumerate(records):
             rec = {k: v for k, v in dict(rec).items() if v is not None}
@@ -188,15 +209,16 @@ class Service:
                 rec["idempotency_key"] = f"{caller.principal}:{rec['idempotency_key']}"
             elif idempotency_key:
                 rec["idempotency_key"] = f"{caller.principal}:{idempotency_key}:{i}"
-            rec["attributes"] = {**(rec.get("attributes") or {}), "ingested_by": caller.principal}
             try:
-                entries.append(event_entry(rec, source, i))
+                entry = event_entry(rec, source, i)
             except IngestError as exc:
                 raise invalid(
                     f"entries[{i}]: {exc.message}" + (f" (field {exc.field!r})" if exc.field else ""),
                     {"entry": i, "field": exc.field},
                     code="invalid_entry",
                 ) from None
+            caller.check_write(entry.visibility, where=f"entries[{i}]: ")
+            entries.append(entry)
         if not entries:
             raise invalid("no entries given", {"field": "entries"})
         return self._append(caller, entries, refresh=refresh)
@@ -228,9 +250,18 @@ class Service:
             path = Path(tmp) / name
             path.write_bytes(data)
             try:
-                parsed = parse_file(path, scope=scope, visibility=vis, format=format, source_uri=f"memc-api:{caller.principal}/upload/{name}")
+                parsed = parse_file(
+                    path,
+                    scope=scope,
+                    visibility=vis,
+                    format=format,
+                    source_uri=self._source_uri(caller, f"upload/{name}", "memc-api"),
+                    ingested_by=caller.principal,
+                )
             except IngestError as exc:
                 raise invalid(str(exc).replace(str(path), name), {"file": name, "line": exc.line, "field": exc.field}, code="invalid_entry") from None
+        for i, e in enumerate(parsed.entries):
+            caller.check_write(e.visibility, where=f"{name}: entry {i + 1}: ")
         out = self._append(caller, list(parsed.entries), refresh=refresh)
         out["format"] = parsed.format
         out["file"] = name

@@ -164,6 +164,7 @@ def _tombstone(res: Resolution, selector: Selector, reason: str, by: str, scope:
         actor=by,
         visibility=(ADMIN,),
         idempotency_key=key,
+        ingested_by="memc:forget",
         attributes={
             "entry_ids": erased,
             "named": len(res.named),

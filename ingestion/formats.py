@@ -84,6 +84,7 @@ class Source:
     visibility: tuple[str, ...]
     mtime: datetime
     limits: Limits = DEFAULT_LIMITS
+    ingested_by: str | None = None  # the ledger's ingested_by for every entry read from it
 
     def error(self, message: str, *, line: int | None = None, field: str | None = None, retryable: bool = False) -> IngestError:
         return IngestError(message, path=self.display, line=line, field=field, retryable=retryable)
@@ -149,6 +150,7 @@ def parse_time(value: Any, source: Source, *, line: int | None, field: str) -> d
 def build_entry(source: Source, line: int | None, field_names: Mapping[str, str], **kw: Any) -> NewEntry:
     """NewEntry(**kw), with pydantic's ValidationError turned into an IngestError that names the
     field as the *source* spells it (``timestamp``, not ``valid_at``)."""
+    kw.setdefault("ingested_by", source.ingested_by)
     try:
         return NewEntry(**kw)
     except ValidationError as exc:

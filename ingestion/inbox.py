@@ -338,6 +338,7 @@ def process_inbox(
                 limits=limits,
                 source_uri=planned.resolve().as_uri(),  # where the file will be kept
                 follow_symlinks=False,
+                ingested_by="memc:inbox",
             )
         except IngestError as err:
             if err.retryable:

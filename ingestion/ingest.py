@@ -5,6 +5,14 @@ validated completely, and only then appended with a single :meth:`Ledger.append`
 file commits nothing, and a good one commits all of its new entries at once. The ledger skips
 entries whose idempotency key it already holds, which makes re-ingesting a file a no-op and
 re-ingesting a grown conversation file append only the new turns.
+
+Every entry records who ingested it (``ingested_by``): the home's operator (``memc:cli``), the
+inbox (``memc:inbox``), or the principal a caller acts as (``memc ingest --as bob``), in which
+case the write rule applies (:func:`memc.visibility.may_write`: bob may only write evidence he
+is among those who see). A file is read under its real path: the same file reached through a
+symlink or a ``..`` path is the same evidence, so ingesting it again is a no-op, and a symlink
+found in a folder that leads out of that folder is refused unless ``follow_symlinks`` allows it
+(a link to /etc/passwd in a shared drop folder must not be read without a word).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from typing import Any, BinaryIO, Iterable, Sequence
 
 from ledger.schema import PUBLIC, NewEntry
 from ledger.store import Ledger
+from memc.visibility import may_write
 from ingestion.errors import IngestError
 from ingestion.formats import (
     DEFAULT_LIMITS,
@@ -213,6 +222,7 @@ def parse_file(
     limits: Limits = DEFAULT_LIMITS,
     source_uri: str | None = None,
     follow_symlinks: bool = True,
+    ingested_by: str | None = None,
 ) -> ParsedFile:
     """Read and validate one file into entries without touching the ledger.
 
@@ -256,17 +266,21 @@ def parse_file(
                 f"{human_size(limits.max_record_bytes)} (Limits.max_record_bytes)",
                 path=display,
             )
+        # Named by what it is, not by the path that reached it: through a symlink or "..", the
+        # same file yields the same entries (a document's source ref is its file name).
+        real = p.resolve()
         if source_uri is None:
-            source_uri = p.resolve().as_uri()
+            source_uri = real.as_uri()
         source = Source(
             display=display,
-            name=p.name,
-            stem=p.stem,
+            name=real.name,
+            stem=real.stem,
             source_uri=source_uri,
             scope=scope,
             visibility=visibility,
             mtime=datetime.fromtimestamp(st.st_mtime, tz=timezone.utc),
             limits=limits,
+            ingested_by=ingested_by,
         )
         stream = _Bounded(f, st.st_size)
         try:
@@ -301,8 +315,13 @@ def ingest_file(
     limits: Limits = DEFAULT_LIMITS,
     source_uri: str | None = None,
     follow_symlinks: bool = True,
+    ingested_by: str | None = None,
+    write_check: bool = False,
 ) -> FileReport:
-    """Parse one file and append all of its entries in one atomic ledger append."""
+    """Parse one file and append all of its entries in one atomic ledger append.
+
+    With ``write_check`` the write rule holds for ``ingested_by`` (a principal acting as
+    itself): one entry it may not write refuses the whole file, before anything is appended."""
     parsed = parse_file(
         path,
         scope=scope,
@@ -311,7 +330,10 @@ def ingest_file(
         limits=limits,
         source_uri=source_uri,
         follow_symlinks=follow_symlinks,
+        ingested_by=ingested_by,
     )
+    if write_check:
+        check_write(parsed, ingested_by)
     result = ledger.append(parsed.entries)
     return FileReport(
         path=parsed.path,
@@ -325,16 +347,36 @@ def ingest_file(
     )
 
 
+def check_write(parsed: ParsedFile, writer: str | None) -> None:
+    """Refuse a file holding an entry ``writer`` may not write (see :func:`may_write`)."""
+    for i, e in enumerate(parsed.entries):
+        if writer is None or not may_write(writer, e.visibility):
+            raise IngestError(
+                f"entry {i + 1}: {writer!r} may not write evidence visible to {list(e.visibility)} "
+                f"(a visibility must include {writer!r} or {PUBLIC!r}; an operator ingests without --as)",
+                path=str(parsed.path),
+                field="visibility",
+            )
+
+
 # --------------------------------------------------------------------------- many files
 
 
-def collect_files(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], *, format: str | None = None) -> list[Path]:
+def collect_files(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str],
+    *,
+    format: str | None = None,
+    follow_symlinks: bool = False,
+) -> list[Path]:
     """Expand the paths a user named into the files to ingest, checking all of them first so a
     typo in the last argument fails before the first file is committed.
 
     Directories are walked in sorted order, skipping hidden files and folders and files with an
-    extension memc does not ingest; symlinked folders are not followed (no loops). A file named
-    explicitly must have a known extension unless ``format`` says how to read it.
+    extension memc does not ingest; symlinked folders are not followed (no loops). A symlinked
+    file inside a folder whose target lies outside that folder is refused unless
+    ``follow_symlinks``; a file named explicitly is the caller's own choice and is read. A file
+    named explicitly must have a known extension unless ``format`` says how to read it. The same
+    file reached by two paths is listed once.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
@@ -359,11 +401,19 @@ def collect_files(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[st
         except OSError as exc:
             raise IngestError(f"cannot access: {exc.strerror or exc}", path=display) from None
         if stat.S_ISDIR(st.st_mode):
+            top = p.resolve()
             for root, dirs, files in os.walk(p, followlinks=False, onerror=_raise_walk_error):
                 dirs[:] = sorted(d for d in dirs if not d.startswith("."))
                 for name in sorted(files):
                     if not name.startswith(".") and format_for(name) is not None:
-                        add(Path(root) / name)
+                        f = Path(root) / name
+                        if f.is_symlink() and not follow_symlinks and not f.resolve().is_relative_to(top):
+                            raise IngestError(
+                                f"is a symbolic link to {f.resolve()}, outside the folder {display}; "
+                                "copy the file in, or pass --follow-symlinks to read it",
+                                path=_display(f),
+                            )
+                        add(f)
             continue
         if format is None and format_for(p) is None:
             raise IngestError(
@@ -386,16 +436,33 @@ def ingest_paths(
     visibility: Sequence[str] = (PUBLIC,),
     format: str | None = None,
     limits: Limits = DEFAULT_LIMITS,
+    ingested_by: str = "memc:cli",
+    write_check: bool = False,
+    follow_symlinks: bool = False,
 ) -> IngestReport:
     """Ingest files and folders, each file as its own atomic append.
 
     On a bad file this raises :class:`IngestError`; that file committed nothing, the files
     before it stay committed, and re-running after the fix is safe because they are no-ops.
+    ``ingested_by`` is recorded on every entry; ``write_check`` applies the write rule to it.
     """
     check_scope(scope)
     visibility = check_visibility(tuple(visibility))
+    if write_check and not may_write(ingested_by, visibility):
+        # Before any file is read: the visibility the caller gave applies to all of them.
+        raise IngestError(
+            f"{ingested_by!r} may not write evidence visible to {list(visibility)} "
+            f"(a visibility must include {ingested_by!r} or {PUBLIC!r})",
+            field="visibility",
+        )
+    files = collect_files(paths, format=format, follow_symlinks=follow_symlinks)
     report = IngestReport()
-    for path in collect_files(paths, format=format):
-        report.files.append(ingest_file(ledger, path, scope=scope, visibility=visibility, format=format, limits=limits))
+    for path in files:
+        report.files.append(
+            ingest_file(
+                ledger, path, scope=scope, visibility=visibility, format=format, limits=limits,
+                ingested_by=ingested_by, write_check=write_check,
+            )
+        )
     report.head = ledger.head()
     return report

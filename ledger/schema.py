@@ -15,6 +15,9 @@ from memc.ids import content_id, digest, text_hash
 PUBLIC = "public"
 PRINCIPAL_PATTERN = r"^[A-Za-z0-9_.@:\-]{1,128}$"
 SCOPE_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
+# Principals in this namespace are memc's own (the operator, the inbox, producers, the admin
+# visibility of tombstones); no API key, MCP server or ``--as`` may stand for one.
+RESERVED_PREFIX = "memc:"
 
 EntryKind = Literal[
     "message",  # a turn in a conversation
@@ -51,6 +54,10 @@ LEDGER_SCHEMA = pa.schema(
         pa.field("producer", pa.string()),
         pa.field("producer_version", pa.string()),
         pa.field("watermark", pa.int64()),
+        # Who put the entry in the ledger: the principal of the API key or MCP server, or the
+        # home's operator (``memc:cli``, ``memc:inbox``) or a producer (``memc:dreaming``).
+        # Null in batches written before the column existed. Never set from a file's contents.
+        pa.field("ingested_by", pa.string()),
     ]
 )
 LEDGER_COLUMNS = tuple(LEDGER_SCHEMA.names)
@@ -77,6 +84,7 @@ class NewEntry(BaseModel):
     producer: str | None = None
     producer_version: str | None = None
     watermark: int | None = Field(default=None, ge=0)
+    ingested_by: str | None = Field(default=None, pattern=PRINCIPAL_PATTERN)
 
     @field_validator("valid_at")
     @classmethod
@@ -100,7 +108,14 @@ class NewEntry(BaseModel):
 
     def identity(self) -> list[Any]:
         """What makes two entries the same evidence (the source path is not part of it, so the
-        same file ingested from another folder is still a duplicate)."""
+        same file ingested from another folder is still a duplicate).
+
+        A principal's writes are its own evidence: who ingested is part of the identity, so a
+        principal cannot pre-empt another's entries by writing their twin first (the twin would
+        make the other's later append a "duplicate" it may not see). The home's operator and
+        memc's producers (``memc:`` names) keep the identity entries had before the column
+        existed, so re-ingesting an old file stays a no-op."""
+        writer = [self.ingested_by] if self.ingested_by and not self.ingested_by.startswith(RESERVED_PREFIX) else []
         return [
             self.kind,
             self.scope,
@@ -113,6 +128,7 @@ class NewEntry(BaseModel):
             self.producer,
             self.producer_version,
             self.watermark,
+            *writer,
         ]
 
     @property
@@ -146,4 +162,5 @@ class NewEntry(BaseModel):
             "producer": self.producer,
             "producer_version": self.producer_version,
             "watermark": self.watermark,
+            "ingested_by": self.ingested_by,
         }

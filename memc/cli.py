@@ -66,20 +66,39 @@ def cli(ctx: click.Context, home_dir: str | None) -> None:
     show_default=True,
     help="Comma-separated principals who may see the evidence ('public' = every asker).",
 )
+@click.option(
+    "--as",
+    "writer",
+    default=None,
+    help="Write as this principal: recorded as who ingested, and it may only write evidence it may see. "
+    "Without it the home's operator writes (recorded as memc:cli).",
+)
+@click.option("--follow-symlinks", is_flag=True, help="Read symlinks in a folder that lead outside it (refused by default).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @home_option
 @click.pass_context
-def ingest(ctx, paths, scope, visibility, as_json, home_dir):
+def ingest(ctx, paths, scope, visibility, writer, follow_symlinks, as_json, home_dir):
     """Ingest files or folders (conversation JSONL, .txt, .md, .eml, event JSONL) into the ledger.
 
-    Each file is one atomic append; ingesting the same file again is a no-op."""
+    Each file is one atomic append; ingesting the same file again, by any path, is a no-op."""
     from ingestion import IngestError, ingest_paths
     from ledger import Ledger
+    from memc.visibility import principal_problem
 
+    if writer is not None and principal_problem(writer):
+        raise click.BadParameter(principal_problem(writer), param_hint="--as")
     home = _home(ctx, home_dir).ensure()
     principals = tuple(p.strip() for p in visibility.split(",") if p.strip())
     try:
-        report = ingest_paths(Ledger(home.ledger), list(paths), scope=scope, visibility=principals)
+        report = ingest_paths(
+            Ledger(home.ledger),
+            list(paths),
+            scope=scope,
+            visibility=principals,
+            ingested_by=writer or "memc:cli",
+            write_check=writer is not None,
+            follow_symlinks=follow_symlinks,
+        )
     except IngestError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:

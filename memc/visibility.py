@@ -8,6 +8,11 @@ principal and only ever holds what that principal may see (``compile_context`` h
 mode, so no caller can widen it by a flag). Administrators read the ledger itself (`memc ledger
 export`), fold state over every claim (`memc state --admin`) and erase (`memc forget`); the API
 decides who holds an admin key. Erasure tombstones are visible to :data:`ADMIN` only.
+
+Writing has its rule too (:func:`may_write`): a principal may put evidence only where it can
+see it itself (its own name or ``public`` in the visibility), or where a grant of its key lets
+it write for someone (an ingestion service writing into each user's memory). Otherwise any key
+holder could plant evidence in another principal's private memory.
 """
 
 from __future__ import annotations
@@ -15,13 +20,24 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ledger.schema import PRINCIPAL_PATTERN, PUBLIC
+from ledger.schema import PRINCIPAL_PATTERN, PUBLIC, RESERVED_PREFIX
 
 _PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
 
 # The visibility of what only administrators may see (erasure tombstones). Principals in the
 # reserved "memc:" namespace are never handed out as asker names.
-ADMIN = "memc:admin"
+ADMIN = RESERVED_PREFIX + "admin"
+
+
+def principal_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a principal an asker or writer acts as (None when it can)."""
+    if not isinstance(name, str) or not _PRINCIPAL.match(name):
+        return f"{name!r} is not a valid principal: use 1-128 letters, digits and _.@:-"
+    if name == PUBLIC:
+        return f"{PUBLIC!r} is the visibility every asker has, not a principal to act as"
+    if name.startswith(RESERVED_PREFIX):
+        return f"{name!r}: names starting with {RESERVED_PREFIX!r} are memc's own (operator, producers, admin)"
+    return None
 
 
 def well_formed(visibility: Iterable[str] | None) -> bool:
@@ -36,6 +52,17 @@ def may_see(asker: str, visibility: Iterable[str] | None, *, admin: bool = False
         return False
     vis = set(visibility or [])
     return PUBLIC in vis or asker in vis
+
+
+def may_write(writer: str, visibility: Iterable[str] | None, *, admin: bool = False, write_for: Iterable[str] = ()) -> bool:
+    """May ``writer`` ingest evidence with this visibility? Admins may; anyone else only evidence
+    that it, or a principal its key may write for, is among those who see (``public`` included)."""
+    if admin:
+        return True
+    if not well_formed(visibility):
+        return False
+    vis = set(visibility or [])
+    return PUBLIC in vis or writer in vis or bool(vis & set(write_for))
 
 
 def meet(visibilities: Iterable[Iterable[str] | None]) -> list[str]:

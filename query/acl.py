@@ -39,6 +39,7 @@ class LedgerFacts:
     visibility: dict[str, Any]  # entry id -> visibility list (None when malformed)
     derived_from: dict[str, tuple[str, ...]]
     erased: frozenset[str]  # named by a tombstone, stubbed, or derived from either
+    ingested_by: dict[str, str | None] = field(default_factory=dict)  # entry id -> who wrote it
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ class _Cached:
 
 _cache: dict[str, _Cached] = {}
 _cache_lock = threading.Lock()
-_COLUMNS = ["seq", "entry_id", "kind", "visibility", "derived_from", "attributes"]
+_COLUMNS = ["seq", "entry_id", "kind", "visibility", "derived_from", "attributes", "ingested_by"]
 
 
 def ledger_facts(ledger: Ledger) -> LedgerFacts:
@@ -72,9 +73,10 @@ def ledger_facts(ledger: Ledger) -> LedgerFacts:
     if hit and len(sig) > len(hit.signature) and sig[: len(hit.signature)] == hit.signature:
         t = reader.read(_COLUMNS, since_seq=hit.head)
         vis, derived_map, named, head = dict(hit.facts.visibility), dict(hit.facts.derived_from), set(hit.named), hit.head
+        writers = dict(hit.facts.ingested_by)
     else:
         t = reader.read(_COLUMNS)
-        vis, derived_map, named, head = {}, {}, set(), 0
+        vis, derived_map, named, head, writers = {}, {}, set(), 0, {}
     ids = t.column("entry_id").to_pylist()
     kinds = t.column("kind").to_pylist()
     derived = t.column("derived_from").to_pylist()
@@ -92,6 +94,7 @@ def ledger_facts(ledger: Ledger) -> LedgerFacts:
             listed = []
         named.update(e for e in listed if isinstance(e, str))
     vis.update(zip(ids, t.column("visibility").to_pylist()))
+    writers.update((e, w) for e, w in zip(ids, t.column("ingested_by").to_pylist()) if w)
     derived_map.update((e, tuple(d)) for e, d in zip(ids, derived) if d)
     if t.num_rows:
         head = max(head, int(pc.max(t.column("seq")).as_py()))
@@ -104,7 +107,7 @@ def ledger_facts(ledger: Ledger) -> LedgerFacts:
             if e not in erased and any(i in erased for i in inputs):
                 erased.add(e)
                 changed = True
-    facts = LedgerFacts(visibility=vis, derived_from=derived_map, erased=frozenset(erased))
+    facts = LedgerFacts(visibility=vis, derived_from=derived_map, erased=frozenset(erased), ingested_by=writers)
     with _cache_lock:
         _cache[key] = _Cached(sig, head, facts, frozenset(named))
     return facts
@@ -176,6 +179,8 @@ def check_context(ctx: Any, ledger: Ledger) -> AclReport:
             # duplicates are only named, never shown: an unseeable one is dropped from the list
             if getattr(it, "duplicates", None):
                 it.duplicates = [e for e in it.duplicates if not checker.why_not(e)]
+            # Provenance from the ledger itself, not from a view: who wrote each entry shown.
+            it.ingested_by = [checker.facts.ingested_by.get(e) for e in (it.entry_ids or [it.entry_id])]
             kept.append(it)
     facts = []
     for f in ctx.state:
@@ -184,6 +189,7 @@ def check_context(ctx: Any, ledger: Ledger) -> AclReport:
             report.dropped_facts += 1
             report.violations.append({"state": f"{f.subject} {f.predicate}", "entries": [f.source_entry_id], "why": why})
         else:
+            f.source_ingested_by = checker.facts.ingested_by.get(f.source_entry_id)
             facts.append(f)
     ctx.items, ctx.state = kept, facts
     if conflicts:
@@ -197,6 +203,8 @@ def check_context(ctx: Any, ledger: Ledger) -> AclReport:
                 report.dropped_conflicts += 1
                 report.violations.append({"conflict": c.get("predicate"), "entries": [e for e, _ in bad], "why": bad[0][1]})
             else:
+                for side in c.get("sides") or ():
+                    side["ingested_by"] = checker.facts.ingested_by.get(side.get("source_entry_id"))
                 kept_conflicts.append(c)
         ctx.conflicts = kept_conflicts
     for v in report.violations:

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, Field
 
 from ledger import Ledger, shared_reader
+from ledger.schema import RESERVED_PREFIX
 from memc.atomic import read_parquet
 from memc.home import MemcHome
 from memc.ids import entity_id
@@ -104,6 +105,7 @@ class ContextItem:
     source_refs: list[str | None] = field(default_factory=list)  # every turn the item shows
     entry_ids: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)  # entries saying the same words, not shown again
+    ingested_by: list[str | None] = field(default_factory=list)  # who wrote each entry shown (from the ledger)
 
 
 @dataclass
@@ -117,6 +119,7 @@ class StateFact:
     source_ref: str | None
     quote: str
     scope: str
+    source_ingested_by: str | None = None  # who wrote the source entry (from the ledger)
 
 
 @dataclass
@@ -158,40 +161,51 @@ class Context:
     def render(self) -> str:
         lines = self.header()
         if self.state:
-            lines += ["", "What holds now:" if not (self.as_of or self.known_at) else "What held then:", *(_state_line(f) for f in self.state)]
+            lines += ["", "What holds now:" if not (self.as_of or self.known_at) else "What held then:", *(_state_line(f, self.asker) for f in self.state)]
         if self.conflicts:
             lines += ["", "Conflicts (sources disagree; both sides kept):"]
             for c in self.conflicts:
-                sides = " vs ".join(f"{s['object']} ({s['source_ref'] or '-'} {s['source_entry_id']})" for s in c["sides"])
+                sides = " vs ".join(
+                    f"{s['object']} ({s['source_ref'] or '-'} {s['source_entry_id']}{_via(s.get('ingested_by'), self.asker)})" for s in c["sides"]
+                )
                 lines.append(f"  {c['subject']} {c['predicate']} at {c['valid_at'][:10]}: {sides}")
         lines.append("")
         lines.append("Evidence:" if self.items else "Evidence: none visible to this asker.")
         for i, it in enumerate(self.items, 1):
-            lines += _item_lines(i, it)
+            lines += _item_lines(i, it, self.asker)
         return "\n".join(lines)
 
 
-def _state_line(f: StateFact) -> str:
+def _via(writer: str | None, asker: str) -> str:
+    """Who wrote an entry, when it is another principal: its actor and source ref are then that
+    principal's claim, and the reader must be able to tell (docs/security.md). The home's own
+    writers (``memc:cli``, ``memc:inbox``, producers) and the asker's own writes go unsaid, so
+    the common case costs no tokens."""
+    return f" via {writer}" if writer and writer != asker and not writer.startswith(RESERVED_PREFIX) else ""
+
+
+def _state_line(f: StateFact, asker: str) -> str:
     until = f" until {f.valid_to[:10]}" if f.valid_to else ""
     return (
         f"  {f.subject} {f.predicate} {f.object}  (since {f.valid_from[:10]}{until}; "
-        f"source {f.source_ref or '-'} {f.source_entry_id}: \"{f.quote}\")"
+        f"source {f.source_ref or '-'} {f.source_entry_id}{_via(f.source_ingested_by, asker)}: \"{f.quote}\")"
     )
 
 
-def _item_lines(i: int, it: ContextItem) -> list[str]:
+def _item_lines(i: int, it: ContextItem, asker: str) -> list[str]:
     """Lean on purpose: every token here is one the agent's budget does not spend on evidence.
     Routes, scores and ledger entry ids are in the JSON form; the text keeps the time and cites
     each turn by its source ref (what a reader knows it by), or by its entry id when it has none.
     An entry id costs ~12 tokens: left out where a ref cites the turn, 2,000 tokens hold about
     one item more (LoCoMo dev recall@10 0.842 -> 0.855, multi-hop 0.528 -> 0.548)."""
     head = f"  {i:>2}. {it.valid_at[:10]}"
+    writers = it.ingested_by or [None] * max(1, len(it.entry_ids))
     if len(it.entry_ids) <= 1:
-        return [f"{head} [{_cite(it.source_ref, it.entry_id)}]", f"      {_one_line(it.text, 600)}"]
+        return [f"{head} [{_cite(it.source_ref, it.entry_id)}{_via(writers[0], asker)}]", f"      {_one_line(it.text, 600)}"]
     # a window: one line per turn, the hit marked
     return [head] + [
-        f"    {'>' if eid == it.entry_id else ' '} [{_cite(ref, eid)}] {_one_line(line, 600)}"
-        for ref, eid, line in zip(it.source_refs, it.entry_ids, it.text.split("\n"))
+        f"    {'>' if eid == it.entry_id else ' '} [{_cite(ref, eid)}{_via(by, asker)}] {_one_line(line, 600)}"
+        for ref, eid, by, line in zip(it.source_refs, it.entry_ids, writers, it.text.split("\n"))
     ]
 
 
@@ -337,14 +351,14 @@ def _pack(ctx: Context, budget: int, state_share: float) -> None:
     # evidence always has room.
     state_budget = used + int(budget * state_share)
     for f in ctx.state:
-        cost = count_tokens(_state_line(f))
+        cost = count_tokens(_state_line(f, ctx.asker))
         if used + cost > min(budget, state_budget):
             break
         kept_state.append(f)
         used += cost
     for it in ctx.items:
         for form in _narrower(it):
-            cost = count_tokens("\n".join(_item_lines(len(kept_items) + 1, form)))
+            cost = count_tokens("\n".join(_item_lines(len(kept_items) + 1, form, ctx.asker)))
             if used + cost <= budget:
                 kept_items.append(form)
                 used += cost
@@ -368,7 +382,8 @@ def _narrower(it: ContextItem) -> Iterator[ContextItem]:
         else:
             after -= 1
         lo, hi = hit - before, hit + after + 1
-        yield replace(it, text="\n".join(lines[lo:hi]), source_refs=it.source_refs[lo:hi], entry_ids=it.entry_ids[lo:hi])
+        writers = it.ingested_by[lo:hi] if len(it.ingested_by) == len(it.entry_ids) else []
+        yield replace(it, text="\n".join(lines[lo:hi]), source_refs=it.source_refs[lo:hi], entry_ids=it.entry_ids[lo:hi], ingested_by=writers)
 
 
 def _retrieve(

@@ -126,7 +126,7 @@ def test_unauthenticated_and_revoked_keys(built, tmp_path):
     assert made["key"] not in stored and made["key"].split("_")[-1] not in stored
     assert oct((srv.home / "config" / "api_keys.json").stat().st_mode & 0o777) == "0o600"
     with client(srv, made["key"], header="x-api-key") as c:
-        assert c.get("/v1/whoami").json() == {"principal": "temp", "admin": False, "scopes": None, "key_id": made["key_id"]}
+        assert c.get("/v1/whoami").json() == {"principal": "temp", "admin": False, "scopes": None, "key_id": made["key_id"], "write_for": []}
         subprocess.run([*MEMC, "--home", home, "keys", "revoke", made["key_id"]], capture_output=True, text=True, check=True)
         err(c.get("/v1/whoami"), 401, "unauthenticated")
 
@@ -235,7 +235,7 @@ def test_ingest_batch_is_atomic_and_idempotent(fresh):
     rows = {r["entry_id"]: r for r in Ledger(home.ledger).iter_entries()}
     row = rows[first["entries"][0]["entry_id"]]
     assert row["content"] == "Alice's locker code is 4711." and row["scope"] == "ops"
-    assert json.loads(row["attributes"])["ingested_by"] == "alice" and row["source_uri"] == "memc-api:alice"
+    assert row["ingested_by"] == "alice" and row["source_uri"] == "memc-api:alice"
 
 
 def test_ingest_file_upload(fresh):

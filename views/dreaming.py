@@ -87,6 +87,7 @@ def _entry(inp: ScopeInputs, entity_id: str, name: str, predicate: str, value: s
             **attrs,
         },
         derived_from=inp.evidence,
+        ingested_by="memc:dreaming",
         producer=PRODUCER,
         producer_version=PRODUCER_VERSION,
         watermark=inp.watermark,
