@@ -1,8 +1,13 @@
 """The MCP server (official MCP Python SDK): memory as tools for an agent.
 
-`memc mcp` serves one memory home over stdio (or streamable HTTP on 127.0.0.1 with ``--http``)
-for ONE principal, fixed when the server starts (``--as``, or the principal of ``--key``); no
-tool takes an asker argument, so an agent cannot ask as someone else. Tools:
+`memc mcp` serves one memory home over stdio for ONE principal, fixed when the server starts
+(``--as``, or the principal of ``--key``): stdio is a pipe to the agent the user started, so
+whoever runs the command is that principal already. Over streamable HTTP (``--http PORT``, on
+127.0.0.1) any local process could connect, so there is no fixed principal: every request must
+carry an API key of the HTTP API (``Authorization: Bearer memc_...``; 401 without a valid one,
+through the SDK's own bearer-auth middleware) and each tool call acts for that key's principal,
+with its admin flag, scopes and write grants. No tool takes an asker argument, so an agent
+cannot ask as someone else. Tools:
 
 * ``remember`` - append one piece of evidence to the ledger (private to the principal unless a
   visibility says otherwise). ``recall`` sees it at once: the context compiler patches the
@@ -21,7 +26,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from api.auth import Caller
+from api.auth import Caller, KeyStore
 from api.errors import ApiError
 from api.service import Service, package_version as _version
 from memc.home import MemcHome
@@ -34,22 +39,60 @@ INSTRUCTIONS = (
 )
 
 
-def build_mcp_server(home: MemcHome, caller: Caller):
-    """An MCPServer whose every tool acts as ``caller`` (fixed here, not by the tool arguments)."""
+class KeyVerifier:
+    """The SDK's TokenVerifier over memc's API keys: a bearer token is a key of this home."""
+
+    def __init__(self, keys: KeyStore):
+        self.keys = keys
+
+    async def verify_token(self, token: str):
+        from mcp.server.auth.provider import AccessToken
+
+        who = self.keys.authenticate(token)
+        if who is None:
+            return None
+        return AccessToken(token=token, client_id=who.key_id or who.principal, scopes=[], subject=who.principal)
+
+
+def build_mcp_server(home: MemcHome, caller: Caller | None, *, url: str | None = None):
+    """An MCPServer whose every tool acts as ``caller`` (stdio: fixed here, never by the tool
+    arguments), or, with ``caller=None`` (streamable HTTP at ``url``), as the principal of the
+    API key each request carries."""
+    from mcp.server.auth.middleware.auth_context import get_access_token
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
     service = Service(home)
+    auth: dict[str, Any] = {}
+    if caller is None:
+        from mcp.server.auth.settings import AuthSettings
+
+        if url is None:
+            raise ValueError("an MCP server without a fixed principal needs its URL (it authenticates every request)")
+        # memc is a resource server only: its keys are made by `memc keys add`, not by OAuth.
+        auth = {"token_verifier": KeyVerifier(service.keys), "auth": AuthSettings(issuer_url=url, resource_server_url=None)}
     server = MCPServer(
         "memc",
         instructions=INSTRUCTIONS,
         version=_version(),
         log_level="WARNING",
+        **auth,
     )
 
+    def _who() -> Caller:
+        if caller is not None:
+            return caller
+        token = get_access_token()
+        # Re-read from the key store: a key revoked since the request was authenticated is refused.
+        who = service.keys.authenticate(token.token) if token is not None else None
+        if who is None:
+            raise ToolError("unauthenticated: this request carries no valid API key")
+        return who
+
     def _run(fn, *args, **kwargs) -> dict[str, Any]:
+        who = _who()
         try:
-            return fn(caller, *args, **kwargs)
+            return fn(who, *args, **kwargs)
         except ApiError as exc:
             raise ToolError(str(exc)) from None
 
@@ -74,6 +117,8 @@ def build_mcp_server(home: MemcHome, caller: Caller):
         idempotency_key: str | None = None,
         refresh: bool = False,
     ) -> dict[str, Any]:
+        # The actor and source ref are the caller's claim: the ledger records the caller as who
+        # ingested the entry, and provenance shows it (docs/security.md).
         record = {
             "content": content,
             "valid_at": (valid_at or datetime.now(timezone.utc)).isoformat(),

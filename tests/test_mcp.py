@@ -42,6 +42,15 @@ def _data(result) -> dict:
     return json.loads(result.content[0].text)
 
 
+def http_transport(port: int, key: str | None):
+    """The SDK's streamable-HTTP client transport, sending ``key`` as a bearer token."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=120))
+
+
 def _error_text(result) -> str:
     assert result.is_error, result
     return " ".join(getattr(c, "text", "") for c in result.content)
@@ -102,9 +111,12 @@ def test_streamable_http_admin_forget_and_principal_is_required(scratch):
     bad = subprocess.run([*MEMC, "--home", str(scratch.root), "mcp"], capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "--as PRINCIPAL" in bad.stderr
 
+    from api.auth import KeyStore
+
+    token, _ = KeyStore(scratch).add("ops", admin=True)
     port = free_port()
     proc = subprocess.Popen(
-        [*MEMC, "--home", str(scratch.root), "mcp", "--as", "ops", "--admin", "--http", str(port)],
+        [*MEMC, "--home", str(scratch.root), "mcp", "--http", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:
@@ -113,7 +125,7 @@ def test_streamable_http_admin_forget_and_principal_is_required(scratch):
             deadline = time.monotonic() + 60
             while True:
                 try:
-                    client = Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120)
+                    client = Client(http_transport(port, token), read_timeout_seconds=120)
                     await client.__aenter__()
                     break
                 except Exception:

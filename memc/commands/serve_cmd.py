@@ -1,7 +1,8 @@
 """`memc serve` (the HTTP API), `memc mcp` (the MCP server) and `memc keys` (API keys).
 
-All three serve or configure one memory home. The HTTP API's principal comes from each request's
-API key; the MCP server's is fixed when it starts (``--as`` or ``--key``).
+All three serve or configure one memory home. Over HTTP (the API and MCP's streamable HTTP) the
+principal comes from each request's API key; the stdio MCP server's is fixed when it starts
+(``--as`` or ``--key``).
 """
 
 from __future__ import annotations
@@ -52,11 +53,11 @@ def register(cli: click.Group) -> None:
         uvicorn.run(app, host=host, port=port, log_level=log_level)
 
     @cli.command("mcp")
-    @click.option("--as", "principal", default=None, help="The principal every tool acts for (or $MEMC_PRINCIPAL).")
-    @click.option("--key", "key", default=None, help="An API key instead of --as: its principal, admin flag and scopes (or $MEMC_API_KEY).")
+    @click.option("--as", "principal", default=None, help="stdio: the principal every tool acts for (or $MEMC_PRINCIPAL).")
+    @click.option("--key", "key", default=None, help="stdio: an API key instead of --as: its principal, admin flag and scopes (or $MEMC_API_KEY).")
     @click.option("--admin", is_flag=True, help="With --as: the principal is an administrator (may forget, crosses scopes).")
     @click.option("--scope", "scopes", multiple=True, help="With --as: limit the server to these scopes (repeatable).")
-    @click.option("--http", "http_port", default=None, type=click.IntRange(0, 65535), help="Serve streamable HTTP on this port instead of stdio.")
+    @click.option("--http", "http_port", default=None, type=click.IntRange(0, 65535), help="Serve streamable HTTP on this port instead of stdio; every request then needs an API key.")
     @click.option("--host", default="127.0.0.1", show_default=True, help="With --http: address to bind.")
     @home_option
     @click.pass_context
@@ -64,12 +65,26 @@ def register(cli: click.Group) -> None:
         """Serve the MCP server (tools remember, recall, state, forget) over stdio, or streamable
         HTTP at http://HOST:PORT/mcp with --http.
 
-        The principal is fixed here, by --as or by the principal of --key; no tool argument can
-        change it. Over HTTP anyone who can reach the port acts as that principal: keep the
-        default loopback address."""
+        Over stdio the principal is fixed here, by --as or by the principal of --key: the agent on
+        the other end of the pipe is the user's own. Over HTTP there is no fixed principal: every
+        request carries an API key (`Authorization: Bearer KEY`, from `memc keys add`) and acts for
+        its principal; a request without one is answered 401. No tool argument names the asker."""
         from api.auth import Caller, KeyError_, KeyStore, check_principal, check_scopes
+        from api.mcp_server import build_mcp_server
 
         home = _home(ctx, home_dir).ensure()
+        if http_port is not None:
+            if principal or key or admin or scopes:
+                raise click.UsageError("over --http the principal comes from each request's API key: drop --as/--key/--admin/--scope")
+            if not any(not k.get("revoked_at") for k in KeyStore(home).list()):
+                click.echo("note: no API keys yet; make one with `memc keys add --principal NAME`", err=True)
+            if not _loopback(host):
+                click.echo(f"warning: binding {host}: reachable from other machines (keys travel in clear without TLS)", err=True)
+            url = f"http://{host}:{http_port}"
+            server = build_mcp_server(home, None, url=url)
+            click.echo(f"memc MCP server on {url}/mcp (memory home {home.root}); each request needs an API key", err=True)
+            server.run("streamable-http", host=host, port=http_port)
+            return
         principal = principal or os.environ.get("MEMC_PRINCIPAL")
         key = key or os.environ.get("MEMC_API_KEY")
         if bool(principal) == bool(key):
@@ -85,16 +100,7 @@ def register(cli: click.Group) -> None:
                 caller = Caller(principal=check_principal(principal), admin=admin, scopes=check_scopes(scopes or None))
             except KeyError_ as exc:
                 raise click.BadParameter(str(exc), param_hint="--as/--scope") from None
-        from api.mcp_server import build_mcp_server
-
-        server = build_mcp_server(home, caller)
-        if http_port is None:
-            server.run("stdio")
-        else:
-            if not _loopback(host):
-                click.echo(f"warning: binding {host}: anyone who reaches it acts as {caller.principal}", err=True)
-            click.echo(f"memc MCP server for {caller.principal} on http://{host}:{http_port}/mcp", err=True)
-            server.run("streamable-http", host=host, port=http_port)
+        build_mcp_server(home, caller).run("stdio")
 
     @cli.group("keys")
     def keys():
@@ -102,17 +108,23 @@ def register(cli: click.Group) -> None:
 
     @keys.command("add")
     @click.option("--principal", required=True, help="Who the key stands for.")
-    @click.option("--admin", is_flag=True, help="May forget and cross scopes.")
+    @click.option("--admin", is_flag=True, help="May forget, cross scopes and write for anyone.")
     @click.option("--scope", "scopes", multiple=True, help="Limit the key to these scopes (repeatable; default: any scope).")
+    @click.option(
+        "--write-for",
+        "write_for",
+        multiple=True,
+        help="A principal whose private memory this key may write evidence into (repeatable), e.g. for an ingestion service.",
+    )
     @click.option("--json", "as_json", is_flag=True)
     @home_option
     @click.pass_context
-    def keys_add(ctx, principal, admin, scopes, as_json, home_dir):
+    def keys_add(ctx, principal, admin, scopes, write_for, as_json, home_dir):
         """Make a key and print it once: only its hash is kept."""
         from api.auth import KeyError_, KeyStore
 
         try:
-            token, record = KeyStore(_home(ctx, home_dir).ensure()).add(principal, admin=admin, scopes=scopes or None)
+            token, record = KeyStore(_home(ctx, home_dir).ensure()).add(principal, admin=admin, scopes=scopes or None, write_for=write_for)
         except KeyError_ as exc:
             raise click.ClickException(str(exc)) from None
         if as_json:
@@ -121,6 +133,7 @@ def register(cli: click.Group) -> None:
         click.echo(token)
         role = "admin" if admin else "principal"
         where = f", scopes {', '.join(scopes)}" if scopes else ""
+        where += f", may write for {', '.join(write_for)}" if write_for else ""
         click.echo(f"key {record['key_id']} for {role} {principal}{where}; shown only now, store it safely", err=True)
 
     @keys.command("list")
