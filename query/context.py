@@ -278,12 +278,16 @@ def compile_context(
     _recheck_visibility(ctx, ledger)
     _pack(ctx, config.budget_tokens, config.state_share)
     ctx.latency_ms = round((time.perf_counter() - started) * 1000, 2)
+    from views.profile import logged_entities
+
     record_compile(
         home,
         {
             "asker": asker,
             "scope": scope,
-            "question": question,
+            # Entity ids, not the question's words: erased text quoted in a question must not
+            # outlive the erasure here (docs/security.md).
+            **logged_entities(home, question, {f.subject for f in ctx.state}, scope),
             "as_of": ctx.as_of,
             "known_at": ctx.known_at,
             "plan": {
@@ -293,7 +297,6 @@ def compile_context(
                 "state": state_source(),
                 "time_window": {k: v for k, v in (ctx.time_window or {}).items() if k != "phrase"} or None,
             },
-            "entities": sorted({f.subject for f in ctx.state}),
             "items": len(ctx.items),
             "state_facts": len(ctx.state),
             "tokens": ctx.tokens,

@@ -1,9 +1,15 @@
-"""The query log: one JSON line per compile (question, plan, routes, latency, tokens, watermarks),
-never the returned content. The query profile (PGO) reads it to find what is asked about most.
+"""The query log: one JSON line per compile (asker, scope, the entity ids the question names and
+those it got facts about, plan, routes, latency, tokens, watermarks), never the question's words
+nor the returned content. The query profile (PGO) reads it to find what is asked about most.
+
+Why no question text: a question can quote evidence ("what did she mean by <a word>?"), and an
+erasure can only find erased text in other files by searching for it, which is exact for long
+lines and ids but not for one short word. Keeping no words keeps the promise for every question
+(docs/security.md). Entity ids are content-addressed hashes of a scope and a name.
 
 <home>/querylog/YYYY-MM-DD.jsonl, appended with O_APPEND (one write per record, so concurrent
-compiles never interleave within a line). An erasure rewrites it like any other file that may
-hold erased text (questions can quote evidence)."""
+compiles never interleave within a line). An erasure still scrubs it like any other file, for
+records written by versions that kept the question."""
 
 from __future__ import annotations
 

@@ -118,6 +118,25 @@ def state_for_entity(
             {"e": entity, "k": key, "scope": scope},
         )
     )
+    if principal is not None and subjects:
+        # Only subjects the asker has seen evidence about exist for it: an entity known only from
+        # others' private evidence answers exactly as a missing one, and its id is not told.
+        seen = _rows(
+            con.execute(
+                """
+                select subject_id, scope from state_history
+                where subject_id in (select unnest($ids))
+                  and (list_contains(visibility, 'public') or list_contains(visibility, $p))
+                union
+                select entity_id as subject_id, scope from entities
+                where entity_id in (select unnest($ids))
+                  and (list_contains(visibility, 'public') or list_contains(visibility, $p))
+                """,
+                {"ids": [s["subject_id"] for s in subjects], "p": principal},
+            )
+        )
+        keep = {(r["subject_id"], r["scope"]) for r in seen}
+        subjects = [s for s in subjects if (s["subject_id"], s["scope"]) in keep]
     ids = [s["subject_id"] for s in subjects]
     params = {"as_of": as_of, "known_at": known_at, "principal": principal, "subjects": ids}
     facts = _rows(
@@ -140,11 +159,63 @@ def state_for_entity(
     }
 
 
-def run_sql(home, sql: str, *, marts_only: bool = False) -> tuple[list[str], list[tuple]]:
-    """Run one read-only query against the warehouse (or the marts' exports); raise StateQueryError
-    on a refused statement or a warehouse locked by a build."""
+def _visibility_columns(schema) -> list[str]:
+    """The columns of a mart that say who may see a row: lists of principals named
+    ``visibility`` or ``<side>_visibility`` (a conflict's two sides, a closing's two claims)."""
+    import pyarrow as pa
+
+    return [
+        f.name
+        for f in schema
+        if (f.name == "visibility" or f.name.endswith("_visibility")) and pa.types.is_list(f.type) and pa.types.is_string(f.type.value_type)
+    ]
+
+
+def _asker_connection(marts: Path, principal: str):
+    """An in-memory DuckDB holding, per mart with a visibility column, only the rows
+    ``principal`` may see (every visibility column of a row must admit it). Marts without one
+    (``graph_mentions``) are left out. The rows are copied in, so no query needs a file."""
+    import duckdb
+    import pyarrow.parquet as pq
+
+    con = duckdb.connect()
+    con.execute("set TimeZone = 'UTC'")
+    for path in sorted(marts.glob("*.parquet")):
+        cols = _visibility_columns(pq.read_schema(path))
+        if not cols:
+            continue
+        admits = " and ".join(f"(list_contains({c}, 'public') or list_contains({c}, $p))" for c in cols)
+        # dbt-duckdb's all-NULL row of an empty model has a NULL visibility: no asker passes it.
+        con.execute(f"create table {path.stem} as select * from read_parquet('{_sql_str(path)}') where {admits}", {"p": principal})
+    return con
+
+
+def _lock_down(con, allowed: Path | None = None) -> None:
+    """No file outside ``allowed`` (none at all when None) can be read or written from here on,
+    and no statement can turn that back on: ``read_text('/etc/passwd')`` and ``read_parquet``
+    of another home fail with DuckDB's own permission error."""
+    if allowed is not None:
+        con.execute(f"set allowed_directories = ['{_sql_str(allowed)}/']")
+    con.execute("set enable_external_access = false")
+    con.execute("set lock_configuration = true")
+
+
+def run_sql(
+    home,
+    sql: str,
+    *,
+    principal: str | None = None,
+    admin: bool = False,
+    marts_only: bool = False,
+) -> tuple[list[str], list[tuple]]:
+    """Run one read-only query as ``principal`` (only the marts' rows it may see) or, with
+    ``admin``, over the whole warehouse (or the marts' exports); raise StateQueryError on a
+    refused statement or a warehouse locked by a build. Either way DuckDB's external access is
+    off: an asker's connection reads no file at all, an admin's only files under the home."""
     import duckdb
 
+    if (principal is None) == (not admin):
+        raise StateQueryError("say who is asking: a principal (only the rows it may see), or admin for everything")
     try:
         statements = duckdb.connect().extract_statements(sql)
     except duckdb.Error as exc:
@@ -155,14 +226,21 @@ def run_sql(home, sql: str, *, marts_only: bool = False) -> tuple[list[str], lis
         kind = st.type.name
         if kind not in READ_ONLY_STATEMENTS:
             raise StateQueryError(f"memc sql is read-only: {kind} statements are refused (only SELECT and EXPLAIN run)")
-    if marts_only:
+    if principal is not None:
+        if not home.marts.exists():
+            raise StateQueryError(f"no marts in {home.marts}: run `memc build` first")
+        con = _asker_connection(home.marts, principal)
+        _lock_down(con)
+    elif marts_only:
         names = tuple(sorted(p.stem for p in home.marts.glob("*.parquet")))
         con = _marts_connection(home.marts, names)
+        _lock_down(con, home.root.resolve())
     else:
         if not home.warehouse_db.exists():
             raise StateQueryError(f"no warehouse at {home.warehouse_db}: run `memc build` first")
+        con = duckdb.connect()
         try:
-            con = duckdb.connect(str(home.warehouse_db), read_only=True)
+            con.execute(f"attach '{_sql_str(home.warehouse_db)}' as memc (read_only)")
         except duckdb.IOException as exc:
             if "lock" in str(exc).lower():
                 raise StateQueryError(
@@ -171,7 +249,10 @@ def run_sql(home, sql: str, *, marts_only: bool = False) -> tuple[list[str], lis
                     f"({exc})"
                 ) from None
             raise StateQueryError(str(exc)) from None
+        con.execute("use memc")
         con.execute("set TimeZone = 'UTC'")
+        # The staging views read the ledger's and claims' Parquet in place: files under the home.
+        _lock_down(con, home.root.resolve())
     try:
         cur = None
         for st in statements:

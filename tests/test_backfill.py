@@ -134,20 +134,20 @@ def test_claims_command_lists_claims_and_rejections(home, tmp_path):
     write_day(home.claims, bad, "2024-06-01", extract(entries, bad), 5)
     runner = CliRunner()
 
-    out = runner.invoke(cli, ["claims", "--home", str(home.root), "--entity", "Per", "--json"], obj={})
+    out = runner.invoke(cli, ["claims", "--home", str(home.root), "--admin", "--entity", "Per", "--json"], obj={})
     assert out.exit_code == 0, out.output
     rows = json.loads(out.output)
     assert rows and {r["subject"] for r in rows} == {"Per"}
     assert {"quote", "source_entry_id", "source_ref", "extractor_version", "valid_at"} <= rows[0].keys()
-    text = runner.invoke(cli, ["claims", "--home", str(home.root)], obj={}).output
+    text = runner.invoke(cli, ["claims", "--home", str(home.root), "--admin"], obj={}).output
     assert "Per NOT works_at Fjordline" in text and "(last week)" in text
 
-    rej = runner.invoke(cli, ["claims", "--home", str(home.root), "--extractor", "test-1", "--rejected", "--json"], obj={})
+    rej = runner.invoke(cli, ["claims", "--home", str(home.root), "--admin", "--extractor", "test-1", "--rejected", "--json"], obj={})
     assert rej.exit_code == 0, rej.output
     reasons = json.loads(rej.output)
     assert reasons and all(r["validator"] == "ontology" and "unknown predicate" in r["reason"] for r in reasons)
 
-    missing = runner.invoke(cli, ["claims", "--home", str(home.root), "--extractor", "nope-9"], obj={})
+    missing = runner.invoke(cli, ["claims", "--home", str(home.root), "--admin", "--extractor", "nope-9"], obj={})
     assert missing.exit_code != 0 and "no claims for extractor 'nope-9'" in missing.output
     bad_range = runner.invoke(cli, ["backfill", "--home", str(home.root), "--from", "2024-06-05", "--to", "2024-06-01"], obj={})
     assert bad_range.exit_code != 0 and "after" in bad_range.output

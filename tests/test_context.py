@@ -132,11 +132,15 @@ def test_the_rendering_cites_turns_by_source_ref_and_by_entry_id_without_one():
                            valid_at="2024-05-01T10:00:00+00:00", recorded_at="", routes=["fulltext"], score=0.1,
                            source_refs=refs, entry_ids=["e_1", "e_2", "e_3"])  # fmt: skip
 
-    lines = _item_lines(1, item(["D1:1", "D1:2", None]))
+    lines = _item_lines(1, item(["D1:1", "D1:2", None]), "tomasz")
     assert lines == ["   1. 2024-05-01", "      [D1:1] a", "    > [D1:2] b", "      [entry e_3] c"]
     one = ContextItem(entry_id="e_9", source_ref=None, scope="team", kind="document", actor=None, text="a note",
                       valid_at="2024-05-01T10:00:00+00:00", recorded_at="", routes=["vector"], score=0.1, entry_ids=["e_9"])  # fmt: skip
-    assert _item_lines(2, one) == ["   2. 2024-05-01 [entry e_9]", "      a note"]
+    assert _item_lines(2, one, "tomasz") == ["   2. 2024-05-01 [entry e_9]", "      a note"]
+    # a turn another principal wrote says so; the home's own writers and the asker's own go unsaid
+    written = item(["D1:1", "D1:2", "D1:3"])
+    written.ingested_by = ["memc:cli", "bob", "tomasz"]
+    assert _item_lines(1, written, "tomasz") == ["   1. 2024-05-01", "      [D1:1] a", "    > [D1:2 via bob] b", "      [D1:3] c"]
 
 
 def test_hits_a_few_turns_apart_show_as_one_stretch_of_the_conversation():
@@ -159,12 +163,17 @@ def test_hits_a_few_turns_apart_show_as_one_stretch_of_the_conversation():
     assert _join_stretch(items, stretches, [turn("S1", n) for n in range(0, 3)], limit=10) is None  # 11 turns: too long
 
 
-def test_every_compile_is_logged_without_its_content(home):
+def test_every_compile_is_logged_without_its_content_or_words(home):
     ctx = compile_context("Which order did Tomasz mention?", "tomasz", home=home, scope="team")
     last = read_log(home)[-1]
-    assert last["question"] == "Which order did Tomasz mention?" and last["tokens"] == ctx.tokens
-    assert set(last) >= {"plan", "latency_ms", "watermarks", "asker"}
+    assert last["tokens"] == ctx.tokens and "question" not in last
+    assert set(last) >= {"plan", "latency_ms", "watermarks", "asker", "asked", "answered"}
+    # the question names Tomasz: the log keeps his entity id, not the words
+    from memc.ids import entity_id
+
+    assert ["team", entity_id("team", "Tomasz")] in last["asked"]
     dumped = json.dumps(last)
+    assert "order" not in dumped and "Which" not in dumped and "Tomasz" not in dumped
     assert all(it.text not in dumped for it in ctx.items)
 
 

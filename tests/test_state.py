@@ -332,17 +332,19 @@ def test_memc_sql_is_read_only_and_names_a_held_lock(fold_home):
     import duckdb
 
     home = fold_home[0]
-    ok = memc(home, "sql", "select object from state_current where predicate = 'likes'", "--json")
+    ok = memc(home, "sql", "--admin", "select object from state_current where predicate = 'likes'", "--json")
     assert ok.returncode == 0, ok.stderr
     assert [r["object"] for r in json.loads(ok.stdout)] == ["coffee"]
     for write in ("delete from int_claims_joined_to_entries", "copy (select 1) to 'x.csv'", "attach 'x.db'", "select 1; drop table int_claim_versions_folded"):
-        refused = memc(home, "sql", write)
+        refused = memc(home, "sql", "--admin", write)
         assert refused.returncode != 0 and "read-only" in refused.stderr, write
     with duckdb.connect(str(home.warehouse_db)):  # what a running dbt build does
-        locked = memc(home, "sql", "select 1")
+        locked = memc(home, "sql", "--admin", "select 1")
         assert locked.returncode != 0 and "locked" in locked.stderr and "--marts" in locked.stderr
-        marts = memc(home, "sql", "--marts", "select count(*) as n from conflicts", "--json")
+        marts = memc(home, "sql", "--admin", "--marts", "select count(*) as n from conflicts", "--json")
         assert marts.returncode == 0 and json.loads(marts.stdout) == [{"n": 1}]
+    refused = memc(home, "sql", "select 1")
+    assert refused.returncode != 0 and "--as PRINCIPAL" in refused.stderr
 
 
 # ---------------------------------------------------------------------------------- platform

@@ -1,7 +1,8 @@
 """Profile-guided views (PGO): what the query log says is asked about most, compiled ahead of time.
 
-Every compile appends one line to the query log (query/log.py: question, plan, the subjects of
-the state facts returned, tokens, latency, watermarks; never the returned content). Two views
+Every compile appends one line to the query log (query/log.py: the entity ids the question
+names, the plan, the entity ids of the state facts returned, tokens, latency, watermarks; never
+the question's words or the returned content). Two views
 are compiled from it here, as plain functions (assets/profile.py runs them in Dagster):
 
 * the **query profile** (``query_profile``): per scope and entity, how many compiles in the last
@@ -33,8 +34,8 @@ Privacy and erasure. Neither view holds question text or asker names: the profil
 ids, names from the entities mart, scopes and counts; the dossiers hold rows of the state marts.
 Both live under ``<home>/profile``, one of the home's view directories, which an erasure drops
 with the other views (forgetting/cascade.py) and the rebuild compiles again: from the scrubbed
-query log and the purged ledger. The query log itself is rewritten by the erasure's scrub
-(questions can quote evidence).
+query log and the purged ledger. The query log holds no question text (records written before
+it stopped doing so are rewritten by the erasure's scrub).
 """
 
 from __future__ import annotations
@@ -189,8 +190,13 @@ def profile_from(
         compiles += 1
         from_dossier += (rec.get("plan") or {}).get("state") == "dossier"
         scope = rec.get("scope")
-        answered = index.named(rec.get("entities") or (), scope)
-        for key in index.in_question(rec.get("question") or "", scope) | answered:
+        if "asked" in rec:  # entity ids resolved at compile time (the log holds no question text)
+            answered = {tuple(k) for k in rec.get("answered") or () if len(k) == 2}
+            asked = {tuple(k) for k in rec.get("asked") or () if len(k) == 2} | answered
+        else:  # records written before: the question and the answered subjects' names
+            answered = index.named(rec.get("entities") or (), scope)
+            asked = index.in_question(rec.get("question") or "", scope) | answered
+        for key in asked:
             s = stats.setdefault(key, {"asked": 0, "answered": 0, "askers": set(), "first": at, "last": at})
             s["asked"] += 1
             s["answered"] += key in answered
@@ -227,6 +233,26 @@ def _read_entities(home: MemcHome) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return read_parquet(path, columns=["entity_id", "scope", "name", "aliases"]).to_pylist()
+
+
+def _entity_index(home: MemcHome) -> _EntityIndex:
+    path = home.marts / "entities.parquet"
+    if not path.exists():
+        return _EntityIndex({}, {}, {})
+    return cached("entity_index", [path], lambda: _EntityIndex.of(_read_entities(home)))
+
+
+def logged_entities(home: MemcHome, question: str, answered_names: Iterable[str], scope: str | None) -> dict[str, list[list[str]]]:
+    """What the query log keeps of a compile's question: the (scope, entity id) pairs it names
+    (``asked``) and those whose state facts it returned (``answered``), never its words, so that
+    no erased text can survive in the log (docs/security.md). Matched against the entities mart
+    as ``profile_from`` matches old records that still carry a question."""
+    index = _entity_index(home)
+    answered = index.named(answered_names, scope)
+    return {
+        "asked": sorted([s, e] for s, e in index.in_question(question, scope) | answered),
+        "answered": sorted([s, e] for s, e in answered),
+    }
 
 
 def _log_records(home: MemcHome, since: datetime) -> Iterable[dict[str, Any]]:

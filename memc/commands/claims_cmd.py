@@ -35,6 +35,20 @@ def _match_entity(rows: list[dict], entity: str, resolver, rejected: bool) -> li
     return out
 
 
+def _visible(rows: list[dict], home, asker: str) -> list[dict]:
+    """The rows ``asker`` may see: the claim's own visibility admits it and, by the ledger's
+    record (the independent checker's), so does its source entry's (rejections carry none)."""
+    from ledger import Ledger
+    from memc.visibility import may_see
+    from query.acl import Checker, ledger_facts
+
+    checker = Checker(ledger_facts(Ledger(home.ledger)), asker)
+    return [
+        r for r in rows
+        if checker.why_not(r["source_entry_id"]) is None and ("visibility" not in r or may_see(asker, r["visibility"]))
+    ]  # fmt: skip
+
+
 def register(cli: click.Group) -> None:
     # Imported here, not at the top: under `python -m memc.cli` the CLI module is __main__, and a
     # top-level import would load memc.cli a second time while this module is half-initialised.
@@ -44,15 +58,20 @@ def register(cli: click.Group) -> None:
     @click.option("--entity", default=None, help="Only claims about this person or thing (name, alias or entity id).")
     @click.option("--extractor", "extractor_key", default=None, help="Extractor version key, e.g. rules-0.2.0 (default: the active one).")
     @click.option("--rejected", is_flag=True, help="List rejected proposals with the validator and reason instead.")
+    @click.option("--as", "asker", default=None, help="The principal asking: only claims drawn from evidence it may see.")
+    @click.option("--admin", is_flag=True, help="Every claim, whoever may see its evidence (instead of --as).")
     @click.option("--json", "as_json", is_flag=True)
     @home_option
     @click.pass_context
-    def claims_command(ctx, entity, extractor_key, rejected, as_json, home_dir):
-        """List extracted claims (or rejections) with their quotes and sources."""
+    def claims_command(ctx, entity, extractor_key, rejected, asker, admin, as_json, home_dir):
+        """List extracted claims (or rejections) with their quotes and sources, as a principal
+        (only those whose source entry it may see, by the ledger's own record) or as admin."""
         from claims.extract import ExtractorError, active_extractor_key
         from claims.resolve import Resolver
         from claims.store import extractor_keys, read_aliases, read_claims
 
+        if bool(asker) == bool(admin):
+            raise click.UsageError("say who is asking: --as PRINCIPAL, or --admin for every claim")
         home = _home(ctx, home_dir)
         try:
             key = extractor_key or active_extractor_key()
@@ -63,6 +82,8 @@ def register(cli: click.Group) -> None:
             hint = f"known: {', '.join(known)}" if known else "run `memc build` first"
             raise click.ClickException(f"no claims for extractor {key!r} in {home.claims} ({hint})")
         rows = read_claims(home.claims, key, rejected=rejected).to_pylist()
+        if asker:
+            rows = _visible(rows, home, asker)
         if entity:
             rows = _match_entity(rows, entity, Resolver(read_aliases(home.claims)), rejected)
         cols = _REJECTION_COLUMNS if rejected else _CLAIM_COLUMNS

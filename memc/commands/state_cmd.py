@@ -105,20 +105,27 @@ def register(cli: click.Group) -> None:
 
     @cli.command("sql")
     @click.argument("query")
-    @click.option("--marts", "marts_only", is_flag=True, help="Query the marts' Parquet exports instead of the warehouse file (safe during a build).")
+    @click.option("--as", "asker", default=None, help="The principal asking: the marts, with only the rows it may see.")
+    @click.option("--admin", is_flag=True, help="The whole warehouse (staging and intermediate models too), every row.")
+    @click.option("--marts", "marts_only", is_flag=True, help="With --admin: the marts' Parquet exports instead of the warehouse file (safe during a build).")
     @click.option("--json", "as_json", is_flag=True, help="Rows as a JSON list of objects.")
     @click.option("--limit", default=100, show_default=True, type=click.IntRange(1), help="Rows shown as a table.")
     @home_option
     @click.pass_context
-    def sql(ctx, query, marts_only, as_json, limit, home_dir):
-        """Run a read-only SQL QUERY (SELECT or EXPLAIN) against the warehouse.
+    def sql(ctx, query, asker, admin, marts_only, as_json, limit, home_dir):
+        """Run a read-only SQL QUERY (SELECT or EXPLAIN) as a principal, or as admin.
 
-        The marts (state_current, state_history, state_closings, conflicts, entities, interactions,
-        timeline) and the staging and intermediate models are tables and views of
-        <home>/warehouse/memc.duckdb; see docs/analysts.md."""
+        --as P: the marts (state_current, state_history, state_closings, conflicts, entities,
+        interactions, timeline, graph_*) holding only the rows P may see. --admin: every model of
+        <home>/warehouse/memc.duckdb. Either way no file outside the home can be read; see
+        docs/analysts.md and docs/security.md."""
+        if bool(asker) == bool(admin):
+            raise click.UsageError("say who is asking: --as PRINCIPAL (the rows it may see), or --admin for everything")
+        if marts_only and not admin:
+            raise click.UsageError("--marts goes with --admin (--as always reads the marts' exports)")
         home = _home(ctx, home_dir)
         try:
-            columns, rows = run_sql(home, query, marts_only=marts_only)
+            columns, rows = run_sql(home, query, principal=asker, admin=admin, marts_only=marts_only)
         except StateQueryError as exc:
             raise click.ClickException(str(exc)) from None
         if as_json:
