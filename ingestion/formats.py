@@ -144,13 +144,20 @@ def parse_time(value: Any, source: Source, *, line: int | None, field: str) -> d
         dt = datetime.fromisoformat(text)
     except ValueError:
         raise source.error(f"not an ISO 8601 time ({_short(value)})", line=line, field=field) from None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+    try:
+        return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+    except OverflowError:  # 0001-01-01T00:00+05:00 is before year 1 in UTC
+        raise source.error(f"out of range: {_short(value)} in UTC falls outside the years 1-9999", line=line, field=field) from None
 
 
 def build_entry(source: Source, line: int | None, field_names: Mapping[str, str], **kw: Any) -> NewEntry:
     """NewEntry(**kw), with pydantic's ValidationError turned into an IngestError that names the
     field as the *source* spells it (``timestamp``, not ``valid_at``)."""
     kw.setdefault("ingested_by", source.ingested_by)
+    for name, value in kw.items():
+        if _has_nul(value):
+            # Stored, a NUL cuts C strings short and prints raw to terminals: text has none.
+            raise source.error("contains a NUL character (\\u0000); text must not", line=line, field=field_names.get(name, name))
     try:
         return NewEntry(**kw)
     except ValidationError as exc:
@@ -166,6 +173,16 @@ def build_entry(source: Source, line: int | None, field_names: Mapping[str, str]
         if len(errors) > 1:
             msg += f" (and {len(errors) - 1} more problem(s))"
         raise source.error(msg, line=line, field=field) from None
+
+
+def _has_nul(value: Any) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(k) or _has_nul(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_nul(v) for v in value)
+    return False
 
 
 def _decode_utf8(data: bytes, source: Source, *, base_offset: int = 0, line: int | None = None, text_for_lines: bytes | None = None) -> str:
@@ -538,6 +555,12 @@ def email_entry(data: bytes, source: Source) -> NewEntry:
     dt = getattr(date_hdr, "datetime", None)
     if dt is None:
         raise header_error("Date", f"not an RFC 5322 date ({_short(str(date_hdr))})")
+    # The stdlib reads any year below 100 as a two-digit one (RFC 5322's obsolete syntax), so a
+    # four-digit "0001" would silently become 2001: a year written with four digits must stay it.
+    raw_date = next((str(v) for k, v in msg.raw_items() if k.lower() == "date"), "")
+    written = re.search(r"\b(\d{4})\s+\d{1,2}:\d{2}", raw_date)
+    if written and int(written.group(1)) != dt.year:
+        raise header_error("Date", f"year {written.group(1)} is out of range for an e-mail date ({_short(str(date_hdr))})")
 
     actor = None
     if msg.get("From") is not None:

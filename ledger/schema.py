@@ -90,7 +90,10 @@ class NewEntry(BaseModel):
     @classmethod
     def _utc(cls, v: datetime) -> datetime:
         # Naive times are taken as UTC: the ledger stores one time zone so that folds compare.
-        return v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)
+        try:
+            return v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)
+        except OverflowError:  # e.g. 0001-01-01T00:00:00+05:00: before year 1 in UTC
+            raise ValueError("out of range: in UTC this time falls outside the years 1-9999") from None
 
     @field_validator("visibility")
     @classmethod
