@@ -360,6 +360,7 @@ class Service:
                 as_of=_utc(as_of),
                 known_at=_utc(known_at),
                 scope=scope,
+                ledger=self.home.ledger,
             )
         except StateQueryError as exc:
             raise view_unavailable(f"the state view cannot be read: {exc}") from None

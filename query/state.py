@@ -92,9 +92,12 @@ def state_for_entity(
     as_of: datetime,
     known_at: datetime,
     scope: str | None = None,
+    ledger: Path | None = None,
 ) -> dict[str, Any]:
     """What held for ``entity`` at valid time ``as_of`` as known at ``known_at``, for
-    ``principal`` (None = administrator), with the conflicts that asker may see."""
+    ``principal`` (None = administrator), with the conflicts that asker may see. Given the
+    ``ledger`` directory, each fact and conflict side also says who wrote its source entry
+    (``source_ingested_by``, ``ingested_by_a``/``_b``), read from the ledger itself."""
     from memc.ids import normalize_name
 
     con = _marts_connection(marts, ("entities", "state_history", "state_closings", "conflicts"))
@@ -148,6 +151,16 @@ def state_for_entity(
     )
     conflicts = _rows(con.execute(CONFLICTS_SQL, params))
     con.close()
+    if ledger is not None and (facts or conflicts):
+        from ledger import Ledger
+        from query.acl import ledger_facts
+
+        writers = ledger_facts(Ledger(ledger)).ingested_by
+        for f in facts:
+            f["source_ingested_by"] = writers.get(f["source_entry_id"])
+        for c in conflicts:
+            for side in ("a", "b"):
+                c[f"ingested_by_{side}"] = writers.get(c.get(f"source_entry_id_{side}"))
     return {
         "entity": entity,
         "subjects": subjects,

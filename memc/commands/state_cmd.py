@@ -35,9 +35,10 @@ def _render(result: dict[str, Any]) -> str:
     for f in result["facts"]:
         until = f" until {f['valid_to']:%Y-%m-%d}" if f["valid_to"] else ""
         lines.append(f"  {f['predicate']:<20} {f['object']}  (since {f['valid_from']:%Y-%m-%d}{until})")
+        by = f.get("source_ingested_by")
         lines.append(
             f"  {'':<20} source {f['source_ref'] or '-'} {f['source_entry_id']} ({f['source_kind'] or '-'}, "
-            f"recorded {f['recorded_at']:%Y-%m-%d %H:%M}): \"{f['quote']}\""
+            f"recorded {f['recorded_at']:%Y-%m-%d %H:%M}{', ingested by ' + by if by else ''}): \"{f['quote']}\""
         )
     if result["conflicts"]:
         lines.append("Conflicts (same valid time, different values):")
@@ -95,6 +96,7 @@ def register(cli: click.Group) -> None:
                 as_of=_parse_time(as_of, "--as-of"),
                 known_at=_parse_time(known_at, "--known-at"),
                 scope=scope,
+                ledger=home.ledger,
             )
         except StateQueryError as exc:
             raise click.ClickException(str(exc)) from None
