@@ -91,8 +91,10 @@ def test_remember_then_recall_over_stdio_with_provenance(scratch):
             assert {f["object"] for f in march["facts"] if f["predicate"] == "lives_in"} == {"Lisbon"}
 
             assert _error_text(await client.call_tool("forget", {"entry_ids": [entry["entry_id"]], "reason": "test"})).count("forbidden")
-            # evidence the fixed principal may not see stays out of its recall, whatever the agent asks
-            _data(await client.call_tool("remember", {"content": "Marta's locker code is 9931.", "visibility": ["elena"]}))
+            # the fixed principal may not write where it may not see (docs/security.md), and what it
+            # tried to write is not there for anyone
+            planted = await client.call_tool("remember", {"content": "Marta's locker code is 9931.", "visibility": ["elena"]})
+            assert "forbidden: entries[0]: 'marta' may not write evidence visible to ['elena']" in _error_text(planted)
             secret = _data(await client.call_tool("recall", {"question": "What is Marta's locker code?", "k": 20}))
             assert "9931" not in json.dumps(secret)
             assert "invalid_request: malformed principal" in _error_text(await client.call_tool("remember", {"content": "x", "visibility": ["not a principal"]}))
