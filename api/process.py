@@ -35,7 +35,7 @@ class ServerProcess:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> "ServerProcess":
-        cmd = [sys.executable, "-m", "memc.cli", "--home", str(self.home), "serve", "--port", str(self.port), "--log-level", "warning", *self.args]
+        cmd = [sys.executable, "-m", "cli.main", "--home", str(self.home), "serve", "--port", str(self.port), "--log-level", "warning", *self.args]
         self._log = open(self.log_path, "wb")
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "DAGSTER_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)

@@ -18,7 +18,7 @@ import pytest
 
 from conftest import SAMPLES
 
-MEMC = [sys.executable, "-m", "memc.cli"]
+MEMC = [sys.executable, "-m", "cli.main"]
 MAX_BODY_MB = 0.25
 
 

@@ -124,7 +124,7 @@ def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
 def test_claims_command_lists_claims_and_rejections(home, tmp_path):
     from claims.extract import extract
     from claims.store import write_day
-    from memc.cli import cli
+    from cli.main import cli
 
     entries = list(Ledger(home.ledger).iter_entries())
     bad = Extractor("test", "1", lambda e: [{"subject": e["actor"], "predicate": "is_secretly", "object": "a spy", "quote": e["content"][:5],

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from conftest import SAMPLES
 
-MEMC = [sys.executable, "-m", "memc.cli"]
+MEMC = [sys.executable, "-m", "cli.main"]
 
 
 def memc(*args: str, home: Path | None = None, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:

@@ -271,7 +271,7 @@ def test_inbox_archives_holding_erased_text_are_removed_and_others_kept(small):
 
 
 def test_cli_forget(small):
-    from memc.cli import cli
+    from cli.main import cli
 
     home, ids = small
     runner = CliRunner()

@@ -12,7 +12,7 @@ import time
 import anyio
 import pytest
 
-MEMC = [sys.executable, "-m", "memc.cli"]
+MEMC = [sys.executable, "-m", "cli.main"]
 TOOLS = {"remember", "recall", "state", "forget"}
 
 

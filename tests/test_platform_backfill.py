@@ -28,7 +28,7 @@ def _latest(instance, key: dg.AssetKey):
 def test_embedding_model_upgrade_backfills_only_the_evidence_index_then_dream(built_home, tmp_path, monkeypatch):
     import assets.retrieval
     import views.embedder
-    from memc.cli import cli
+    from cli.main import cli
     from orchestration.keys import CLAIMS, EVIDENCE_INDEX
     from views.vectors import LanceVectorStore
 

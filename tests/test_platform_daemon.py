@@ -29,7 +29,7 @@ FRESHNESS_TIMEOUT = 150
 
 def _memc(home: Path, *args: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "memc.cli", "--home", str(home), *args], env=env, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "cli.main", "--home", str(home), *args], env=env, capture_output=True, text=True, timeout=timeout
     )
 
 

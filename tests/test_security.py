@@ -24,7 +24,7 @@ import anyio
 import httpx2 as httpx
 import pytest
 
-MEMC = [sys.executable, "-m", "memc.cli"]
+MEMC = [sys.executable, "-m", "cli.main"]
 
 
 def memc(home, *args: str) -> subprocess.CompletedProcess:

@@ -212,7 +212,7 @@ def test_incremental_builds_equal_a_full_refresh(fold_home):
 
 
 def _as_of(home, entity, principal, as_of, known_at=NOW):
-    from memc.commands.state_cmd import state_for_entity
+    from query.state import state_for_entity
 
     return state_for_entity(home.marts, entity, principal=principal, as_of=as_of, known_at=known_at)
 

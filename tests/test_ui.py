@@ -20,7 +20,7 @@ def test_memc_ui_serves_the_asset_graph(tmp_path):
     env = {**os.environ, "DAGSTER_DISABLE_TELEMETRY": "1"}
     log = open(tmp_path / "ui.log", "w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "memc.cli", "--home", str(home), "ui", "--port", str(port)],
+        [sys.executable, "-m", "cli.main", "--home", str(home), "ui", "--port", str(port)],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
     )
     try:

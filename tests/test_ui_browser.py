@@ -129,7 +129,7 @@ def test_asset_graph_lineage_and_checks_in_a_real_browser(tmp_path):
     env = {**os.environ, "DAGSTER_DISABLE_TELEMETRY": "1"}
     env.pop("DAGSTER_HOME", None)
     env.pop("MEMC_HOME", None)
-    memc = [sys.executable, "-m", "memc.cli", "--home", str(home)]
+    memc = [sys.executable, "-m", "cli.main", "--home", str(home)]
     browser = None
     try:
         up = subprocess.run([*memc, "up", "--port", str(port)], env=env, capture_output=True, text=True, timeout=240)

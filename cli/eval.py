@@ -8,10 +8,6 @@ from pathlib import Path
 import click
 
 
-def register(cli: click.Group) -> None:
-    cli.add_command(eval_group)
-
-
 @click.group("eval")
 def eval_group():
     """Evaluate the context compiler."""

@@ -1,0 +1,164 @@
+"""Compiling views: `memc build` (every view, through Dagster), `memc backfill` (re-extract ledger days),
+`memc backfill-views` (views whose code version changed) and `memc dream` (dreaming now)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from cli.common import dump, home_option, resolve_home
+
+
+@click.command()
+@click.option("--quiet", is_flag=True, help="No progress display.")
+@home_option
+@click.pass_context
+def build(ctx, quiet, home_dir):
+    """Materialize every view through Dagster, in-process, with a progress display."""
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from orchestration.runner import build as run_build
+
+    home = resolve_home(ctx, home_dir)
+    with Progress(
+        SpinnerColumn(), TextColumn("[bold]{task.description}"), TextColumn("{task.completed} steps done"),
+        TimeElapsedColumn(), console=Console(stderr=True), disable=quiet,
+    ) as progress:
+        tasks: list = []
+
+        def on_event(kind: str, step: str | None) -> None:
+            if kind == "RUN_START":
+                label = "compiling views" if not tasks else "recompiling after dreaming"
+                tasks.append(progress.add_task(label, total=None))
+            elif not tasks:
+                return
+            elif kind == "STEP_START" and step:
+                progress.update(tasks[-1], description=f"running {step}")
+            elif kind in ("STEP_SUCCESS", "STEP_FAILURE", "STEP_SKIPPED"):
+                progress.advance(tasks[-1])
+            elif kind in ("PIPELINE_SUCCESS", "PIPELINE_FAILURE"):
+                done = progress.tasks[-1].completed  # stop the spinner, keep the step count
+                label = "compiled" if kind == "PIPELINE_SUCCESS" else "FAILED"
+                progress.update(tasks[-1], description=label, total=done, completed=done)
+
+        report = run_build(home, on_event=on_event)
+    failed_checks = [k for k, ok in report.checks.items() if not ok]
+    if report.erasures_finished:
+        click.echo(f"finished {len(report.erasures_finished)} interrupted erasure(s) first: {', '.join(report.erasures_finished)}")
+    click.echo(
+        f"{'built' if report.success else 'FAILED'}: {len(set(report.materialized))} assets materialized in "
+        f"{len(report.runs)} run(s); {len(report.checks)} checks, {len(failed_checks)} failing; ledger head {report.ledger_head}"
+    )
+    for name in failed_checks:
+        click.echo(f"  check failed: {name}", err=True)
+    if not report.success:
+        click.echo(f"  failed steps: {', '.join(report.failed_steps)} (see `memc ui` for the run logs)", err=True)
+        sys.exit(1)
+
+
+
+
+@click.command("backfill")
+@click.option("--from", "start", required=True, help="First ledger day, YYYY-MM-DD (UTC date of recorded_at).")
+@click.option("--to", "end", required=True, help="Last ledger day, YYYY-MM-DD, inclusive.")
+@click.option("--extractor", type=click.Choice(["rules", "llm"]), default=None, help="Extractor (default: $MEMC_EXTRACTOR or rules).")
+@click.option("--claims-only", is_flag=True, help="Re-extract only; do not recompile the views below the claims.")
+@click.option("--json", "as_json", is_flag=True)
+@home_option
+@click.pass_context
+def backfill_command(ctx, start, end, extractor, claims_only, as_json, home_dir):
+    """Re-extract the ledger days in a range that are out of date for the active extractor.
+
+    A day is out of date when it was never materialized with the extractor's current
+    version (its code version in Dagster) or its files are missing. Older versions' claims
+    stay on disk beside the new ones."""
+    from claims.extract import ExtractorError
+    from orchestration.runner import backfill
+
+    home = resolve_home(ctx, home_dir)
+    if not home.ledger.exists():
+        raise click.ClickException(f"no ledger at {home.ledger}: run `memc ingest` first")
+    try:
+        report = backfill(home, start, end, extractor=extractor, views=not claims_only)
+    except (ValueError, ExtractorError) as exc:
+        raise click.ClickException(str(exc)) from None
+    summary = {
+        "extractor": report.extractor,
+        "days_with_entries": report.days_with_entries,
+        "out_of_date": report.out_of_date,
+        "runs": report.ranges,
+        "success": report.success,
+        "failed_steps": report.failed_steps,
+        "ledger_head": report.ledger_head,
+    }
+    if as_json:
+        dump(summary)
+    elif not report.out_of_date:
+        click.echo(f"{report.extractor}: all {len(report.days_with_entries)} ledger day(s) from {start} to {end} are up to date")
+    else:
+        click.echo(
+            f"{report.extractor}: re-extracted {len(report.out_of_date)} of {len(report.days_with_entries)} ledger day(s) "
+            f"in {len(report.ranges)} run(s): " + ", ".join(a if a == b else f"{a}..{b}" for a, b in report.ranges)
+        )
+    if not report.success:
+        click.echo(f"FAILED steps: {', '.join(report.failed_steps)} (see `memc ui` for the run logs)", err=True)
+        sys.exit(1)
+
+
+@click.command("dream")
+@click.option("--no-recompile", is_flag=True, help="Do not recompile the views after dreaming appended claims.")
+@click.option("--json", "as_json", is_flag=True)
+@home_option
+@click.pass_context
+def dream_command(ctx, no_recompile, as_json, home_dir):
+    """Run dreaming now: PageRank and communities over the entity graph, written back to the
+    ledger as derived claims (in-process, through Dagster)."""
+    from orchestration.runner import dream
+
+    home = resolve_home(ctx, home_dir)
+    try:
+        report = dream(home, recompile=not no_recompile)
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    summary = {"success": report.success, "materialized": sorted(set(report.materialized)), "runs": len(report.runs),
+               "failed_steps": report.failed_steps, "ledger_head": report.ledger_head}  # fmt: skip
+    if as_json:
+        dump(summary)
+    else:
+        click.echo(
+            f"{'dreamt' if report.success else 'FAILED'}: {len(summary['materialized'])} asset(s) in {len(report.runs)} run(s); "
+            f"ledger head {report.ledger_head}"
+        )
+    if not report.success:
+        click.echo(f"FAILED steps: {', '.join(report.failed_steps)} (see `memc ui` for the run logs)", err=True)
+        sys.exit(1)
+
+@click.command("backfill-views")
+@click.option("--dry-run", is_flag=True, help="Only list the out-of-date views.")
+@click.option("--json", "as_json", is_flag=True)
+@home_option
+@click.pass_context
+def backfill_views_command(ctx, dry_run, as_json, home_dir):
+    """Re-materialize the unpartitioned views whose code version changed since their last
+    materialization (an embedding-model upgrade re-embeds the evidence index and swaps it in
+    whole). Claims partitions: `memc backfill`."""
+    from orchestration.runner import backfill_views
+
+    home = resolve_home(ctx, home_dir)
+    if not home.ledger.exists():
+        raise click.ClickException(f"no ledger at {home.ledger}: run `memc ingest` first")
+    report = backfill_views(home, dry_run=dry_run)
+    summary = {"out_of_date": report.out_of_date, "materialized": sorted(set(report.materialized)),
+               "success": report.success, "failed_steps": report.failed_steps, "dry_run": dry_run}  # fmt: skip
+    if as_json:
+        dump(summary)
+    elif not report.out_of_date:
+        click.echo("every view is up to date with its code version")
+    else:
+        verb = "out of date" if dry_run else "re-materialized"
+        click.echo(f"{verb}: {', '.join(report.out_of_date)}")
+    if not report.success:
+        click.echo(f"FAILED steps: {', '.join(report.failed_steps)}", err=True)
+        sys.exit(1)

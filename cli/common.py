@@ -1,0 +1,52 @@
+"""What every command shares: the ``--home`` option, JSON output and time options."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+
+from memc.home import MemcHome
+
+
+def _json_default(v: Any) -> Any:
+    if hasattr(v, "isoformat"):
+        return v.isoformat()
+    if isinstance(v, Path):
+        return str(v)
+    return str(v)
+
+
+def dump(obj: Any) -> None:
+    """Print ``obj`` as indented JSON (datetimes as ISO strings)."""
+    click.echo(json.dumps(obj, indent=2, default=_json_default, ensure_ascii=False))
+
+
+def home_option(f):
+    """``--home`` on every command, overriding the one given to ``memc`` itself."""
+    return click.option(
+        "--home",
+        "home_dir",
+        type=click.Path(file_okay=False),
+        default=None,
+        help="Memory home (default: $MEMC_HOME or ./memc_home).",
+    )(f)
+
+
+def resolve_home(ctx: click.Context, home_dir: str | None) -> MemcHome:
+    """The memory home a command works on: its own ``--home``, else ``memc --home``, else the default."""
+    return MemcHome.resolve(home_dir or (ctx.obj or {}).get("home_dir"))
+
+
+def parse_time(value: str | None, name: str) -> datetime | None:
+    """An ISO date or time option (UTC when no zone is given), or None when not given."""
+    if value is None:
+        return None
+    try:
+        t = datetime.fromisoformat(value)
+    except ValueError:
+        raise click.BadParameter(f"{value!r} is not an ISO date or time (e.g. 2024-06-01 or 2024-06-01T12:00)", param_hint=name) from None
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
