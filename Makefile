@@ -36,7 +36,9 @@ demo: install manifest
 	$(BIN)/memc --home $(DEMO_HOME) ask "Where does Elena live now?" --as tomasz --scope team
 	$(BIN)/memc --home $(DEMO_HOME) ask "Where does Elena live now?" --as elena --scope team
 
+# The layers contract first (pyproject.toml, [tool.importlinter]): an upward import fails the build.
 test: install manifest
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 test-slow: install manifest

@@ -107,7 +107,7 @@ class Service:
         """Bring the evidence index up to the ledger head through Dagster (only that asset:
         incremental, about a second for a few new entries), so the next ask sees new evidence.
         Claims and state catch up on the next full `memc build`."""
-        from orchestration.keys import EVIDENCE_INDEX
+        from catalog.keys import EVIDENCE_INDEX
         from orchestration.runner import build
 
         with self._build_lock:
@@ -386,10 +386,9 @@ class Service:
         entry_ids = tuple(entry_ids or ())
         if not (entry_ids or source_uri or scope or subject):
             raise invalid("name what to forget: entry_ids, source_uri, scope or subject")
-        try:
-            from forgetting import forget
-        except ImportError:
-            raise not_implemented("forgetting is not available in this build") from None
+        from forgetting import forget
+        from orchestration.runner import rebuild_views
+
         try:
             report = forget(
                 self.home,
@@ -399,11 +398,11 @@ class Service:
                 subject=subject,
                 reason=reason,
                 by=caller.principal,
-                rebuild=rebuild,
+                rebuild=rebuild_views if rebuild else None,
             )
         except (ValueError, LookupError) as exc:
             raise invalid(str(exc)) from None
-        return json_ready(report.to_dict() if hasattr(report, "to_dict") else report)
+        return json_ready(report.to_dict())
 
 
 __all__ = ["Service", "json_ready", "package_version"]

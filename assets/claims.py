@@ -12,11 +12,9 @@ from collections import Counter
 import dagster as dg
 
 from claims.extract import Extractor
-from orchestration.keys import CLAIMS, CLAIMS_GROUP, LEDGER
-from orchestration.partitions import LEDGER_DAYS, SINGLE_RUN
-from orchestration.resources import MemcResource
-
-ENTITY_ALIASES = dg.AssetKey("entity_aliases")
+from catalog.keys import CLAIMS, CLAIMS_GROUP, ENTITY_ALIASES, LEDGER
+from catalog.partitions import LEDGER_DAYS, SINGLE_RUN
+from catalog.resources import MemcResource
 
 
 @dg.asset(key=ENTITY_ALIASES, deps=[LEDGER], group_name=CLAIMS_GROUP, kinds={"parquet"}, code_version="resolve-0.1.0")

@@ -3,8 +3,8 @@
 import dagster as dg
 
 from memc.watermark import read_watermark, write_watermark
-from orchestration.keys import CENTRALITY, ENTITIES, ENTITY_GRAPH, GRAPH_GROUP, INTERACTIONS
-from orchestration.resources import MemcResource
+from catalog.keys import CENTRALITY, ENTITIES, ENTITY_GRAPH, GRAPH_GROUP, INTERACTIONS
+from catalog.resources import MemcResource
 from views.dreaming import PRODUCER, PRODUCER_VERSION
 
 GRAPH_BUILDER_VERSION = "entity-graph-2"

@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from orchestration.keys import EVIDENCE_GROUP, LEDGER
-from orchestration.resources import MemcResource
+from catalog.keys import EVIDENCE_GROUP, LEDGER
+from catalog.resources import MemcResource
 
 
 @dg.observable_source_asset(key=LEDGER, group_name=EVIDENCE_GROUP, kinds={"parquet"})

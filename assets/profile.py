@@ -11,7 +11,7 @@ hold the state build the marts hold.
 
 import dagster as dg
 
-from orchestration.keys import (
+from catalog.keys import (
     CONFLICTS,
     ENTITIES,
     ENTITY_DOSSIERS,
@@ -21,7 +21,7 @@ from orchestration.keys import (
     QUERY_PROFILE,
     STATE_CURRENT,
 )
-from orchestration.resources import MemcResource
+from catalog.resources import MemcResource
 from views.profile import DOSSIER_VERSION, PROFILE_VERSION
 
 query_log = dg.AssetSpec(

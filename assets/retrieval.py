@@ -17,8 +17,8 @@ whole view in one step and LanceVectorStore makes it cheap and atomic:
 import dagster as dg
 
 from memc.watermark import read_watermark, write_watermark
-from orchestration.keys import CLAIMS, ENTITIES, EVIDENCE_INDEX, LEDGER, RETRIEVAL_GROUP
-from orchestration.resources import EmbedderResource, MemcResource
+from catalog.keys import CLAIMS, ENTITIES, EVIDENCE_INDEX, LEDGER, RETRIEVAL_GROUP
+from catalog.resources import EmbedderResource, MemcResource
 from views.embedder import EMBEDDING_MODEL_VERSION
 from views.evidence import RENDER_VERSION
 

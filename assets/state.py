@@ -11,17 +11,16 @@ import dagster as dg
 
 from memc.home import MemcHome
 from memc.watermark import read_watermark, write_watermark
-from orchestration.dbt_project import dbt_project
-from orchestration.keys import STATE_GROUP
-from orchestration.resources import MemcResource
+from catalog.dbt_project import dbt_project
+from catalog.keys import STATE_GROUP
+from catalog.resources import MemcResource
 
 
 def extractor_key() -> str:
     """The claims folder dbt folds (``var('extractor_key')``): the active extractor's key."""
-    import claims.extract as extract
+    from claims.extractors import active_extractor_key
 
-    active = getattr(extract, "active_extractor_key", None)
-    return active() if active else extract.RULES.key
+    return active_extractor_key()
 
 
 def full_refresh_reason(home: MemcHome, watermark: int, key: str) -> str | None:

@@ -202,7 +202,7 @@ def questions(n: int, size: int, seed: int = 5) -> list[tuple[str, str, str | No
 
 
 def _cache_key(n: int, seed: int) -> str:
-    from claims import rules
+    from claims.extractors import rules
     from views.embedder import EMBEDDING_MODEL_VERSION
     from views.evidence import RENDER_VERSION
 

@@ -3,9 +3,9 @@
 
 import dagster as dg
 
-from assets.claims import ENTITY_ALIASES
-from orchestration.keys import CLAIMS
-from orchestration.resources import MemcResource
+from catalog.keys import ENTITY_ALIASES
+from catalog.keys import CLAIMS
+from catalog.resources import MemcResource
 
 
 @dg.asset_check(

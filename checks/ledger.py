@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from orchestration.keys import LEDGER
-from orchestration.resources import MemcResource
+from catalog.keys import LEDGER
+from catalog.resources import MemcResource
 
 
 @dg.asset_check(asset=LEDGER, blocking=True, description="Every ledger file matches its checksum and seqs run 1..head without gaps or duplicates.")

@@ -4,8 +4,8 @@ entities at the state build the marts hold, and the profile names only entities 
 import dagster as dg
 
 from checks import audit_result
-from orchestration.keys import ENTITY_DOSSIERS, QUERY_PROFILE
-from orchestration.resources import MemcResource
+from catalog.keys import ENTITY_DOSSIERS, QUERY_PROFILE
+from catalog.resources import MemcResource
 
 
 @dg.asset_check(

@@ -8,8 +8,8 @@ checks warn: a view that is behind is not wrong, it is late.
 
 import dagster as dg
 
-from orchestration.keys import CLAIMS, ENTITY_GRAPH, EVIDENCE_INDEX, LEDGER, STATE_CURRENT
-from orchestration.resources import MemcResource
+from catalog.keys import CLAIMS, ENTITY_GRAPH, EVIDENCE_INDEX, LEDGER, STATE_CURRENT
+from catalog.resources import MemcResource
 
 
 @dg.asset_check(

@@ -3,8 +3,8 @@
 import dagster as dg
 
 from checks import audit_result
-from orchestration.keys import CENTRALITY, ENTITY_GRAPH, EVIDENCE_INDEX
-from orchestration.resources import MemcResource
+from catalog.keys import CENTRALITY, ENTITY_GRAPH, EVIDENCE_INDEX
+from catalog.resources import MemcResource
 
 
 @dg.asset_check(

@@ -1,21 +1,21 @@
 """Run an extractor over ledger entries and split its proposals into claims and rejections.
 
 Which extractor is active is configuration: ``MEMC_EXTRACTOR`` = ``rules`` (the default) or
-``llm`` (an OpenAI-compatible chat-completions server, see ``claims.llm``). Claims are stored
+``llm`` (an OpenAI-compatible chat-completions server, see ``claims.extractors.llm``). Claims are stored
 per extractor key (``<name>-<version>``), so switching or upgrading writes beside the old claims.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
 import pyarrow as pa
 from pydantic import ValidationError
 
-from claims import rules
+from claims.extractors.base import EXTRACTORS, Extractor, ExtractorError, UnusableAnswer
+from claims.extractors.registry import RULES, active_extractor, active_extractor_key
 from claims.model import CLAIM_SCHEMA, REJECTION_SCHEMA, Proposal
 from claims.ontology import ONTOLOGY
 from claims.validate import first_failure
@@ -26,58 +26,13 @@ if TYPE_CHECKING:
 
 # Evidence kinds an extractor reads; erasure tombstones and the like carry no claims.
 EXTRACTABLE_KINDS = ("message", "document", "event", "observation", "correction", "derived_claim")
-EXTRACTORS = ("rules", "llm")
 
-
-class ExtractorError(RuntimeError):
-    """An extractor could not run at all (misconfigured, or its server unreachable after retries).
-    Raised, never recorded as rejections: the partition stays unmaterialized and can be retried."""
-
-
-class UnusableAnswer(ValueError):
-    """An extractor's answer for one entry could not be read as proposals (e.g. malformed JSON
-    from a model). Recorded as a ``schema`` rejection of that entry, with the raw answer."""
-
-    def __init__(self, reason: str, raw: str):
-        super().__init__(reason)
-        self.raw = raw
-
-
-@dataclass(frozen=True)
-class Extractor:
-    name: str
-    version: str
-    propose: Callable[..., Iterable[Proposal | dict[str, Any]]]
-    # True: ``propose(entry, resolver)`` (the rules extractor names known people it sees).
-    uses_resolver: bool = False
-
-    @property
-    def key(self) -> str:
-        """Claims are stored per extractor key, so versions live side by side."""
-        return f"{self.name}-{self.version}"
-
-
-RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True)
-
-
-def active_extractor(name: str | None = None) -> Extractor:
-    """The extractor named by ``name`` or ``$MEMC_EXTRACTOR`` (default ``rules``).
-
-    Read when definitions are built and when a command starts, never at import."""
-    name = (name or os.environ.get("MEMC_EXTRACTOR") or "rules").strip().lower()
-    if name == "rules":
-        return RULES
-    if name == "llm":
-        from claims.llm import llm_extractor
-
-        return llm_extractor()
-    raise ExtractorError(f"unknown extractor {name!r} in MEMC_EXTRACTOR (use one of: {', '.join(EXTRACTORS)})")
-
-
-def active_extractor_key(name: str | None = None) -> str:
-    """The key (``<name>-<version>``) under which the active extractor's claims are stored:
-    what dbt reads as ``var('extractor_key')``."""
-    return active_extractor(name).key
+# The extractors themselves live in claims/extractors/; their names are re-exported here for the
+# callers that run the pass and pick the extractor in one place.
+__all__ = [
+    "EXTRACTABLE_KINDS", "EXTRACTORS", "RULES", "ExtractionResult", "Extractor", "ExtractorError",
+    "UnusableAnswer", "active_extractor", "active_extractor_key", "extract",
+]  # fmt: skip
 
 
 @dataclass

@@ -58,6 +58,7 @@ def forget_cmd(ctx, entry_ids, source_uri, scope, subject, reason, by, no_rebuil
     required. Derived entries computed from an erased one are erased with it. Running it
     again after a crash completes the erasure."""
     from forgetting import forget, resume
+    from orchestration.runner import rebuild_views
 
     home = resolve_home(ctx, home_dir)
     if not home.ledger.exists():
@@ -65,14 +66,14 @@ def forget_cmd(ctx, entry_ids, source_uri, scope, subject, reason, by, no_rebuil
     if resume_only:
         if entry_ids or source_uri or scope or subject:
             raise click.UsageError("--resume takes no selector")
-        report = resume(home, rebuild=not no_rebuild)
+        report = resume(home, rebuild=None if no_rebuild else rebuild_views)
     else:
         if not reason or not by:
             raise click.UsageError("an erasure needs --reason TEXT and --by PRINCIPAL")
         try:
             report = forget(
                 home, entry_ids=list(entry_ids), source_uri=source_uri, scope=scope, subject=subject,
-                reason=reason, by=by, rebuild=not no_rebuild,
+                reason=reason, by=by, rebuild=None if no_rebuild else rebuild_views,
             )
         except ValueError as exc:
             raise click.ClickException(str(exc)) from None

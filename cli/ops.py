@@ -62,7 +62,7 @@ def ui(ctx, port, home_dir):
 
     home = resolve_home(ctx, home_dir)
     prepare_environment(home)
-    from orchestration.dbt_project import ensure_manifest
+    from catalog.dbt_project import ensure_manifest
 
     ensure_manifest()
     from orchestration.platform import CODE_LOCATION, CODE_ROOT, environment

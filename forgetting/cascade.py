@@ -16,10 +16,11 @@ reached; never erased text) and these steps, each idempotent and recorded when d
 5. ``views_dropped`` every view directory (claims, warehouse, vectors, graph) is renamed aside
                      and deleted: in-place deletes in DuckDB, LanceDB and Kùzu keep the bytes
                      (FINDINGS.md), a fresh build writes fresh files;
-6. ``rebuilt``       with ``rebuild``: every view compiled again through Dagster from the purged
-                     ledger (``orchestration.runner.build``; dreaming recomputes the derived
-                     claims whose inputs changed). Without it, views stay absent until the next
-                     `memc build` (compiles return nothing from an absent view: fail closed);
+6. ``rebuilt``       with ``rebuild``: every view compiled again from the purged ledger by the
+                     rebuild the caller passes (``orchestration.runner.rebuild_views``: the
+                     whole build through Dagster; dreaming recomputes the derived claims whose
+                     inputs changed). Without it, views stay absent until the next `memc build`
+                     (compiles return nothing from an absent view: fail closed);
 7. ``done``          temp files of crashed writers removed.
 
 A kill at any point leaves the journal at the last finished step; ``resume`` (called first by
@@ -41,7 +42,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from ledger import Ledger
 from ledger.schema import NewEntry
@@ -58,6 +59,8 @@ STEPS = ("requested", "recorded", "aux_scrubbed", "ledger_purged", "views_droppe
 JOURNAL_DIR = "forgetting"
 
 StepHook = Callable[[str, str], None]  # (erasure_id, step reached)
+# Compiles every view again from the purged ledger; returns the failed steps (none: success).
+Rebuild = Callable[[MemcHome], Sequence[str]]
 
 
 @dataclass
@@ -195,9 +198,9 @@ def _drop_views(home: MemcHome) -> list[str]:
     return dropped
 
 
-def _advance(home: MemcHome, journal: dict[str, Any], report: ForgetReport, *, rebuild_now: bool, hook: StepHook | None) -> None:
+def _advance(home: MemcHome, journal: dict[str, Any], report: ForgetReport, *, hook: StepHook | None) -> None:
     """Run the journal's remaining steps up to ``views_dropped`` (and on to ``done`` when no
-    rebuild is wanted, or ``rebuild_now`` says this call rebuilds)."""
+    rebuild is wanted: the caller then rebuilds, once for every erasure waiting on it)."""
     eid = journal["erasure_id"]
     erased: list[str] = journal["erased"]
 
@@ -241,8 +244,6 @@ def _advance(home: MemcHome, journal: dict[str, Any], report: ForgetReport, *, r
         t0 = time.perf_counter()
         _finish(home, journal, report)
         mark("done", t0)
-    elif journal["step"] in ("views_dropped", "rebuilt") and rebuild_now:
-        _rebuild_and_finish(home, [journal], report, hook)
 
 
 def _finish(home: MemcHome, journal: dict[str, Any], report: ForgetReport) -> None:
@@ -250,18 +251,14 @@ def _finish(home: MemcHome, journal: dict[str, Any], report: ForgetReport) -> No
     Ledger(home.ledger).recover()
 
 
-def _rebuild_and_finish(home: MemcHome, batch: list[dict[str, Any]], report: ForgetReport, hook: StepHook | None) -> None:
+def _rebuild_and_finish(home: MemcHome, batch: list[dict[str, Any]], report: ForgetReport, hook: StepHook | None, rebuild: Rebuild) -> None:
     """One build for every erasure waiting on it (a resume after several interrupted ones)."""
     waiting = [j for j in batch if j["step"] == "views_dropped"]
     if waiting:
-        # Lazily: the runner is the only module here that imports Dagster.
-        from orchestration.runner import build
-
         t0 = time.perf_counter()
         _drop_views(home)  # a view built between the drop and now may predate the purge
         try:
-            result = build(home, finish_erasures=False)  # this cascade holds the erasure lock
-            failed = [] if result.success else list(result.failed_steps) or ["(build failed)"]
+            failed = list(rebuild(home))  # called while this cascade holds the erasure lock
         except Exception as exc:  # a blocking check or a broken view: the erasure itself stands
             failed = [f"{type(exc).__name__}: {exc}"[:500]]
         report.seconds["rebuilt"] = round(report.seconds.get("rebuilt", 0.0) + time.perf_counter() - t0, 3)
@@ -313,7 +310,7 @@ def _orphan_tombstones(home: MemcHome, known: set[str]) -> list[dict[str, Any]]:
     return out
 
 
-def _resume_locked(home: MemcHome, report: ForgetReport, *, rebuild: bool, hook: StepHook | None) -> list[dict[str, Any]]:
+def _resume_locked(home: MemcHome, report: ForgetReport, *, rebuild: Rebuild | None, hook: StepHook | None) -> list[dict[str, Any]]:
     """Bring every unfinished erasure to ``views_dropped`` (or ``done``); returns those left
     waiting for a rebuild."""
     js = journals(home)
@@ -324,7 +321,7 @@ def _resume_locked(home: MemcHome, report: ForgetReport, *, rebuild: bool, hook:
         report.resumed.append(j["erasure_id"])
         if not rebuild:
             j["rebuild"] = False
-        _advance(home, j, report, rebuild_now=False, hook=hook)
+        _advance(home, j, report, hook=hook)
         if j["step"] in ("views_dropped", "rebuilt"):
             waiting.append(j)
     return waiting
@@ -342,9 +339,14 @@ def forget(
     subject: str | None = None,
     reason: str,
     by: str,
-    rebuild: bool = True,
+    rebuild: Rebuild | None = None,
     on_step: StepHook | None = None,
 ) -> ForgetReport:
+    """Erase what ``selector`` names (see the module docstring). ``rebuild`` compiles every view
+    again once the purge is done (``orchestration.runner.rebuild_views``); without it, the views
+    stay dropped until the next build. The caller passes it, so that this package never names
+    the layer that runs Dagster (which itself finishes interrupted erasures before a build)."""
+    rebuild = rebuild or None
     selector = make_selector(entry_ids, source_uri, scope, subject)
     reason, by = check_request(reason, by)
     home.ensure()
@@ -359,7 +361,7 @@ def forget(
         if not res.erased:
             report.status = "nothing_to_erase"
             if waiting and rebuild:
-                _rebuild_and_finish(home, waiting, report, on_step)
+                _rebuild_and_finish(home, waiting, report, on_step, rebuild)
             report.seconds["total"] = round(time.perf_counter() - t_start, 3)
             return report
         scopes = {s for s in _scopes(home, res.erased)}
@@ -373,7 +375,7 @@ def forget(
             "erased": res.erased,
             "named": len(res.named),
             "cascaded": len(res.cascaded),
-            "rebuild": rebuild,
+            "rebuild": rebuild is not None,
             "tombstone": json.loads(tomb.model_dump_json()),
         }
         report.erasure_id = tomb.entry_id
@@ -384,14 +386,14 @@ def forget(
             _save(home, journal, "requested")
             if on_step:
                 on_step(tomb.entry_id, "requested")
-        _advance(home, journal, report, rebuild_now=False, hook=on_step)
+        _advance(home, journal, report, hook=on_step)
         if rebuild:
-            _rebuild_and_finish(home, [*waiting, journal], report, on_step)
+            _rebuild_and_finish(home, [*waiting, journal], report, on_step, rebuild)
     report.seconds["total"] = round(time.perf_counter() - t_start, 3)
     return report
 
 
-def resume(home: MemcHome, *, rebuild: bool = True, on_step: StepHook | None = None) -> ForgetReport:
+def resume(home: MemcHome, *, rebuild: Rebuild | None = None, on_step: StepHook | None = None) -> ForgetReport:
     """Finish every interrupted erasure (the journal says where each stopped). Cheap when there
     is none: one directory listing and one read of the ledger's erasure rows."""
     report = ForgetReport(status="done")
@@ -400,7 +402,7 @@ def resume(home: MemcHome, *, rebuild: bool = True, on_step: StepHook | None = N
     with _home_lock(home):
         waiting = _resume_locked(home, report, rebuild=rebuild, hook=on_step)
         if waiting and rebuild:
-            _rebuild_and_finish(home, waiting, report, on_step)
+            _rebuild_and_finish(home, waiting, report, on_step, rebuild)
     return report
 
 

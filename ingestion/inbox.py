@@ -28,6 +28,7 @@ from typing import Any, Iterable, Sequence
 
 from ledger.schema import PUBLIC
 from ledger.store import Ledger
+from memc.atomic import fsync_dir
 from memc.home import MemcHome
 from ingestion.errors import IngestError
 from ingestion.formats import DEFAULT_LIMITS, Limits, check_scope, check_visibility
@@ -160,19 +161,6 @@ def _suffixed(name: str, n: int) -> str:
     return f"{stem}-{n}{suffix}"
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _free_name(folder: Path, name: str, *, with_error_file: bool = False) -> Path:
     for n in range(100_000):
         cand = folder / _suffixed(name, n)
@@ -208,8 +196,8 @@ def _move(src: Path, folder: Path, name: str, *, with_error_file: bool = False, 
         break
     else:
         raise IngestError("could not find a free name to move the file to", path=str(src))
-    _fsync_dir(folder)
-    _fsync_dir(src.parent)
+    fsync_dir(folder, strict=False)
+    fsync_dir(src.parent, strict=False)
     return cand
 
 

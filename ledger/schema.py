@@ -10,14 +10,9 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memc.ids import content_id, digest, text_hash
+from memc.visibility import PRINCIPAL_PATTERN, PUBLIC, RESERVED_PREFIX, SCOPE_PATTERN
 
-# Who may see an entry is a list of principals; PUBLIC lets every asker see it.
-PUBLIC = "public"
-PRINCIPAL_PATTERN = r"^[A-Za-z0-9_.@:\-]{1,128}$"
-SCOPE_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
-# Principals in this namespace are memc's own (the operator, the inbox, producers, the admin
-# visibility of tombstones); no API key, MCP server or ``--as`` may stand for one.
-RESERVED_PREFIX = "memc:"
+__all__ = ["PRINCIPAL_PATTERN", "PUBLIC", "RESERVED_PREFIX", "SCOPE_PATTERN"]  # re-exported: the entry's rules
 
 EntryKind = Literal[
     "message",  # a turn in a conversation

@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ledger.schema import LEDGER_COLUMNS, LEDGER_SCHEMA, NewEntry
-from memc.atomic import read_parquet
+from memc.atomic import fsync_dir, read_parquet
 from memc.ids import text_hash
 from memc.processes import pid_alive
 from memc.visibility import ADMIN
@@ -139,14 +139,6 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _sha256_file(path: Path) -> str:
@@ -296,7 +288,7 @@ class Ledger:
             sha = _sha256_file(tmp)
             marker = self.root / f"{first_seq:020d}.{sha}.sum"
             marker.touch()
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
             try:
                 os.link(tmp, final)  # put-if-absent: the commit point
             except FileExistsError:
@@ -312,7 +304,7 @@ class Ledger:
                 # marker whose batch is not yet published; the batch is now ours, so restore it.
                 marker.touch()
             marker = None
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
             st = final.stat()
             key = (final.name, st.st_size, st.st_mtime_ns)
             self._file_cache[key] = (len(rows), recorded_at, frozenset(e.key for e in entries))
@@ -450,13 +442,13 @@ class Ledger:
             sha = _sha256_file(tmp)
             marker = self.root / f"{first:020d}.{sha}.sum"
             marker.touch()
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
             os.replace(tmp, path)  # the commit point of this file
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
             for p in old_markers:
                 if p != marker:
                     p.unlink(missing_ok=True)
-            _fsync_dir(self.root)
+            fsync_dir(self.root)
         finally:
             tmp.unlink(missing_ok=True)
         st = path.stat()

@@ -13,6 +13,24 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
+def fsync_dir(path: Path, *, strict: bool = True) -> None:
+    """Make a rename or link in ``path`` durable. ``strict=False`` for best-effort callers (the
+    inbox moving a file it already committed): a failure there loses no data, so it is ignored."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        if strict:
+            raise
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        if strict:
+            raise
+    finally:
+        os.close(fd)
+
+
 def _tmp_beside(path: Path) -> Path:
     return path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
 

@@ -69,6 +69,12 @@ class MemcHome:
         return self.profile / "dossiers"
 
     @property
+    def querylog(self) -> Path:
+        """The query log (query/log.py): one JSON line per compile, a file per UTC day. Written
+        by the compiler, read by the query profile; holds entity ids, never question text."""
+        return self.root / "querylog"
+
+    @property
     def dagster(self) -> Path:
         return self.root / "dagster"
 

@@ -20,7 +20,14 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from ledger.schema import PRINCIPAL_PATTERN, PUBLIC, RESERVED_PREFIX
+# Who may see an entry is a list of principals; PUBLIC lets every asker see it. These patterns are
+# the one definition: every literal a store inlines into a filter (LanceDB, Cypher) matched one.
+PUBLIC = "public"
+PRINCIPAL_PATTERN = r"^[A-Za-z0-9_.@:\-]{1,128}$"
+SCOPE_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
+# Principals in this namespace are memc's own (the operator, the inbox, producers, the admin
+# visibility of tombstones); no API key, MCP server or ``--as`` may stand for one.
+RESERVED_PREFIX = "memc:"
 
 _PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
 

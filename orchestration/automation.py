@@ -34,8 +34,8 @@ from datetime import timedelta
 
 import dagster as dg
 
-from assets.claims import ENTITY_ALIASES
-from orchestration.keys import (
+from catalog.keys import ENTITY_ALIASES
+from catalog.keys import (
     CENTRALITY,
     CLAIMS,
     CLAIMS_GROUP,

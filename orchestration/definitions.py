@@ -22,8 +22,8 @@ import checks.views
 from assets.state import dbt_resource, state_models
 from memc.home import MemcHome
 from orchestration.automation import apply_policies, automation_sensor
-from orchestration.keys import LEDGER
-from orchestration.resources import EmbedderResource, MemcResource
+from catalog.keys import LEDGER
+from catalog.resources import EmbedderResource, MemcResource
 from orchestration.schedules import compact_views, compaction_schedule, nightly_dreaming
 from orchestration.sensors import ingest_inbox, make_inbox_sensor, make_ledger_head_sensor
 from orchestration.settings import load_settings

@@ -126,7 +126,7 @@ def start(home: MemcHome, port: int = 3000, *, timeout: float = START_TIMEOUT) -
     from orchestration.runner import prepare_environment
 
     prepare_environment(home)  # dagster.yaml (telemetry off, run queue), env
-    from orchestration.dbt_project import ensure_manifest
+    from catalog.dbt_project import ensure_manifest
 
     ensure_manifest()  # else every process would parse the dbt project on load
     _init_instance()

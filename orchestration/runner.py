@@ -22,8 +22,8 @@ from typing import Callable, Sequence
 import dagster as dg
 
 from memc.home import MemcHome
-from orchestration.keys import CENTRALITY, CLAIMS, LEDGER
-from orchestration.partitions import LEDGER_DAYS, range_tags
+from catalog.keys import CENTRALITY, CLAIMS, LEDGER
+from catalog.partitions import LEDGER_DAYS, range_tags
 
 DAGSTER_YAML_HEADER = "# memc's local Dagster instance (runs, event logs, schedules) for this memory home."
 DAGSTER_YAML = f"""\
@@ -75,7 +75,7 @@ ProgressCallback = Callable[[str, str | None], None]
 def _definitions(home: MemcHome, instance: dg.DagsterInstance | None) -> tuple[dg.Definitions, dg.DagsterInstance]:
     """The definitions bound to this home and its Dagster instance; the dbt manifest is parsed
     first if a model changed (the definitions cannot load without it)."""
-    from orchestration.dbt_project import ensure_manifest
+    from catalog.dbt_project import ensure_manifest
 
     ensure_manifest()
     from orchestration.definitions import build_definitions
@@ -104,7 +104,7 @@ def build(
     if finish_erasures:
         from forgetting import resume
 
-        report.erasures_finished = resume(home, rebuild=False).resumed
+        report.erasures_finished = resume(home).resumed  # this build compiles the views again
     prepare_environment(home)
     defs, instance = _definitions(home, instance)
     observe = defs.resolve_job_def("observe_ledger")
@@ -119,6 +119,15 @@ def build(
         _run(job, instance, everything, on_event, report, _all_days_tags(defs, home, everything))
     report.ledger_head = _head(home)
     return report
+
+
+def rebuild_views(home: MemcHome) -> list[str]:
+    """The rebuild an erasure runs once its purge is done (``forgetting.forget(rebuild=...)``):
+    every view, through Dagster. It does not finish interrupted erasures first, because the
+    erasure calling it holds the erasure lock and has just done that itself. Returns the failed
+    steps (none: every view was compiled again)."""
+    result = build(home, finish_erasures=False)
+    return [] if result.success else list(result.failed_steps) or ["(build failed)"]
 
 
 def _partitioned(defs: dg.Definitions, selection: Sequence[dg.AssetKey] | None) -> bool:
@@ -193,7 +202,7 @@ def backfill(
         os.environ["MEMC_EXTRACTOR"] = extractor
     active = active_extractor()  # ExtractorError on a bad name or configuration
     prepare_environment(home)
-    from assets.claims import ENTITY_ALIASES
+    from catalog.keys import ENTITY_ALIASES
 
     defs, instance = _definitions(home, instance)
     report = BackfillReport(extractor=active.key)

@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from orchestration.keys import CENTRALITY
-from orchestration.resources import MemcResource
+from catalog.keys import CENTRALITY
+from catalog.resources import MemcResource
 from orchestration.settings import Settings
 
 nightly_dreaming = dg.ScheduleDefinition(

@@ -4,8 +4,8 @@ and the ledger head (an observation of the source asset whenever it grew, from a
 import dagster as dg
 
 from ingestion.inbox import pending_inbox_files, process_inbox
-from orchestration.keys import LEDGER
-from orchestration.resources import MemcResource
+from catalog.keys import LEDGER
+from catalog.resources import MemcResource
 
 
 @dg.op(description="Ingest every ready file in the inbox: each file one atomic append; bad files go to rejected/ with an error report.")

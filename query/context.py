@@ -223,11 +223,11 @@ def _iso(v: Any) -> str:
 
 
 def view_watermarks(home: MemcHome) -> dict[str, int | None]:
-    from claims.extract import RULES
+    from claims.extractors import active_extractor_key
     from claims.store import extractor_dir
 
     dirs = {
-        "claims": extractor_dir(home.claims, RULES.key),
+        "claims": extractor_dir(home.claims, active_extractor_key()),  # the claims dbt folds, too
         "state": home.warehouse,
         "evidence_index": home.vectors,
         "entity_graph": home.graph,

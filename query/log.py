@@ -21,7 +21,7 @@ from typing import Any
 
 
 def log_dir(home) -> Path:
-    return home.root / "querylog"
+    return home.querylog
 
 
 def record_compile(home, record: dict[str, Any]) -> None:

@@ -11,7 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 import claims.extract
-from claims import rules
+import claims.extractors.registry
+from claims.extractors import rules
 from claims.extract import RULES, Extractor
 from claims.store import day_dir, days, read_claims
 from ledger import Ledger
@@ -58,8 +59,8 @@ def home(tmp_path, monkeypatch) -> MemcHome:
 def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
     import dagster as dg
 
-    from assets.claims import ENTITY_ALIASES
-    from orchestration.keys import CLAIMS
+    from catalog.keys import ENTITY_ALIASES
+    from catalog.keys import CLAIMS
     from orchestration.runner import backfill, build, partition_code_versions
 
     # 1. Every ledger day in one run over the range (06-03 has no entries: nothing written).
@@ -81,7 +82,7 @@ def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
     before_v1 = _snapshot(home, RULES.key)
 
     # 2. A new extractor version: nothing of it on disk, every day out of date.
-    monkeypatch.setattr(claims.extract, "RULES", V2)
+    monkeypatch.setattr(claims.extractors.registry, "RULES", V2)  # a new version of the rules extractor
     part = backfill(home, "2024-06-01", "2024-06-02", views=False)
     assert part.success and part.extractor == V2.key
     assert part.out_of_date == ["2024-06-01", "2024-06-02"] and part.ranges == [("2024-06-01", "2024-06-02")]
@@ -164,7 +165,7 @@ def test_full_build_over_several_days_then_backfill_with_views(home, monkeypatch
     assert report.success, report.failed_steps
     assert {"claims", "entity_aliases", "state_current", "evidence_index", "entity_graph"} <= set(report.materialized)
     assert all(report.checks.values()), {k: v for k, v in report.checks.items() if not v}
-    monkeypatch.setattr(claims.extract, "RULES", V2)
+    monkeypatch.setattr(claims.extractors.registry, "RULES", V2)  # a new version of the rules extractor
     again = backfill(home, "2024-06-01", "2024-06-04")
     assert again.success, again.failed_steps
     assert again.out_of_date == list(LEDGER) and "state_current" in again.materialized and "centrality" not in again.materialized

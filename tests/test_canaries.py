@@ -22,6 +22,7 @@ import time
 import pyarrow.parquet as pq
 
 from forgetting import forget, journals
+from orchestration.runner import rebuild_views
 from ledger import Ledger
 from query import compile_context
 from test_forget_homes import PRINCIPALS, copy_home, files_containing, forensic_home
@@ -147,7 +148,7 @@ def test_canaries_3_leave_no_trace_after_forget(tmp_path_factory, monkeypatch):
     assert before["lancedb"], before
 
     t0 = time.perf_counter()
-    rep = forget(home, entry_ids=sorted(fh.canaries.values()), reason="canary test", by="alice")
+    rep = forget(home, entry_ids=sorted(fh.canaries.values()), reason="canary test", by="alice", rebuild=rebuild_views)
     seconds = time.perf_counter() - t0
     assert rep.status == "done" and rep.rebuilt, rep.to_dict()
     assert [j["step"] for j in journals(home)] == ["done"]

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 import pytest
 
 from claims.extract import ExtractorError, active_extractor, extract
-from claims.llm import LLMConfig, llm_extractor
+from claims.extractors.llm import LLMConfig, llm_extractor
 from fake_llm import FakeLLM, Reply, claims_answer, completion
 
 T = datetime(2024, 5, 14, 9, 30, tzinfo=timezone.utc)

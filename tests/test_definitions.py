@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from orchestration import keys
+from catalog import keys
 from orchestration.definitions import build_definitions
 
 

@@ -11,7 +11,7 @@ import dagster as dg
 import pytest
 
 from orchestration.definitions import build_definitions
-from orchestration.keys import CENTRALITY, CLAIMS, ENTITY_GRAPH, EVIDENCE_INDEX, LEDGER, STATE_CURRENT
+from catalog.keys import CENTRALITY, CLAIMS, ENTITY_GRAPH, EVIDENCE_INDEX, LEDGER, STATE_CURRENT
 from orchestration.settings import load_settings
 
 

@@ -9,8 +9,8 @@ import dagster as dg
 from ledger import Ledger
 from memc.home import MemcHome
 from orchestration.definitions import build_definitions
-from orchestration.keys import LEDGER
-from orchestration.resources import MemcResource
+from catalog.keys import LEDGER
+from catalog.resources import MemcResource
 from orchestration.sensors import inbox_sensor
 
 from conftest import SAMPLES

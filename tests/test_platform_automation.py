@@ -7,10 +7,10 @@ from __future__ import annotations
 import dagster as dg
 import pytest
 
-from assets.claims import ENTITY_ALIASES
+from catalog.keys import ENTITY_ALIASES
 from orchestration.definitions import build_definitions
-from orchestration.keys import CENTRALITY, CLAIMS, EVIDENCE_INDEX, LEDGER, STATE_CURRENT
-from orchestration.partitions import LEDGER_DAYS
+from catalog.keys import CENTRALITY, CLAIMS, EVIDENCE_INDEX, LEDGER, STATE_CURRENT
+from catalog.partitions import LEDGER_DAYS
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def test_ledger_head_sensor_observes_every_append(tmp_path, defs):
     from ingestion import ingest_paths
     from ledger import Ledger
     from memc.home import MemcHome
-    from orchestration.resources import MemcResource
+    from catalog.resources import MemcResource
 
     from conftest import SAMPLES
 

@@ -29,7 +29,7 @@ def test_embedding_model_upgrade_backfills_only_the_evidence_index_then_dream(bu
     import assets.retrieval
     import views.embedder
     from cli.main import cli
-    from orchestration.keys import CLAIMS, EVIDENCE_INDEX
+    from catalog.keys import CLAIMS, EVIDENCE_INDEX
     from views.vectors import LanceVectorStore
 
     for var in ("DAGSTER_HOME", "MEMC_HOME"):

@@ -41,8 +41,8 @@ def home(tmp_path, monkeypatch) -> MemcHome:
 
 
 def test_a_failing_blocking_check_stops_the_views_below_and_leaves_the_ledger(home, monkeypatch):
-    from assets.claims import ENTITY_ALIASES
-    from orchestration.keys import CLAIMS
+    from catalog.keys import ENTITY_ALIASES
+    from catalog.keys import CLAIMS
     from orchestration.runner import build
 
     real_extract = claims.extract.extract

@@ -21,7 +21,7 @@ import views.profile as profile
 from memc.atomic import read_parquet, write_parquet
 from memc.home import MemcHome
 from memc.watermark import read_watermark, write_watermark
-from orchestration import keys
+from catalog import keys
 from query import QueryConfig, compile_context
 from query.context import _state_facts, state_source, view_watermarks
 from query.log import read_log

@@ -230,6 +230,7 @@ def test_memc_sql_and_claims_run_as_a_principal(tmp_path_factory):
 
 def test_a_question_quoting_an_erased_word_leaves_no_byte_of_it(tmp_path_factory, monkeypatch):
     from forgetting import forget
+    from orchestration.runner import rebuild_views
     from ledger import Ledger
     from ledger.schema import NewEntry
     from query import compile_context
@@ -247,7 +248,7 @@ def test_a_question_quoting_an_erased_word_leaves_no_byte_of_it(tmp_path_factory
     ctx = compile_context(question, "alice", home=home, scope="ops")
     assert any(word in it.text for it in ctx.items), "the patched tail shows the turn before the erasure"
 
-    rep = forget(home, entry_ids=[eid], reason="asked", by="alice")
+    rep = forget(home, entry_ids=[eid], reason="asked", by="alice", rebuild=rebuild_views)
     assert rep.status == "done" and rep.rebuilt
     hits = _all_hits(home, [word], [question])
     assert hits == {k: {} for k in hits}, hits

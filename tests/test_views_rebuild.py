@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ledger import Ledger, NewEntry
-from orchestration.resources import EmbedderResource, MemcResource
+from catalog.resources import EmbedderResource, MemcResource
 from views_home import T0, conversation_entries, make_home, write_marts
 
 N = 400  # ledger entries; 1% = 4

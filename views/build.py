@@ -21,13 +21,13 @@ from views.evidence import CLAIM_KIND, index_rows
 
 def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, pa.Table | None]:
     """(ledger entries up to ``watermark``, claims within it, entities mart) of one memory home."""
-    from claims.extract import RULES
+    from claims.extractors import active_extractor_key
     from claims.store import read_claims
     from ledger import Ledger
 
     ledger = Ledger(home.ledger)
     entries = ledger.iter_entries(until_seq=watermark)
-    claims = read_claims(home.claims, RULES.key)
+    claims = read_claims(home.claims, active_extractor_key())  # the claims dbt folds, too
     if claims.num_rows:
         claims = claims.filter(pc.less_equal(claims.column("source_seq"), watermark))
     path = home.marts / "entities.parquet"

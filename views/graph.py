@@ -45,10 +45,9 @@ from typing import Any, Protocol, runtime_checkable
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute in prepare_graph)
 
-PUBLIC = "public"
-# Mirror ledger/schema.py; only validated values are ever inlined into Cypher text.
-SCOPE_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
-PRINCIPAL_PATTERN = r"^[A-Za-z0-9_.@:\-]{1,128}$"
+from memc.visibility import PRINCIPAL_PATTERN, PUBLIC, SCOPE_PATTERN
+
+# Only values matching memc.visibility's patterns are ever inlined into Cypher text.
 _SCOPE_RE = re.compile(SCOPE_PATTERN)
 _PRINCIPAL_RE = re.compile(PRINCIPAL_PATTERN)
 

@@ -259,9 +259,7 @@ def _log_records(home: MemcHome, since: datetime) -> Iterable[dict[str, Any]]:
     """The query log's records from the day files that can hold ``since`` or later (a file per
     UTC day: older ones are not read). A line that is not JSON (a writer killed mid-line) is
     skipped."""
-    from query.log import log_dir
-
-    d = log_dir(home)
+    d = home.querylog
     if not d.is_dir():
         return
     first = (since - timedelta(days=1)).strftime("%Y-%m-%d")
@@ -287,13 +285,11 @@ def query_profile(home: MemcHome, *, now: datetime | None = None, window_days: f
 
 def compile_profile(home: MemcHome, *, now: datetime | None = None, window_days: float = DEFAULT_WINDOW_DAYS) -> dict[str, Any]:
     """Compute the profile and write it to ``<home>/profile/query_profile.parquet``."""
-    from query.log import log_dir
-
     table = query_profile(home, now=now, window_days=window_days)
     path = home.profile / PROFILE_FILE
     write_parquet(table, path)
     info = profile_info(table)
-    files = sorted(log_dir(home).glob("*.jsonl")) if log_dir(home).is_dir() else []
+    files = sorted(home.querylog.glob("*.jsonl")) if home.querylog.is_dir() else []
     top = table.slice(0, 5).to_pylist()
     return {
         **info,

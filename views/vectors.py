@@ -42,18 +42,18 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import pyarrow as pa
 
+from memc.ids import text_hash
+from memc.visibility import PRINCIPAL_PATTERN, PUBLIC, SCOPE_PATTERN
+
 if TYPE_CHECKING:  # pragma: no cover
     from views.embedder import TextEmbedder
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TABLE = "evidence"
-PUBLIC = "public"
 
-# Every literal that enters a LanceDB filter must match one of these (no quotes, no backslashes).
-# PRINCIPAL_PATTERN and SCOPE_PATTERN mirror ledger/schema.py (a test keeps them in step).
-PRINCIPAL_PATTERN = r"^[A-Za-z0-9_.@:\-]{1,128}$"
-SCOPE_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
+# Every literal that enters a LanceDB filter must match one of these (no quotes, no backslashes);
+# principals and scopes by memc.visibility's patterns, the ones the ledger validates entries with.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,256}$"
 KIND_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
 HASH_PATTERN = r"^[0-9a-f]{64}$"
@@ -278,10 +278,6 @@ def _chunks(seq: Sequence[str], n: int = _CHUNK) -> Iterable[Sequence[str]]:
 # --------------------------------------------------------------------------------------------------
 # Rows
 # --------------------------------------------------------------------------------------------------
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def evidence_table(rows: Iterable[dict[str, Any]]) -> pa.Table:

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 from pydantic import BaseModel, Field
 
 from claims import timephrase
-from claims.extract import Extractor, ExtractorError, UnusableAnswer
+from claims.extractors.base import Extractor, ExtractorError, UnusableAnswer
 from claims.ontology import ONTOLOGY
 
 NAME = "llm"

@@ -5,6 +5,7 @@ import dagster as dg
 
 LEDGER = dg.AssetKey("ledger")
 CLAIMS = dg.AssetKey("claims")
+ENTITY_ALIASES = dg.AssetKey("entity_aliases")
 EVIDENCE_INDEX = dg.AssetKey("evidence_index")
 ENTITY_GRAPH = dg.AssetKey("entity_graph")
 CENTRALITY = dg.AssetKey("centrality")

@@ -1,0 +1,40 @@
+"""What an extractor is: a name, a version and a ``propose`` function turning one ledger entry
+into claim proposals; and the two ways one can fail (it cannot run at all; one answer is
+unusable). Every extractor (rules.py, llm.py) builds on this; registry.py picks the active one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from claims.model import Proposal
+
+EXTRACTORS = ("rules", "llm")
+
+
+class ExtractorError(RuntimeError):
+    """An extractor could not run at all (misconfigured, or its server unreachable after retries).
+    Raised, never recorded as rejections: the partition stays unmaterialized and can be retried."""
+
+
+class UnusableAnswer(ValueError):
+    """An extractor's answer for one entry could not be read as proposals (e.g. malformed JSON
+    from a model). Recorded as a ``schema`` rejection of that entry, with the raw answer."""
+
+    def __init__(self, reason: str, raw: str):
+        super().__init__(reason)
+        self.raw = raw
+
+
+@dataclass(frozen=True)
+class Extractor:
+    name: str
+    version: str
+    propose: Callable[..., Iterable[Proposal | dict[str, Any]]]
+    # True: ``propose(entry, resolver)`` (the rules extractor names known people it sees).
+    uses_resolver: bool = False
+
+    @property
+    def key(self) -> str:
+        """Claims are stored per extractor key, so versions live side by side."""
+        return f"{self.name}-{self.version}"

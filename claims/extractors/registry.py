@@ -1,0 +1,33 @@
+"""Which extractor runs: ``rules`` (deterministic, always there) or ``llm`` (an OpenAI-compatible
+server), by name or ``$MEMC_EXTRACTOR``. ``active_extractor_key()`` is the one answer every
+reader uses for which claims folder is live: dbt's ``var('extractor_key')``, the evidence
+index's and the compiler's claims watermark."""
+
+from __future__ import annotations
+
+import os
+
+from claims.extractors import rules
+from claims.extractors.base import EXTRACTORS, Extractor, ExtractorError
+
+RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True)
+
+
+def active_extractor(name: str | None = None) -> Extractor:
+    """The extractor named by ``name`` or ``$MEMC_EXTRACTOR`` (default ``rules``).
+
+    Read when definitions are built and when a command starts, never at import."""
+    name = (name or os.environ.get("MEMC_EXTRACTOR") or "rules").strip().lower()
+    if name == "rules":
+        return RULES
+    if name == "llm":
+        from claims.extractors.llm import llm_extractor  # only when asked for: it reads its server's settings
+
+        return llm_extractor()
+    raise ExtractorError(f"unknown extractor {name!r} in MEMC_EXTRACTOR (use one of: {', '.join(EXTRACTORS)})")
+
+
+def active_extractor_key(name: str | None = None) -> str:
+    """The key (``<name>-<version>``) under which the active extractor's claims are stored:
+    what dbt reads as ``var('extractor_key')``."""
+    return active_extractor(name).key
