@@ -13,7 +13,7 @@ def manifest_is_stale() -> bool:
     """True when a model, macro or YAML file is newer than the manifest (or there is none).
 
     ``prepare_if_dev`` would otherwise re-parse in every process ``dagster dev`` starts (2-5 s
-    each, FINDINGS.md)."""
+    each, docs/stack-notes.md)."""
     if not MANIFEST.exists():
         return True
     built = MANIFEST.stat().st_mtime

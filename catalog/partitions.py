@@ -11,7 +11,7 @@ import dagster as dg
 LEDGER_DAYS = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_offset=1, timezone="UTC")
 
 # The in-process runner materializes a range of days in one run; that needs single-run
-# backfills on every partitioned asset in the selection (FINDINGS.md), and assets that return
+# backfills on every partitioned asset in the selection (docs/stack-notes.md), and assets that return
 # MaterializeResult (an IO manager cannot persist one output for several partitions).
 SINGLE_RUN = dg.BackfillPolicy.single_run()
 

@@ -1,7 +1,7 @@
 """Watermark lag: how far each view is behind the ledger head. Plain module: no Dagster.
 
 Dagster's freshness policies measure how long ago a view was materialized, not whether it
-holds the ledger's newest entries (FINDINGS.md, "Freshness"). This is the other half: each
+holds the ledger's newest entries (docs/stack-notes.md, "Freshness"). This is the other half: each
 view records the highest seq it was compiled from (memc/watermark.py); the lag is the ledger
 head minus that, in entries, and in seconds as the age of the oldest entry the view lacks.
 """

@@ -15,7 +15,7 @@ reached; never erased text) and these steps, each idempotent and recorded when d
                      place (``Ledger.purge``: new file beside, ``os.replace``, markers kept right);
 5. ``views_dropped`` every view directory (claims, warehouse, vectors, graph) is renamed aside
                      and deleted: in-place deletes in DuckDB, LanceDB and Kùzu keep the bytes
-                     (FINDINGS.md), a fresh build writes fresh files;
+                     (docs/stack-notes.md), a fresh build writes fresh files;
 6. ``rebuilt``       with ``rebuild``: every view compiled again from the purged ledger by the
                      rebuild the caller passes (``orchestration.runner.rebuild_views``: the
                      whole build through Dagster; dreaming recomputes the derived claims whose

@@ -3,7 +3,7 @@ every derived entry computed from one of them.
 
 Selectors match on ids and metadata (entry id, source URI, scope, entity id), never on text:
 an erasure must not depend on a content predicate (LanceDB writes a delete's predicate into its
-manifests; FINDINGS.md "Erasure"), and everything downstream of this module sees ids only.
+manifests; docs/stack-notes.md, "Erasure"), and everything downstream of this module sees ids only.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ renumbers and tries the next one. Readers therefore see a batch whole or not at 
 seqs are gap-free and never duplicated. The idempotency check runs against every file up to
 the head the writer is about to extend, so it is linearisable with the publish: a retried
 append whose first attempt did land is a no-op. (The spike held this under 120 ``kill -9``
-of 3 concurrent writers; see FINDINGS.md "Commits".)
+of 3 concurrent writers; see docs/stack-notes.md, "Commits".)
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def swap_dir(fresh: Path, live: Path) -> None:
     """Put a freshly built directory in place of the live one, then delete the old one.
 
     Views are rebuilt into a fresh directory rather than changed in place, because deleting
-    rows in DuckDB, LanceDB or Kùzu leaves their bytes on disk (FINDINGS.md, Erasure)."""
+    rows in DuckDB, LanceDB or Kùzu leaves their bytes on disk (docs/stack-notes.md, "Erasure")."""
     old = live.with_name(f".{live.name}.old.{uuid.uuid4().hex}")
     if live.exists():
         os.replace(live, old)

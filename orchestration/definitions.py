@@ -47,7 +47,7 @@ def build_definitions(home_dir: str | None = None) -> dg.Definitions:
         schedules=[nightly_dreaming, compaction_schedule(settings)],
         resources={"memc": MemcResource(home_dir=home_dir), "embedder": EmbedderResource(), "dbt": dbt_resource()},
         # In-process: each step of the multiprocess executor re-imports the code location (5-13 s
-        # a step on 2 cores; FINDINGS.md).
+        # a step on 2 cores; docs/stack-notes.md).
         executor=dg.in_process_executor,
     )
 

@@ -7,7 +7,7 @@ and the port are written under ``<home>/dagster/run/``; their logs go to ``<home
 
 The daemon runs the sensors (inbox, ledger head, automation), the schedules (compaction),
 the run queue and the freshness evaluation; the webserver serves the UI and GraphQL on
-127.0.0.1 only. Telemetry is off in both (environment and dagster.yaml, FINDINGS.md): behind a
+127.0.0.1 only. Telemetry is off in both (environment and dagster.yaml, docs/stack-notes.md): behind a
 firewall that drops packets its upload has no timeout and shutdown hangs 60 s.
 """
 

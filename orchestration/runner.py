@@ -2,7 +2,7 @@
 
 The Dagster instance lives in ``<home>/dagster`` so that `memc ui` shows every build's runs,
 lineage and check results. In-process execution: one partition plus everything downstream took
-33-43 s in-process against 61-95 s with the multiprocess executor on 2 cores (FINDINGS.md).
+33-43 s in-process against 61-95 s with the multiprocess executor on 2 cores (docs/stack-notes.md).
 
 Partitioned assets (claims, by ledger day) run over a range of days in the same single run as
 everything below them, through the partition-range tags: that works in-process because every
