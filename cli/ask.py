@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from cli.common import dump, home_option, parse_time, resolve_home
+from cli.common import dump, home_option, parse_time, principal_arg, resolve_home
 from query.state import StateQueryError, run_sql, state_for_entity
 
 
@@ -113,7 +113,7 @@ def _visible(rows: list[dict], home, asker: str) -> list[dict]:
 
 @click.command()
 @click.argument("question")
-@click.option("--as", "asker", required=True, help="The principal asking; only what it may see is used.")
+@click.option("--as", "asker", required=True, callback=principal_arg, help="The principal asking; only what it may see is used.")
 @click.option("--scope", default=None, help="Restrict to one scope.")
 @click.option("--as-of", "as_of", default=None, help="Valid time: what held then (ISO date or time).")
 @click.option("--known-at", "known_at", default=None, help="Transaction time: as memc knew it then (ISO date or time).")
@@ -151,7 +151,7 @@ def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, as_json
 
 @click.command("state")
 @click.argument("entity")
-@click.option("--as", "asker", default=None, help="The principal asking; only what it may see counts.")
+@click.option("--as", "asker", default=None, callback=principal_arg, help="The principal asking; only what it may see counts.")
 @click.option("--admin", is_flag=True, help="Fold every claim, whoever may see it (instead of --as).")
 @click.option("--as-of", "as_of", default=None, help="Valid time: what held then (ISO date or time; default now).")
 @click.option("--known-at", "known_at", default=None, help="Transaction time: as memc knew it then (default now).")
@@ -185,7 +185,7 @@ def state(ctx, entity, asker, admin, as_of, known_at, scope, as_json, home_dir):
 
 @click.command("sql")
 @click.argument("query")
-@click.option("--as", "asker", default=None, help="The principal asking: the marts, with only the rows it may see.")
+@click.option("--as", "asker", default=None, callback=principal_arg, help="The principal asking: the marts, with only the rows it may see.")
 @click.option("--admin", is_flag=True, help="The whole warehouse (staging and intermediate models too), every row.")
 @click.option("--marts", "marts_only", is_flag=True, help="With --admin: the marts' Parquet exports instead of the warehouse file (safe during a build).")
 @click.option("--json", "as_json", is_flag=True, help="Rows as a JSON list of objects.")
@@ -218,7 +218,7 @@ def sql(ctx, query, asker, admin, marts_only, as_json, limit, home_dir):
 @click.option("--entity", default=None, help="Only claims about this person or thing (name, alias or entity id).")
 @click.option("--extractor", "extractor_key", default=None, help="Extractor version key, e.g. rules-0.2.0 (default: the active one).")
 @click.option("--rejected", is_flag=True, help="List rejected proposals with the validator and reason instead.")
-@click.option("--as", "asker", default=None, help="The principal asking: only claims drawn from evidence it may see.")
+@click.option("--as", "asker", default=None, callback=principal_arg, help="The principal asking: only claims drawn from evidence it may see.")
 @click.option("--admin", is_flag=True, help="Every claim, whoever may see its evidence (instead of --as).")
 @click.option("--json", "as_json", is_flag=True)
 @home_option

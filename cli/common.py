@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from memc.home import MemcHome
+from memc.visibility import principal_problem
 
 
 def _json_default(v: Any) -> Any:
@@ -50,3 +51,12 @@ def parse_time(value: str | None, name: str) -> datetime | None:
     except ValueError:
         raise click.BadParameter(f"{value!r} is not an ISO date or time (e.g. 2024-06-01 or 2024-06-01T12:00)", param_hint=name) from None
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
+
+
+def principal_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The ``--as`` callback: a principal anyone may act as (not ``public``, not a ``memc:`` name:
+    ``--as memc:admin`` would otherwise read what only administrators may, such as tombstones)."""
+    problem = principal_problem(value) if value is not None else None
+    if problem:
+        raise click.BadParameter(problem, ctx=ctx, param=param)
+    return value

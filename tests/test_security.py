@@ -142,6 +142,11 @@ def test_keys_cannot_stand_for_memcs_own_names(tmp_path):
             store.add(name)
     with pytest.raises(KeyError_):
         store.add("svc", write_for=["memc:admin"])
+    # nor may any --as of the CLI: as memc:admin a compile would read the erasure tombstones
+    home = MemcHome.resolve(tmp_path / "home")
+    for args in (("ask", "what was erased?"), ("state", "Elena"), ("sql", "select 1"), ("claims",)):
+        r = memc(home, *args, "--as", "memc:admin")
+        assert r.returncode == 2 and "memc:" in r.stderr, (args, r.stderr)
 
 
 # ------------------------------------------------------------------ 2. MCP over HTTP authenticates
