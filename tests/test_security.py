@@ -18,7 +18,6 @@ import subprocess
 import sys
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 
 import anyio
 import httpx2 as httpx
