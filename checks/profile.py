@@ -6,6 +6,7 @@ import dagster as dg
 from checks import audit_result
 from catalog.keys import ENTITY_DOSSIERS, QUERY_PROFILE
 from catalog.resources import MemcResource
+from views.marts import ENTITIES, mart_path, read_mart
 
 
 @dg.asset_check(
@@ -34,16 +35,15 @@ def entity_dossiers_match_state(memc: MemcResource) -> dg.AssetCheckResult:
     ),
 )
 def query_profile_names_known_entities(memc: MemcResource) -> dg.AssetCheckResult:
-    from memc.atomic import read_parquet
     from views.audit import Audit
     from views.profile import read_profile
 
     home = memc.home
     profile = read_profile(home).to_pylist()
-    path = home.marts / "entities.parquet"
+    path = mart_path(home, ENTITIES)
     known = {}
     if path.exists():
-        known = {(r["scope"], r["entity_id"]): r["name"] for r in read_parquet(path, columns=["scope", "entity_id", "name"]).to_pylist()}
+        known = {(r["scope"], r["entity_id"]): r["name"] for r in read_mart(path, columns=["scope", "entity_id", "name"]).to_pylist()}
     problems = [
         f"{r['scope']}/{r['entity_id']} is not an entity of the mart" if (r["scope"], r["entity_id"]) not in known
         else f"{r['scope']}/{r['entity_id']} is not under its canonical name"

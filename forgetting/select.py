@@ -19,6 +19,7 @@ from ledger.schema import PRINCIPAL_PATTERN, SCOPE_PATTERN
 from ledger.store import is_erased_stub
 from memc.atomic import read_parquet
 from memc.home import MemcHome
+from views.marts import ENTITIES, mart_path, read_mart
 
 _PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
 _SCOPE = re.compile(SCOPE_PATTERN)
@@ -112,9 +113,9 @@ def _subject_entries(home: MemcHome, entity: str) -> set[str]:
     entities mart's evidence), the sources of every claim with it as subject or object (any
     extractor version), and derived claims about it."""
     out: set[str] = set()
-    ents = home.marts / "entities.parquet"
+    ents = mart_path(home, ENTITIES)
     if ents.exists():
-        for r in read_parquet(ents, columns=["entity_id", "evidence"]).to_pylist():
+        for r in read_mart(ents, columns=["entity_id", "evidence"]).to_pylist():
             if r["entity_id"] == entity:
                 out.update(r["evidence"] or ())
     for path in sorted(home.claims.glob("extractor=*/day=*/claims.parquet")):

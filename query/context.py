@@ -26,13 +26,15 @@ from pydantic import BaseModel, Field
 
 from ledger import Ledger, shared_reader
 from ledger.schema import RESERVED_PREFIX
-from memc.atomic import read_parquet
+
+from memc.filecache import cached
 from memc.home import MemcHome
 from memc.ids import entity_id
 from memc.visibility import may_see
 from memc.watermark import read_watermark
 from query.log import record_compile
 from query.timewindow import TimeWindow, question_window
+from views.marts import ENTITIES, GRAPH_RELATIONS, STATE_CURRENT, mart_path, read_mart
 from query.staleness import DEFAULT_POLICIES, StaleViewError, ViewPolicy, assess
 
 log = logging.getLogger(__name__)
@@ -574,11 +576,9 @@ _NAME = re.compile(r"\b[A-Z][\w-]*(?:'[\w-]+)*")
 
 def _entity_rows(home: MemcHome) -> list[dict[str, Any]]:
     """The entities mart, read once per version of the file in a warm process."""
-    from views.profile import cached
-
-    path = home.marts / "entities.parquet"
+    path = mart_path(home, ENTITIES)
     cols = ["entity_id", "scope", "name", "aliases", "visibility"]
-    rows = cached("entity_rows", [path], lambda: [r for r in read_parquet(path, columns=cols).to_pylist() if r["entity_id"]])
+    rows = cached("entity_rows", [path], lambda: read_mart(path, columns=cols).to_pylist())
     return rows or []
 
 
@@ -619,12 +619,9 @@ def _related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: 
     if not seeds:
         return []
     from views.build import graph_store
-    from views.profile import cached
 
-    path = home.marts / "graph_relations.parquet"
-    typed = cached(
-        "typed_relations", [path], lambda: bool(set(read_parquet(path, columns=["predicate"]).column("predicate").to_pylist()) - {"mentions", None})
-    )
+    path = mart_path(home, GRAPH_RELATIONS)
+    typed = cached("typed_relations", [path], lambda: bool(set(read_mart(path, columns=["predicate"]).column("predicate").to_pylist()) - {"mentions", None}))
     if not typed:
         return []
 
@@ -642,8 +639,7 @@ def _holds_for(r: dict[str, Any], asker: str, scope: str | None) -> bool:
     """A state_current row is a current fact for this asker: in scope, visible to it, and not
     closed by a later claim or a retraction it may see."""
     return (
-        r["claim_id"] is not None  # dbt-duckdb exports an empty model as one all-null row
-        and (scope is None or r["scope"] == scope)
+        (scope is None or r["scope"] == scope)
         and may_see(asker, r["visibility"])
         and asker not in (r.get("closed_for") or ())
     )
@@ -764,7 +760,7 @@ def _state_facts(
     ``state_source()`` says which was read."""
     from views.profile import STATE_SOURCE
 
-    path = home.marts / "state_current.parquet"
+    path = mart_path(home, STATE_CURRENT)
     if not path.exists() or config.max_state_facts == 0:
         STATE_SOURCE.set("none")
         return [], []

@@ -12,6 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from views.marts import is_empty_export
+
 
 class StateQueryError(Exception):
     """A refused statement, a missing view, or a warehouse locked by a build; the message says which."""
@@ -66,12 +68,9 @@ def _marts_connection(marts: Path, names: tuple[str, ...]):
         path = marts / f"{name}.parquet"
         if not path.exists():
             raise StateQueryError(f"no {path}: run `memc build` first")
-        con.execute(f"create view {name} as select * from read_parquet('{_sql_str(path)}')")
-        # dbt-duckdb writes one all-NULL row into the export of an empty model (to keep its
-        # schema); its warehouse view filters it out, and so do we.
-        first = con.execute(f"select * from {name} limit 2").fetchall()
-        if len(first) == 1 and all(v is None for v in first[0]):
-            con.execute(f"create or replace view {name} as select * from read_parquet('{_sql_str(path)}') where false")
+        # dbt-duckdb's export of an empty model holds one all-NULL row: seen as no rows.
+        empty = " where false" if is_empty_export(path) else ""
+        con.execute(f"create view {name} as select * from read_parquet('{_sql_str(path)}'){empty}")
     return con
 
 

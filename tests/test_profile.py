@@ -337,10 +337,14 @@ def test_the_audit_names_a_missing_or_altered_fact(marts):
 
 def test_reads_are_cached_per_version_of_the_file(marts, monkeypatch):
     home, _ = marts
+    from memc import filecache
+    from views import marts as mart_reader
+
     reads = []
     real = profile.read_parquet
-    monkeypatch.setattr(profile, "read_parquet", lambda p, **kw: reads.append(p.name) or real(p, **kw))
-    profile._cache.clear()
+    for module in (profile, mart_reader):  # the dossiers' files, and the marts
+        monkeypatch.setattr(module, "read_parquet", lambda p, **kw: reads.append(p.name) or real(p, **kw))
+    filecache.clear()
     path = home.marts / "state_current.parquet"
     for _ in range(3):
         _state_facts(home, "What does Cy like?", "bob", "s1", QueryConfig())  # scans

@@ -14,9 +14,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memc.atomic import read_parquet
 from memc.home import MemcHome
 from views.evidence import CLAIM_KIND, index_rows
+from views.marts import (
+    ENTITIES, GRAPH_ENTRIES, GRAPH_MENTIONS, GRAPH_RELATIONS, GRAPH_SESSIONS, INTERACTIONS, mart_path, read_mart,
+)  # fmt: skip
 
 
 def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, pa.Table | None]:
@@ -30,8 +32,8 @@ def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, p
     claims = read_claims(home.claims, active_extractor_key())  # the claims dbt folds, too
     if claims.num_rows:
         claims = claims.filter(pc.less_equal(claims.column("source_seq"), watermark))
-    path = home.marts / "entities.parquet"
-    entities = read_parquet(path, columns=["entity_id", "evidence"]) if path.exists() else None
+    path = mart_path(home, ENTITIES)
+    entities = read_mart(path, columns=["entity_id", "evidence"]) if path.exists() else None
     return entries, claims, entities
 
 
@@ -71,30 +73,20 @@ def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: i
 # mart file -> rebuild() argument. entities and interactions are issue-4 marts; the rest are the
 # graph marts under dbt_project/models/marts/graph/.
 GRAPH_MARTS = {
-    "entities": "entities",
-    "interactions": "interactions",
-    "entries": "graph_entries",
-    "sessions": "graph_sessions",
-    "mentions": "graph_mentions",
-    "relations": "graph_relations",
+    "entities": ENTITIES,
+    "interactions": INTERACTIONS,
+    "entries": GRAPH_ENTRIES,
+    "sessions": GRAPH_SESSIONS,
+    "mentions": GRAPH_MENTIONS,
+    "relations": GRAPH_RELATIONS,
 }
-
-
-def read_mart(path) -> pa.Table:
-    """A mart file's rows. dbt-duckdb writes one all-NULL row into the file of an empty model (to
-    keep its schema; dbt_project/models/marts/_marts.yml): that row is dropped here, so a home with
-    no conversation sessions (documents only) loads an empty interactions table, not a null edge."""
-    t = read_parquet(path)
-    if t.num_rows == 1 and all(c.null_count == 1 for c in t.columns):
-        return t.slice(0, 0)
-    return t
 
 
 def read_graph_marts(home: MemcHome) -> dict[str, pa.Table | None]:
     """The marts the graph is loaded from (None where a mart was not exported)."""
     out: dict[str, pa.Table | None] = {}
     for arg, name in GRAPH_MARTS.items():
-        path = home.marts / f"{name}.parquet"
+        path = mart_path(home, name)
         out[arg] = read_mart(path) if path.exists() else None
     return out
 
@@ -132,8 +124,8 @@ def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
     from ledger import Ledger
     from views.dreaming import dream
 
-    entities = read_mart(home.marts / "entities.parquet")
-    interactions = read_mart(home.marts / "interactions.parquet")
+    entities = read_mart(mart_path(home, ENTITIES))
+    interactions = read_mart(mart_path(home, INTERACTIONS))
     evidence = {e for ev in interactions.column("evidence").to_pylist() for e in ev}
     seq_of = {
         r["entry_id"]: r["seq"]

@@ -41,9 +41,7 @@ it stopped doing so are rewritten by the erasure's scrub).
 from __future__ import annotations
 
 import json
-import os
 import re
-import threading
 from collections.abc import Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -54,8 +52,10 @@ from typing import Any
 import pyarrow as pa
 
 from memc.atomic import read_parquet, write_parquet
+from memc.filecache import cached
 from memc.home import MemcHome
 from memc.watermark import read_watermark, write_watermark
+from views.marts import CONFLICTS, ENTITIES, STATE_CURRENT, mart_path, read_mart
 
 PROFILE_VERSION = "query-profile-1"
 DOSSIER_VERSION = "entity-dossiers-1"
@@ -135,7 +135,7 @@ class _EntityIndex:
         names: dict[tuple[str, str], str] = {}
         for e in entities:
             if not e.get("entity_id") or not e.get("scope"):
-                continue  # dbt-duckdb exports an empty model as one all-null row
+                continue  # an entity without a key names nothing
             key = (e["scope"], e["entity_id"])
             names[key] = e.get("name")
             for name in {e.get("name"), *(e.get("aliases") or ())}:
@@ -229,14 +229,14 @@ def profile_info(table: pa.Table) -> dict[str, Any]:
 
 
 def _read_entities(home: MemcHome) -> list[dict[str, Any]]:
-    path = home.marts / "entities.parquet"
+    path = mart_path(home, ENTITIES)
     if not path.exists():
         return []
-    return read_parquet(path, columns=["entity_id", "scope", "name", "aliases"]).to_pylist()
+    return read_mart(path, columns=["entity_id", "scope", "name", "aliases"]).to_pylist()
 
 
 def _entity_index(home: MemcHome) -> _EntityIndex:
-    path = home.marts / "entities.parquet"
+    path = mart_path(home, ENTITIES)
     if not path.exists():
         return _EntityIndex({}, {}, {})
     return cached("entity_index", [path], lambda: _EntityIndex.of(_read_entities(home)))
@@ -330,8 +330,8 @@ def state_identity(home: MemcHome) -> dict[str, Any] | None:
     return {
         "watermark": int(mark["watermark"]),
         "built_at": mark.get("built_at"),
-        "state_current": _file_sig(home.marts / "state_current.parquet"),
-        "conflicts": _file_sig(home.marts / "conflicts.parquet"),
+        "state_current": _file_sig(mart_path(home, STATE_CURRENT)),
+        "conflicts": _file_sig(mart_path(home, CONFLICTS)),
     }
 
 
@@ -398,13 +398,13 @@ def build_dossiers(
     (``conflicts``), both in mart order with every column, and its 1-hop graph neighbours
     (``neighbours``; null without a graph). The schema metadata names the state build
     (``identity``, default: the current one) and says how the neighbours were found."""
-    state_path = home.marts / "state_current.parquet"
+    state_path = mart_path(home, STATE_CURRENT)
     if not state_path.exists():
         raise FileNotFoundError(f"no state_current mart under {home.marts}: build the state models first")
     identity = identity or state_identity(home)
-    state = _numbered(read_parquet(state_path))
-    conflicts_path = home.marts / "conflicts.parquet"
-    conflicts = _numbered(read_parquet(conflicts_path)) if conflicts_path.exists() else None
+    state = _numbered(read_mart(state_path))
+    conflicts_path = mart_path(home, CONFLICTS)
+    conflicts = _numbered(read_mart(conflicts_path)) if conflicts_path.exists() else None
     hot = hot_entities(profile, top_n=top_n, min_asked=min_asked)
     ids = [h["entity_id"] for h in hot]
     neighbours, graph_note = _neighbours(home, hot) if hot else ([], "no hot entities")
@@ -428,10 +428,8 @@ def subject_names(home: MemcHome, *, identity: dict[str, Any] | None = None) -> 
     names a subject when the folded name is a word of the question; this says which subject ids
     a word can name, hence whether the dossiers hold all of them."""
     identity = identity or state_identity(home)
-    t = read_parquet(home.marts / "state_current.parquet", columns=["claim_id", "subject", "subject_id"])
-    pairs = sorted(
-        {(r["subject"].casefold(), r["subject_id"]) for r in t.to_pylist() if r["claim_id"] is not None and r["subject"] is not None}
-    )
+    t = read_mart(mart_path(home, STATE_CURRENT), columns=["claim_id", "subject", "subject_id"])
+    pairs = sorted({(r["subject"].casefold(), r["subject_id"]) for r in t.to_pylist() if r["subject"] is not None})
     table = pa.table({"name_key": pa.array([p[0] for p in pairs], pa.string()), "subject_id": pa.array([p[1] for p in pairs], pa.string())})
     return table.replace_schema_metadata({_META: json.dumps({"state": identity, "version": DOSSIER_VERSION})})
 
@@ -470,30 +468,6 @@ def dossier_info(table: pa.Table) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------- readers
-
-_cache_lock = threading.Lock()
-_cache: dict[tuple[str, tuple[str, ...]], tuple[Any, Any]] = {}  # (kind, paths) -> (signature, value)
-
-
-def cached(kind: str, paths: Sequence[Path], load) -> Any:
-    """``load()`` once per version of ``paths`` (None if one is absent). The signature (inode,
-    size, mtime of each) is taken before the read, so a file swapped in between is read again
-    on the next call: a newer file may be cached under an older signature, never the reverse."""
-    sig = []
-    for p in paths:
-        try:
-            st = os.stat(p)
-        except FileNotFoundError:
-            return None
-        sig.append((st.st_ino, st.st_size, st.st_mtime_ns))
-    key = (kind, tuple(str(p) for p in paths))
-    hit = _cache.get(key)
-    if hit is not None and hit[0] == sig:
-        return hit[1]
-    value = load()
-    with _cache_lock:
-        _cache[key] = (sig, value)
-    return value
 
 
 @dataclass(frozen=True)
@@ -559,7 +533,7 @@ def state_index(home: MemcHome) -> Dossiers | None:
     reads when no dossier covers a question. Built once per version of the marts in a warm process
     (~15 ms at 40k rows), it spares each compile a filter over every row (at 100k ledger entries
     the state stage went 38 -> 0.7 ms per compile, with the same rows in the same order)."""
-    state_path, conflicts_path = home.marts / "state_current.parquet", home.marts / "conflicts.parquet"
+    state_path, conflicts_path = mart_path(home, STATE_CURRENT), mart_path(home, CONFLICTS)
     paths = [state_path, *([conflicts_path] if conflicts_path.exists() else [])]
     return cached("state_index", paths, lambda: _index_marts(*paths))
 
@@ -567,14 +541,12 @@ def state_index(home: MemcHome) -> Dossiers | None:
 def _index_marts(state_path: Path, conflicts_path: Path | None = None) -> Dossiers:
     by_subject: dict[str, dict[str, Any]] = {}
     names: dict[str, set[str]] = {}
-    for r in _numbered(read_parquet(state_path)).to_pylist():
-        if r["claim_id"] is None or r["subject_id"] is None:
-            continue  # dbt-duckdb exports an empty model as one all-null row
+    for r in _numbered(read_mart(state_path)).to_pylist():
         by_subject.setdefault(r["subject_id"], {"facts": [], "conflicts": []})["facts"].append(r)
         if r["subject"] is not None:
             names.setdefault(r["subject"].casefold(), set()).add(r["subject_id"])
     if conflicts_path is not None:
-        for c in _numbered(read_parquet(conflicts_path)).to_pylist():
+        for c in _numbered(read_mart(conflicts_path)).to_pylist():
             if c.get("subject_id") in by_subject:
                 by_subject[c["subject_id"]]["conflicts"].append(c)
     return Dossiers(identity={}, names={k: frozenset(v) for k, v in names.items()}, by_subject=by_subject)
@@ -612,10 +584,10 @@ def audit_dossiers(home: MemcHome) -> tuple[list[str], dict[str, Any]]:
     ids = dossiers.column("entity_id").to_pylist()
     if len(set(ids)) != len(ids):
         problems.append("an entity has two dossiers")
-    state = _numbered(read_parquet(home.marts / "state_current.parquet"))
+    state = _numbered(read_mart(mart_path(home, STATE_CURRENT)))
     expected = _rows_by(state, ids, "subject_id")
-    conflicts_path = home.marts / "conflicts.parquet"
-    expected_conflicts = _rows_by(_numbered(read_parquet(conflicts_path)), ids, "subject_id") if conflicts_path.exists() else None
+    conflicts_path = mart_path(home, CONFLICTS)
+    expected_conflicts = _rows_by(_numbered(read_mart(conflicts_path)), ids, "subject_id") if conflicts_path.exists() else None
     facts = dossiers.column("facts").to_pylist()
     have_conflicts = dossiers.column("conflicts").to_pylist() if "conflicts" in dossiers.column_names else None
     for i, eid in enumerate(ids):

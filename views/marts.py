@@ -1,0 +1,49 @@
+"""The marts dbt exports as Parquet, ``<home>/warehouse/marts/<name>.parquet``: their names, and
+the one way to read them.
+
+Readers read these exports, never the warehouse file: any process holding that file makes the
+next ``dbt build`` fail to take DuckDB's lock. dbt-duckdb writes one all-NULL row into the export
+of an empty model, to keep its schema (dbt_project/models/marts/_marts.yml). ``read_mart`` drops
+that row, and ``is_empty_export`` tells it from a real one-row mart for readers that query the
+file in SQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from memc.atomic import read_parquet
+from memc.home import MemcHome
+
+STATE_CURRENT = "state_current"
+STATE_HISTORY = "state_history"
+STATE_CLOSINGS = "state_closings"
+CONFLICTS = "conflicts"
+ENTITIES = "entities"
+INTERACTIONS = "interactions"
+TIMELINE = "timeline"
+GRAPH_ENTRIES = "graph_entries"
+GRAPH_SESSIONS = "graph_sessions"
+GRAPH_MENTIONS = "graph_mentions"
+GRAPH_RELATIONS = "graph_relations"
+
+
+def mart_path(home: MemcHome, name: str) -> Path:
+    return home.marts / f"{name}.parquet"
+
+
+def is_empty_export(path: Path) -> bool:
+    """True for dbt-duckdb's export of an empty model: one row, every column null (only a
+    one-row file, by its metadata, is read to tell)."""
+    if pq.ParquetFile(path).metadata.num_rows != 1:
+        return False
+    return all(c.null_count == 1 for c in read_parquet(path).columns)
+
+
+def read_mart(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """A mart file's rows, without the placeholder row of an empty model (so a home with no
+    conversation sessions loads an empty interactions table, not an edge from None)."""
+    t = read_parquet(path, columns=columns)
+    return t.slice(0, 0) if t.num_rows == 1 and is_empty_export(path) else t
