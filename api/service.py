@@ -93,7 +93,7 @@ class Service:
             return self._embedder
 
     def watermarks(self) -> dict[str, Any]:
-        from query.context import view_watermarks
+        from query.compile import view_watermarks
 
         head = self.ledger.head()
         views = view_watermarks(self.home)
@@ -283,7 +283,8 @@ class Service:
         max_lag: int | None = None,
     ) -> dict[str, Any]:
         """A context compiled for the caller's own principal (never another's)."""
-        from query.context import QueryConfig, compile_context
+        from query.compile import compile_context
+        from query.config import QueryConfig
 
         scope = caller.resolve_scope(scope)
         try:

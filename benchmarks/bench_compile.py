@@ -386,31 +386,33 @@ def _search_stage(*args: Any, **kw: Any) -> str:
 def stages(embedder: Any) -> Iterator[StageTimer]:
     """Wrap the compiler's stages (module attributes, looked up at call time) for the duration."""
     import query.acl
-    import query.context as qc
+    import query.compile as qc
+    import query.retrieve
     import query.tokens
+    import views.marts
     from ledger.store import Ledger
     from views.vectors import LanceVectorStore
 
     t = StageTimer()
     inline = _InlineExecutor()
-    original_pool = qc._route_pool
-    qc._route_pool = lambda: inline
-    t._undo.append(lambda: setattr(qc, "_route_pool", original_pool))
+    original_pool = query.retrieve.route_pool
+    query.retrieve.route_pool = lambda: inline
+    t._undo.append(lambda: setattr(query.retrieve, "route_pool", original_pool))
     t.wrap(qc, "compile_context", "other (compile)")
     t.wrap(Ledger, "__init__", "ledger open + head")
     t.wrap(Ledger, "head", "ledger open + head")
     t.wrap(qc, "view_watermarks", "watermarks")
     t.wrap(qc, "assess", "staleness")
-    t.wrap(qc, "_retrieve", "other (retrieve: fusion, items)")
+    t.wrap(qc, "retrieve", "other (retrieve: fusion, items)")
     t.wrap(embedder, "encode", "embed question")
     t.wrap(LanceVectorStore, "search", _search_stage)
     t.wrap(LanceVectorStore, "session_rows", "session windows")
-    t.wrap(qc, "_named_entities", "named entities")
-    t.wrap(qc, "_state_facts", "state facts")
-    t.wrap(qc, "read_parquet", "mart reads (parquet)")
+    t.wrap(query.retrieve, "named_entities", "named entities")
+    t.wrap(qc, "state_facts", "state facts")
+    t.wrap(views.marts, "read_parquet", "mart reads (parquet)")
     t.wrap(qc, "_recheck_visibility", "ACL recheck")
     t.wrap(query.acl, "ledger_facts", "ACL ledger facts")
-    t.wrap(qc, "_pack", "packing")
+    t.wrap(qc, "pack", "packing")
     t.wrap(query.tokens, "count_tokens", "token counting")
     t.wrap(qc, "record_compile", "query log write")
     try:
@@ -425,7 +427,7 @@ def bare_retrieval(home) -> Callable[[str, Any, str, str | None, int], None]:
     import lancedb
     from lancedb.query import MatchQuery
 
-    from query.context import EVIDENCE_KINDS
+    from query.config import EVIDENCE_KINDS
     from views.vectors import HIT_COLUMNS, search_filter
 
     tbl = lancedb.connect(str(home.vectors)).open_table("evidence")
@@ -443,7 +445,7 @@ def measure(home, size: int, embedder: Any, n: int = 200, warmup: int = 5) -> di
     of the same question (paired, so drift from other load on the machine hits both), then the
     same n again with the stages timed."""
     from query import compile_context
-    from query.context import QueryConfig
+    from query.config import QueryConfig
 
     qs = questions(n + warmup, size)
     config = QueryConfig()

@@ -14,7 +14,7 @@ from typing import Any
 
 from memc.home import MemcHome
 
-# The views with a watermark, by the name query.context.view_watermarks uses.
+# The views with a watermark, by the name query.compile.view_watermarks uses.
 VIEWS = ("claims", "state", "evidence_index", "entity_graph")
 
 
@@ -38,7 +38,7 @@ class Lag:
 
 def view_lag(home: MemcHome, view: str, *, now: datetime | None = None) -> Lag:
     from ledger import Ledger
-    from query.context import view_watermarks
+    from query.compile import view_watermarks
 
     ledger = Ledger(home.ledger)
     head = ledger.head()

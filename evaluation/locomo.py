@@ -84,7 +84,7 @@ def run_locomo(
     from memc.home import MemcHome
     from orchestration.runner import build
     from query import compile_context
-    from query.context import QueryConfig
+    from query.config import QueryConfig
     from views.embedder import Embedder
 
     data_dir = Path(data_dir)

@@ -192,7 +192,7 @@ def test_state_as_of_and_ask_parameters(built):
 
         import inspect
 
-        from query.context import compile_context
+        from query.compile import compile_context
 
         r = c.post("/v1/ask", json={"question": "Where does Elena live?", "as_of": "2024-03-01T00:00:00Z"})
         if "as_of" in inspect.signature(compile_context).parameters:

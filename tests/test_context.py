@@ -92,7 +92,8 @@ def test_budget_is_respected_with_a_real_tokenizer(built_home):
 
 
 def test_an_item_too_big_for_the_rest_of_the_budget_is_shown_with_a_narrower_window():
-    from query.context import Context, ContextItem, _pack
+    from query.context import Context, ContextItem
+    from query.pack import pack as _pack
 
     def window(n: int) -> ContextItem:
         refs = [f"D{n}:{t}" for t in range(1, 6)]
@@ -125,7 +126,7 @@ def test_an_item_too_big_for_the_rest_of_the_budget_is_shown_with_a_narrower_win
 
 
 def test_the_rendering_cites_turns_by_source_ref_and_by_entry_id_without_one():
-    from query.context import ContextItem, _item_lines
+    from query.context import ContextItem, item_lines as _item_lines
 
     def item(refs: list) -> ContextItem:
         return ContextItem(entry_id="e_2", source_ref=refs[1], scope="team", kind="message", actor=None, text="a\nb\nc",
@@ -144,7 +145,8 @@ def test_the_rendering_cites_turns_by_source_ref_and_by_entry_id_without_one():
 
 
 def test_hits_a_few_turns_apart_show_as_one_stretch_of_the_conversation():
-    from query.context import ContextItem, _join_stretch, _set_turns
+    from query.context import ContextItem
+    from query.windows import join_stretch as _join_stretch, set_turns as _set_turns
 
     def turn(session: str, n: int) -> dict:
         return {"entry_id": f"e_{session}_{n}", "source_ref": f"{session}:{n}", "session_id": session, "turn_no": n, "text": f"turn {n}"}

@@ -34,7 +34,7 @@ def _memc(home: Path, *args: str, env: dict, timeout: float) -> subprocess.Compl
 
 
 def _watermarks(home) -> dict[str, int | None]:
-    from query.context import view_watermarks
+    from query.compile import view_watermarks
 
     return view_watermarks(home)
 

@@ -23,7 +23,8 @@ from memc.home import MemcHome
 from memc.watermark import read_watermark, write_watermark
 from catalog import keys
 from query import QueryConfig, compile_context
-from query.context import _state_facts, state_source, view_watermarks
+from query.compile import view_watermarks
+from query.facts import state_facts as _state_facts, state_source
 from query.log import read_log
 
 # (question, asker): Elena is asked about three times by three askers, Priya twice (once by

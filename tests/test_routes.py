@@ -13,7 +13,7 @@ from ledger import Ledger, NewEntry
 from memc.ids import entity_id
 from memc.watermark import write_watermark
 from query import compile_context
-from query.context import _related_entities
+from query.entities import related_entities as _related_entities
 from views_home import T0, make_home, write_marts
 from views.build import build_evidence_index, build_graph
 

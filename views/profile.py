@@ -23,7 +23,7 @@ are compiled from it here, as plain functions (assets/profile.py runs them in Da
   the subject ids it names, so that the compiler can tell which subjects a question names
   without reading state_current.
 
-The compiler (``_state_facts`` in query/context.py) uses the dossiers only when they were
+The compiler (``state_facts`` in query/facts.py) uses the dossiers only when they were
 compiled from exactly the state build it would otherwise read (``state_identity``: the state
 watermark and build time, and the size and mtime of state_current.parquet and
 conflicts.parquet), and only when every subject the question names has one; it then filters
@@ -72,7 +72,7 @@ DEFAULT_TOP_N = 20
 # Asked about once is not a pattern.
 DEFAULT_MIN_ASKED = 2
 
-# The compiler's word rule (query/context.py): runs of letters, digits, ' and -.
+# The compiler's word rule (query/facts.py): runs of letters, digits, ' and -.
 _WORD = re.compile(r"[\w'-]+")
 _META = b"memc.profile"
 
@@ -554,7 +554,7 @@ def _index_marts(state_path: Path, conflicts_path: Path | None = None) -> Dossie
 
 # Which source the compiler's state route read in this thread's (or task's) latest compile:
 # "dossier" (the profile-guided dossiers answered it), "state_current" (the mart was scanned) or
-# "none" (no state mart, or no state facts wanted). query/context.py sets it; compile_context
+# "none" (no state mart, or no state facts wanted). query/facts.py sets it; compile_context
 # records it in the query log's plan, and the profile counts the compiles the dossiers served.
 STATE_SOURCE: ContextVar[str] = ContextVar("memc_state_source", default="none")
 

@@ -1,0 +1,81 @@
+"""The entities a question names (by their content-addressed ids, and aliases entity resolution
+found) and those one typed relation away in the graph.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from memc.filecache import cached
+from memc.home import MemcHome
+from memc.ids import entity_id
+from memc.visibility import may_see
+from views.marts import ENTITIES, GRAPH_RELATIONS, mart_path, read_mart
+
+log = logging.getLogger(__name__)
+
+
+_NAME = re.compile(r"\b[A-Z][\w-]*(?:'[\w-]+)*")
+
+
+def entity_rows(home: MemcHome) -> list[dict[str, Any]]:
+    """The entities mart, read once per version of the file in a warm process."""
+    path = mart_path(home, ENTITIES)
+    cols = ["entity_id", "scope", "name", "aliases", "visibility"]
+    rows = cached("entity_rows", [path], lambda: read_mart(path, columns=cols).to_pylist())
+    return rows or []
+
+
+def named_entities(home: MemcHome, question: str, asker: str, scope: str | None) -> dict[str, str]:
+    """Entity id -> the name the question calls it by, for the entities the question names.
+
+    Ids are content-addressed (memc.ids.entity_id over scope and name), so a capitalised word
+    maps to an id without reading any row; aliases entity resolution found ("Lena" -> Elena)
+    come from the entities this asker may see. The ids only narrow searches that keep their
+    visibility prefilter, so a name that is nobody's (or someone this asker may not see) adds
+    nothing. An entity row derived from private evidence is visible only to who may see all of
+    it, which is why names are not looked up only there."""
+    rows = entity_rows(home)
+    scopes = [scope] if scope is not None else sorted({r["scope"] for r in rows})
+    out: dict[str, str] = {}
+    for word in _NAME.findall(question):
+        name = re.sub(r"'s$", "", word)
+        for sc in scopes:
+            out.setdefault(entity_id(sc, name), name)
+    words = set(re.findall(r"[\w'-]+", question.casefold()))
+    words |= {w[:-2] for w in words if w.endswith("'s")}
+    for r in rows:
+        if (scope is None or r["scope"] == scope) and may_see(asker, r["visibility"]):
+            said = [a for a in [r["name"], *(r["aliases"] or [])] if a.casefold() in words]
+            if said:
+                out[r["entity_id"]] = said[0]
+    return out
+
+
+def related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: str | None) -> list[str]:
+    """Entities one typed relation away from the known entities the question names, walked in
+    the graph view (GraphStore.neighbours, visibility pushed into the walk). ``mentions`` edges
+    and who-talks-to-whom are not relations of this kind: in a conversation everyone is one
+    such hop from everyone. Asked only when the graph has a typed relation at all (read from
+    the graph_relations mart, cached per build), since opening the graph costs ~30 ms."""
+    known = {r["entity_id"] for r in entity_rows(home)}
+    seeds = sorted(set(named) & known)
+    if not seeds:
+        return []
+    from views.build import graph_store
+
+    path = mart_path(home, GRAPH_RELATIONS)
+    typed = cached("typed_relations", [path], lambda: bool(set(read_mart(path, columns=["predicate"]).column("predicate").to_pylist()) - {"mentions", None}))
+    if not typed:
+        return []
+
+    try:
+        # keep_open=False: Kùzu lets one process hold the file, and Dagster runs open it too
+        with graph_store(home, keep_open=False) as graph:
+            found = graph.neighbours(seeds, depth=1, scope=scope, principals=[asker])
+    except RuntimeError as exc:  # the file is locked by a build: answer without the route
+        log.warning("graph route skipped: %s", exc)
+        return []
+    return sorted(n["entity_id"] for n in found if set(n["relations"]) - {"mentions"})

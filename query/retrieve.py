@@ -1,0 +1,228 @@
+"""The evidence routes and their fusion: full text and vectors over the evidence index, the
+time-window route when the question names a window (query/timewindow.py), the graph route when
+it names someone with typed relations. Routes run concurrently on a small pool and are fused by
+weighted reciprocal rank; conversation hits are shown with their windows, near-duplicates fold.
+While the index lags the ledger, its tail is patched from the ledger.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+from typing import Any
+
+from ledger import Ledger
+from memc.home import MemcHome
+
+from query.config import EVIDENCE_KINDS, QueryConfig
+from query.context import ContextItem, iso
+from query.entities import named_entities, related_entities
+from query.facts import event_lookup
+from query.timewindow import TimeWindow, question_window
+from query.windows import join_stretch, session_windows, set_turns, within_time
+
+# Stands for the question's embedding in a route's search arguments until it is computed.
+EMBEDDING = object()
+_POOL: ThreadPoolExecutor | None = None
+
+
+_POOL_LOCK = threading.Lock()
+
+
+def route_pool() -> ThreadPoolExecutor:
+    """The threads the routes of every compile in this process run on (created on first use;
+    a route's search is a leaf task, so compiles sharing the pool never wait on each other's)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="memc-route")
+        return _POOL
+
+
+def retrieve(
+    home: MemcHome,
+    question: str,
+    asker: str,
+    scope: str | None,
+    config: QueryConfig,
+    embedder: Any,
+    *,
+    ledger: Ledger,
+    patch: tuple[int, int] | None = None,
+    when: tuple[datetime | None, datetime | None] = (None, None),
+) -> tuple[list[ContextItem], TimeWindow | None]:
+    """The evidence items, best first, and the time window the question named (if any)."""
+    from views.vectors import LanceVectorStore
+
+    named = named_entities(home, question, asker, scope)
+    window = question_window(question, anchor=when[0], event_time=event_lookup(home, asker, scope, named))
+    if not home.vectors.exists() and patch is None:
+        return [], window
+
+    if embedder is None:
+        from views.embedder import Embedder
+
+        embedder = Embedder()
+    store = LanceVectorStore(str(home.vectors))
+    principals = [asker]
+    model_version = getattr(embedder, "model_version", None)
+    stores = [store] + ([tail_store(ledger, patch, embedder)] if patch else [])
+    # The routes run concurrently: LanceDB's searches and torch release the GIL, so the question
+    # is embedded while the full-text routes run, and the vector routes follow the embedding. At
+    # 100k entries on two cores, with the one torch thread the servers use, compile p50 85 ->
+    # ~70 ms and p95 112 -> ~93 ms (docs/benchmarks.md).
+    pool = route_pool()
+    embedding = pool.submit(lambda: embedder.encode([question])[0]) if config.vector_weight else None
+    # Sub-routes ("family/how"): each ranks on its own and counts once per entry in the fusion.
+    plan: dict[str, tuple[float, dict[str, Any]]] = {
+        "fulltext": (config.fulltext_weight, {"text": question, "k": config.fulltext_k}),
+        "vector": (config.vector_weight, {"vector": EMBEDDING, "k": config.vector_k}),
+    }
+    if window is not None and config.time_weight:
+        for how, (w, kw) in list(plan.items()):
+            plan[f"time/{how}"] = (w * config.time_weight, {**kw, "valid_between": window.bounds()})
+    related = related_entities(home, named, asker, scope) if config.graph_weight else []
+    if related:
+        for how, (w, kw) in list(plan.items()):
+            if "/" not in how:
+                plan[f"graph/{how}"] = (w * config.graph_weight, {**kw, "entity_ids": related})
+
+    def search(kw: dict[str, Any]) -> list[dict[str, Any]]:
+        # Each store ranks on its own; the patch store's hits interleave by score within a route.
+        hits = [
+            h
+            for st in stores
+            for h in st.search(principals=principals, scope=scope, kinds=EVIDENCE_KINDS, model_version=model_version, **kw)
+            if within_time(h, when)
+        ]
+        if patch:
+            hits.sort(key=lambda h: -(h.get("score") or 0.0))
+        return hits
+
+    wanted = {route: kw for route, (weight, kw) in plan.items() if weight}
+    running = {route: pool.submit(search, kw) for route, kw in wanted.items() if kw.get("vector") is not EMBEDDING}
+    if embedding is not None:
+        vector = embedding.result()
+        running |= {route: pool.submit(search, {**kw, "vector": vector}) for route, kw in wanted.items() if kw.get("vector") is EMBEDDING}
+    routes = {route: running[route].result() for route in wanted}  # in plan order: the fusion's tie order
+    fused: dict[str, dict[str, Any]] = {}
+    for route, hits in routes.items():
+        for rank, hit in enumerate(hits):
+            slot = fused.setdefault(hit["entry_id"], {"hit": hit, "score": 0.0, "routes": []})
+            if route in slot["routes"]:
+                continue  # another chunk of the same entry already counted on this route
+            slot["score"] += plan[route][0] / (config.rrf_k + rank + 1)
+            slot["routes"].append(route)
+    ranked = sorted(fused.values(), key=lambda s: (-s["score"], s["hit"]["entry_id"]))
+    windows = session_windows(store, ranked[: config.k * 3], principals, scope, config, when)
+
+    items: list[ContextItem] = []
+    covered: set[str] = set()
+    shown: list[tuple[str, ContextItem]] = []  # normalised text of each kept item
+    stretches: list[list[dict[str, Any]]] = []  # the turns each item shows
+    for s in ranked:
+        hit = s["hit"]
+        if hit["entry_id"] in covered:
+            continue  # already shown inside an earlier item's window
+        text = hit.get("text") or ""
+        if hit.get("actor") and text.startswith(f"{hit['actor']}: "):
+            text = text[len(hit["actor"]) + 2 :]  # the index prefixes the speaker (views/evidence.py)
+        said = normalised(text)
+        twin = next((it for seen, it in shown if same_words(said, seen)), None)
+        if twin is not None:
+            # The same words from another source (a forwarded mail, a pasted note): named on
+            # the item that shows them instead of taking a second slot. Disagreeing sources
+            # never match (their words differ), so conflicts stay side by side.
+            twin.duplicates.append(hit["entry_id"])
+            covered.add(hit["entry_id"])
+            continue
+        # the hit with its neighbours, less the turns an earlier item already shows
+        turns = [t for t in windows.get(hit["entry_id"]) or [hit] if t["entry_id"] not in covered]
+        covered.update(t["entry_id"] for t in turns)
+        joined = join_stretch(items, stretches, turns, limit=2 * (config.window_before + config.window_after + 1))
+        if joined is not None:
+            joined.routes = sorted(set(joined.routes) | {r.split("/")[0] for r in s["routes"]})
+            shown = [(normalised(it.text) if it is joined else seen, it) for seen, it in shown]
+            continue
+        items.append(
+            set_turns(
+                ContextItem(
+                    entry_id=hit["entry_id"],
+                    source_ref=hit.get("source_ref"),
+                    scope=hit["scope"],
+                    kind=hit["kind"],
+                    actor=hit.get("actor"),
+                    text="",
+                    valid_at=iso(hit["valid_at"]),
+                    recorded_at=iso(hit["recorded_at"]),
+                    routes=sorted({r.split("/")[0] for r in s["routes"]}),
+                    score=round(s["score"], 6),
+                ),
+                turns,
+            )
+        )
+        stretches.append(turns)
+        shown.append((normalised(items[-1].text), items[-1]))
+        if len(items) == config.k:
+            break
+    return items, window
+
+
+# Containment counts only for texts this long: "Yes, sounds good." occurs in many a turn.
+_MIN_DUPLICATE_WORDS = 6
+
+
+def same_words(a: str, b: str) -> bool:
+    """One normalised text inside the other (a forward quoting a note, a note pasted into a mail)."""
+    if not a or not b:
+        return False
+    if a == b:
+        return True
+    shorter, longer = (a, b) if len(a) < len(b) else (b, a)
+    return shorter.count(" ") - 1 >= _MIN_DUPLICATE_WORDS and shorter in longer
+
+
+def normalised(text: str) -> str:
+    """Lower-case words joined by single spaces, with a space at each end, so that ``a in b``
+    means the words of ``a`` occur in ``b`` in a row."""
+    words = re.findall(r"\w+", text.casefold())
+    return f" {' '.join(words)} " if words else ""
+
+
+# Patched tails by (ledger directory, patch range, embedding model, ledger signature): between
+# builds every compile patches the same tail, and embedding it costs 117 ms for 12 entries, 844
+# ms for 100. The signature changes with every append and every erasure's rewrite.
+_TAIL_STORES: OrderedDict[tuple, Any] = OrderedDict()
+
+
+_TAIL_STORES_MAX = 4
+
+
+_TAIL_LOCK = threading.Lock()
+
+
+def tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):
+    """The ledger entries the evidence index has not compiled yet, embedded and indexed in an
+    in-memory LanceDB (the same engine and filters as the real index): a fact ingested a second
+    ago is answerable before the next build. Bounded by the staleness policy's lag limit; kept
+    for the next compiles while the ledger and the index stay as they are."""
+    from views.evidence import evidence_rows
+    from views.vectors import LanceVectorStore
+
+    since, until = patch
+    key = (str(ledger.root), since, until, getattr(embedder, "model_version", None), id(embedder), ledger.signature())
+    with _TAIL_LOCK:
+        store = _TAIL_STORES.get(key)
+        if store is not None:
+            _TAIL_STORES.move_to_end(key)
+            return store
+    store = LanceVectorStore("memory://")
+    store.sync(evidence_rows(ledger.iter_entries(since_seq=since, until_seq=until)), embedder)
+    with _TAIL_LOCK:
+        _TAIL_STORES[key] = store
+        while len(_TAIL_STORES) > _TAIL_STORES_MAX:
+            _TAIL_STORES.popitem(last=False)
+    return store
