@@ -264,7 +264,7 @@ def create_app(home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, 
         vis = [p.strip() for p in visibility.split(",") if p.strip()] if visibility else None
         return service.ingest_file(who, data, file.filename or "upload", scope=scope, visibility=vis, format=format, refresh=refresh)
 
-    @app.post("/v1/ask", response_model=m.ContextOut, tags=["query"], responses=_errors(403, 422, 501, 503))
+    @app.post("/v1/ask", response_model=m.ContextOut, tags=["query"], responses=_errors(403, 422, 503))
     def ask(body: m.AskRequest, who: Auth) -> dict[str, Any]:
         """Compile a context for the question, for the key's principal only, with provenance
         (entry ids, source refs, times) and the watermarks it was compiled against."""
@@ -292,7 +292,7 @@ def create_app(home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, 
         """What holds for an entity for the key's principal, bi-temporally, with sources and conflicts."""
         return service.state(who, entity, as_of=as_of, known_at=known_at, scope=scope, as_admin=as_admin)
 
-    @app.post("/v1/forget", response_model=m.ForgetOut, tags=["evidence"], responses=_errors(403, 422, 501))
+    @app.post("/v1/forget", response_model=m.ForgetOut, tags=["evidence"], responses=_errors(403, 422))
     def forget(body: m.ForgetRequest, who: Auth) -> dict[str, Any]:
         """Erase entries (by id, source, scope or subject) and purge them from every view. Admin keys only."""
         return service.forget(

@@ -103,7 +103,7 @@ class IngestResponse(_Out):
 class AskRequest(_In):
     question: str = Field(min_length=1, max_length=4000)
     scope: str | None = Field(default=None, pattern=SCOPE_PATTERN)
-    as_of: datetime | None = Field(default=None, description="Valid time (answered with 501 until the compiler takes it).")
+    as_of: datetime | None = Field(default=None, description="Valid time: the evidence valid by then (default now).")
     known_at: datetime | None = Field(default=None, description="Transaction time (as as_of).")
     budget_tokens: int | None = Field(default=None, ge=50, le=32000)
     k: int | None = Field(default=None, ge=1, le=200)

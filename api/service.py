@@ -9,7 +9,6 @@ runs: ingestion's entry builder and the ledger's atomic append, ``compile_contex
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import os
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from api.auth import Caller, KeyStore
-from api.errors import ApiError, forbidden, invalid, not_implemented, stale_view, view_unavailable
+from api.errors import ApiError, forbidden, invalid, stale_view, view_unavailable
 from memc.home import MemcHome
 
 log = logging.getLogger("memc.api")
@@ -285,6 +284,7 @@ class Service:
         """A context compiled for the caller's own principal (never another's)."""
         from query.compile import compile_context
         from query.config import QueryConfig
+        from query.staleness import StaleViewError
 
         scope = caller.resolve_scope(scope)
         try:
@@ -296,26 +296,13 @@ class Service:
             config = QueryConfig(**{**config.model_dump(), **update})
         if max_lag is not None:
             self._check_lag(max_lag)
-        kwargs: dict[str, Any] = {}
-        accepted = inspect.signature(compile_context).parameters
-        for name, value in (("as_of", as_of), ("known_at", known_at)):
-            if value is None:
-                continue
-            if name not in accepted:
-                raise not_implemented(
-                    f"the context compiler of this build does not take {name!r} yet; "
-                    "GET /v1/state answers as-of questions for one entity"
-                )
-            kwargs[name] = _utc(value)
         try:
-            ctx = compile_context(question, caller.principal, home=self.home, scope=scope, config=config, embedder=self.embedder, **kwargs)
-        except Exception as exc:
-            if "stale" in type(exc).__name__.lower():  # the compiler failed closed on a stale view
-                details = getattr(exc, "details", None)
-                if details is None and hasattr(exc, "to_dict"):
-                    details = exc.to_dict()
-                raise stale_view(str(exc), json_ready(details if details is not None else self.watermarks())) from None
-            raise
+            ctx = compile_context(
+                question, caller.principal, home=self.home, scope=scope, config=config, embedder=self.embedder,
+                as_of=_utc(as_of) if as_of is not None else None, known_at=_utc(known_at) if known_at is not None else None,
+            )  # fmt: skip
+        except StaleViewError as exc:  # the compiler failed closed on a stale view
+            raise stale_view(str(exc), json_ready(exc.to_dict())) from None
         out = json_ready(ctx.to_dict())
         out["rendered"] = ctx.render()
         return out
