@@ -22,7 +22,8 @@ from catalog.keys import (
     STATE_CURRENT,
 )
 from catalog.resources import MemcResource
-from views.profile import DOSSIER_VERSION, PROFILE_VERSION
+from views.dossiers import DOSSIER_VERSION
+from views.profile import PROFILE_VERSION
 
 query_log = dg.AssetSpec(
     QUERY_LOG,
@@ -84,7 +85,7 @@ def entity_dossiers(context: dg.AssetExecutionContext, memc: MemcResource) -> dg
     index of every subject name in state_current. The context compiler reads a dossier instead
     of scanning state_current when every subject a question names has one and the dossiers hold
     the state build the marts hold (watermark, build time, files): the same rows, the same answer."""
-    from views.profile import compile_dossiers
+    from views.dossiers import compile_dossiers
 
     stats = compile_dossiers(memc.home)
     context.log.info(f"entity dossiers: {stats['dossiers']} ({stats['facts']} facts) at ledger watermark {stats['ledger_watermark']}")

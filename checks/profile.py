@@ -20,7 +20,7 @@ from views.marts import ENTITIES, mart_path, read_mart
 )
 def entity_dossiers_match_state(memc: MemcResource) -> dg.AssetCheckResult:
     from views.audit import Audit
-    from views.profile import audit_dossiers
+    from views.dossiers import audit_dossiers
 
     problems, metadata = audit_dossiers(memc.home)
     return audit_result(Audit.of(problems, **metadata))

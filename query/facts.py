@@ -33,7 +33,7 @@ def event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str,
     of the question with such a fact; none when that is ambiguous)."""
 
     def lookup(predicate: str, names: list[str]) -> datetime | None:
-        from views.profile import state_index
+        from views.state_index import state_index
 
         index = state_index(home)
         if index is None:
@@ -66,11 +66,11 @@ def state_facts(
 
     The rows come from the entity dossiers (views/profile.py) when they hold the state build the
     marts hold and every subject the question can name has one; else from the index of
-    state_current by subject (``views.profile.state_index``, built once per version of the marts
+    state_current by subject (``views.state_index.state_index``, built once per version of the marts
     in a warm process). Either way the rows about the subjects the question's words can name, in
     mart order, are filtered below, so the answer is the same (tests/test_profile.py);
     ``state_source()`` says which was read."""
-    from views.profile import STATE_SOURCE
+    from views.state_index import STATE_SOURCE
 
     path = mart_path(home, STATE_CURRENT)
     if not path.exists() or config.max_state_facts == 0:
@@ -113,7 +113,8 @@ def state_rows(home: MemcHome, words: set[str]) -> tuple[list[dict[str, Any]], l
     """(state rows, conflicts rows) about every subject ``words`` can name, in mart order: from the
     current dossiers when they cover the question, else from the index of the marts. Records
     which in ``state_source()``."""
-    from views.profile import STATE_SOURCE, load_dossiers, state_index
+    from views.dossiers import load_dossiers
+    from views.state_index import STATE_SOURCE, state_index
 
     dossiers = load_dossiers(home)
     hit = dossiers.rows_for(words) if dossiers is not None else None
@@ -128,7 +129,7 @@ def state_rows(home: MemcHome, words: set[str]) -> tuple[list[dict[str, Any]], l
 def state_source() -> str:
     """Where the latest ``state_facts`` in this thread (or task) read state from: "dossier",
     "state_current" or "none" (no state mart, or no state facts wanted). For the query log's plan."""
-    from views.profile import STATE_SOURCE
+    from views.state_index import STATE_SOURCE
 
     return STATE_SOURCE.get()
 

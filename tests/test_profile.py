@@ -17,7 +17,9 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 
+import views.dossiers as dossier_views
 import views.profile as profile
+import views.state_index as state_index
 from memc.atomic import read_parquet, write_parquet
 from memc.home import MemcHome
 from memc.watermark import read_watermark, write_watermark
@@ -62,7 +64,7 @@ def pgo_home(built_home, tmp_path_factory):
 
 
 def _no_dossiers(monkeypatch):
-    monkeypatch.setattr(profile, "load_dossiers", lambda home: None)
+    monkeypatch.setattr(dossier_views, "load_dossiers", lambda home: None)
 
 
 def _both_ways(monkeypatch, home, question, asker, scope, **kw):
@@ -117,10 +119,10 @@ def test_profile_and_dossiers_materialize_through_dagster_with_lineage(pgo_home)
     mat = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=keys.ENTITY_DOSSIERS), limit=1).records[0].asset_materialization
     md = {k: v.value for k, v in mat.metadata.items()}
     assert md["dagster/row_count"] == 2 and md["ledger_watermark"] == view_watermarks(home)["state"]
-    assert mat.tags["dagster/code_version"] == profile.DOSSIER_VERSION
+    assert mat.tags["dagster/code_version"] == dossier_views.DOSSIER_VERSION
     assert read_watermark(home.dossiers)["watermark"] == view_watermarks(home)["state"]
 
-    dossiers = profile.load_dossiers(home)
+    dossiers = dossier_views.load_dossiers(home)
     assert {d["entity"] for d in dossiers.by_subject.values()} == {"Elena", "Priya"}
     elena = next(d for d in dossiers.by_subject.values() if d["entity"] == "Elena")
     # every row about her, unfiltered: the public Berlin (closed for elena and priya) and the private Potsdam
@@ -168,7 +170,7 @@ def test_a_dossier_of_another_state_build_is_not_used(pgo_home, tmp_path, monkey
     write_watermark(home.warehouse, "state", mark["watermark"], extractor=mark["extractor"])
     _state_facts(home, "Where does Elena live now?", "tomasz", "team", QueryConfig())
     assert state_source() == "state_current"
-    problems, _ = profile.audit_dossiers(home)
+    problems, _ = dossier_views.audit_dossiers(home)
     assert problems and "built against state" in problems[0]
 
 
@@ -249,7 +251,7 @@ def marts(tmp_path):
     write_parquet(pa.Table.from_pylist(ENTITIES), home.marts / "entities.parquet")
     write_watermark(home.warehouse, "state", 13, extractor="test")
     write_parquet(profile.profile_from(LOG, ENTITIES), home.profile / profile.PROFILE_FILE)
-    stats = profile.compile_dossiers(home)
+    stats = dossier_views.compile_dossiers(home)
     return home, stats
 
 
@@ -283,7 +285,7 @@ def test_the_profile_reads_the_log_days_of_its_window(marts):
 def test_small_marts_dossiers_hold_every_row_of_the_hot_entities(marts):
     home, stats = marts
     assert stats["dossiers"] == 3 and stats["graph"] == "no graph"  # ada, ada2, bob; cy was asked once
-    problems, md = profile.audit_dossiers(home)
+    problems, md = dossier_views.audit_dossiers(home)
     assert problems == [] and md["facts"] == 12
 
 
@@ -313,17 +315,17 @@ def test_small_marts_dossier_answers_exactly_as_the_scan(marts, asker, monkeypat
 
 def test_a_changed_mart_file_stops_the_dossier(marts):
     home, _ = marts
-    assert profile.load_dossiers(home) is not None
+    assert dossier_views.load_dossiers(home) is not None
     rows = read_parquet(home.marts / "state_current.parquet").to_pylist()
     write_parquet(pa.Table.from_pylist(rows[:-1]), home.marts / "state_current.parquet")  # same watermark
-    assert profile.load_dossiers(home) is None
-    problems, _ = profile.audit_dossiers(home)
+    assert dossier_views.load_dossiers(home) is None
+    problems, _ = dossier_views.audit_dossiers(home)
     assert any("built against state" in p for p in problems)
 
 
 def test_the_audit_names_a_missing_or_altered_fact(marts):
     home, _ = marts
-    path = home.dossiers / profile.DOSSIER_FILE
+    path = home.dossiers / dossier_views.DOSSIER_FILE
     table = read_parquet(path)
     facts = table.column("facts").to_pylist()
     i = table.column("entity_id").to_pylist().index("ada")
@@ -331,7 +333,7 @@ def test_the_audit_names_a_missing_or_altered_fact(marts):
     facts[i][0] = {**facts[i][0], "object": "Atlantis"}
     tampered = table.set_column(table.column_names.index("facts"), "facts", pa.array(facts, table.schema.field("facts").type))
     write_parquet(tampered.replace_schema_metadata(table.schema.metadata), path)
-    problems, _ = profile.audit_dossiers(home)
+    problems, _ = dossier_views.audit_dossiers(home)
     assert f"ada: state_current row {dropped['claim_id']} is missing from the dossier" in problems
     assert f"ada: fact {facts[i][0]['claim_id']} differs from state_current" in problems
 
@@ -342,17 +344,17 @@ def test_reads_are_cached_per_version_of_the_file(marts, monkeypatch):
     from views import marts as mart_reader
 
     reads = []
-    real = profile.read_parquet
-    for module in (profile, mart_reader):  # the dossiers' files, and the marts
+    real = dossier_views.read_parquet
+    for module in (dossier_views, mart_reader):  # the dossiers' files, and the marts
         monkeypatch.setattr(module, "read_parquet", lambda p, **kw: reads.append(p.name) or real(p, **kw))
     filecache.clear()
     path = home.marts / "state_current.parquet"
     for _ in range(3):
         _state_facts(home, "What does Cy like?", "bob", "s1", QueryConfig())  # scans
         _state_facts(home, "Where does Ada live?", "bob", "s1", QueryConfig())  # dossier
-    assert sorted(reads) == sorted(["state_current.parquet", "conflicts.parquet", profile.DOSSIER_FILE, profile.NAMES_FILE])
+    assert sorted(reads) == sorted(["state_current.parquet", "conflicts.parquet", dossier_views.DOSSIER_FILE, dossier_views.NAMES_FILE])
     write_parquet(read_parquet(path), path)  # a new version of the file (os.replace)
-    assert profile.state_index(home) is not None
+    assert state_index.state_index(home) is not None
     assert reads.count("state_current.parquet") == 2
 
 

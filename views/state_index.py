@@ -1,0 +1,79 @@
+"""The state index every compile reads: state_current and conflicts rows by subject, and subject ids
+by case-folded name, built once per version of the two marts in a warm process. The entity
+dossiers (views/dossiers.py) have the same shape, for the subjects asked about most.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from contextvars import ContextVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from memc.filecache import cached
+from memc.home import MemcHome
+from views.marts import CONFLICTS, STATE_CURRENT, mart_path, read_mart
+
+
+ROW = "_row"  # a dossier row's position in its mart file: the compiler keeps the scan's order
+
+
+@dataclass(frozen=True)
+class SubjectIndex:
+    """The compiled dossiers as a reader sees them."""
+
+    identity: dict[str, Any]  # the state build they were compiled from (``state_identity``)
+    names: dict[str, frozenset[str]]  # case-folded subject name -> the subject ids it names
+    by_subject: dict[str, dict[str, Any]]  # subject id -> dossier (facts, conflicts, neighbours, ...)
+
+    def rows_for(self, words: Iterable[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """Every state_current row and conflicts row about the subjects ``words`` can name, in
+        mart order, or None when one of those subjects has no dossier (the caller then scans)."""
+        wanted: set[str] = set()
+        for w in words:
+            wanted |= self.names.get(w, frozenset())
+        if not wanted <= self.by_subject.keys():
+            return None
+        ds = [self.by_subject[s] for s in wanted]
+        facts = sorted((r for d in ds for r in d["facts"]), key=lambda r: r[ROW])
+        conflicts = sorted((c for d in ds for c in d.get("conflicts") or ()), key=lambda c: c[ROW])
+        return facts, conflicts
+
+
+def numbered(table: pa.Table) -> pa.Table:
+    return table.append_column(ROW, pa.array(range(table.num_rows), pa.int64()))
+
+
+def state_index(home: MemcHome) -> SubjectIndex | None:
+    """Every subject's state_current rows and conflicts rows, indexed by subject and by case-folded
+    subject name the way the dossiers are (None without a state_current mart): what the compiler
+    reads when no dossier covers a question. Built once per version of the marts in a warm process
+    (~15 ms at 40k rows), it spares each compile a filter over every row (at 100k ledger entries
+    the state stage went 38 -> 0.7 ms per compile, with the same rows in the same order)."""
+    state_path, conflicts_path = mart_path(home, STATE_CURRENT), mart_path(home, CONFLICTS)
+    paths = [state_path, *([conflicts_path] if conflicts_path.exists() else [])]
+    return cached("state_index", paths, lambda: _index_marts(*paths))
+
+
+def _index_marts(state_path: Path, conflicts_path: Path | None = None) -> SubjectIndex:
+    by_subject: dict[str, dict[str, Any]] = {}
+    names: dict[str, set[str]] = {}
+    for r in numbered(read_mart(state_path)).to_pylist():
+        by_subject.setdefault(r["subject_id"], {"facts": [], "conflicts": []})["facts"].append(r)
+        if r["subject"] is not None:
+            names.setdefault(r["subject"].casefold(), set()).add(r["subject_id"])
+    if conflicts_path is not None:
+        for c in numbered(read_mart(conflicts_path)).to_pylist():
+            if c.get("subject_id") in by_subject:
+                by_subject[c["subject_id"]]["conflicts"].append(c)
+    return SubjectIndex(identity={}, names={k: frozenset(v) for k, v in names.items()}, by_subject=by_subject)
+
+
+# Which source the compiler's state route read in this thread's (or task's) latest compile:
+# "dossier" (the profile-guided dossiers answered it), "state_current" (the mart was scanned) or
+# "none" (no state mart, or no state facts wanted). query/facts.py sets it; compile_context
+# records it in the query log's plan, and the profile counts the compiles the dossiers served.
+STATE_SOURCE: ContextVar[str] = ContextVar("memc_state_source", default="none")
