@@ -1,5 +1,5 @@
 """Profile-guided views (PGO): the query log, the profile compiled from it, and the entity dossiers
-promoted from the profile ahead of time (plain functions in views/profile.py).
+promoted from the profile ahead of time (plain functions in views/profile.py and views/dossiers.py).
 
 The query log is written by every compile, outside any Dagster run, so it is declared as an
 external asset: it shows in the lineage (query_log -> query_profile -> entity_dossiers) but

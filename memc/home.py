@@ -60,7 +60,7 @@ class MemcHome:
 
     @property
     def profile(self) -> Path:
-        """Profile-guided views (views/profile.py): the query profile and the entity dossiers
+        """Profile-guided views (views/profile.py, views/dossiers.py): the query profile and the entity dossiers
         promoted from it. Holds no question text; dropped with the other views on erasure."""
         return self.root / "profile"
 

@@ -64,7 +64,7 @@ def state_facts(
     them (both sides, each with its source). The current fold by default; with ``as_of`` or
     ``known_at``, the bi-temporal query over state_history instead.
 
-    The rows come from the entity dossiers (views/profile.py) when they hold the state build the
+    The rows come from the entity dossiers (views/dossiers.py) when they hold the state build the
     marts hold and every subject the question can name has one; else from the index of
     state_current by subject (``views.state_index.state_index``, built once per version of the marts
     in a warm process). Either way the rows about the subjects the question's words can name, in
