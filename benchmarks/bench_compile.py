@@ -428,7 +428,8 @@ def bare_retrieval(home) -> Callable[[str, Any, str, str | None, int], None]:
     from lancedb.query import MatchQuery
 
     from query.config import EVIDENCE_KINDS
-    from views.vectors import HIT_COLUMNS, search_filter
+    from views.evidence_schema import HIT_COLUMNS
+    from views.lance_filters import search_filter
 
     tbl = lancedb.connect(str(home.vectors)).open_table("evidence")
 

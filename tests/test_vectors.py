@@ -15,14 +15,10 @@ import pyarrow as pa
 import pytest
 
 from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION, Embedder
-from views.vectors import (
-    LanceVectorStore,
-    VectorStore,
-    evidence_table,
-    search_filter,
-    text_hash,
-    visibility_filter,
-)
+from memc.ids import text_hash
+from views.evidence_schema import evidence_table
+from views.lance_filters import search_filter, visibility_filter
+from views.vectors import LanceVectorStore, VectorStore
 
 REPO = Path(__file__).resolve().parents[1]
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -132,7 +128,8 @@ def test_modules_import_nothing_heavy() -> None:
 
 def test_patterns_mirror_the_ledger() -> None:
     from ledger import schema
-    from views import graph, vectors
+    from views import graph
+    from views import lance_filters as vectors  # the filters validate with the ledger's patterns
 
     assert vectors.PRINCIPAL_PATTERN == graph.PRINCIPAL_PATTERN == schema.PRINCIPAL_PATTERN
     assert vectors.SCOPE_PATTERN == graph.SCOPE_PATTERN == schema.SCOPE_PATTERN
@@ -480,7 +477,7 @@ def test_search_refuses_a_query_vector_of_another_model(store, embedder, countin
 def test_an_older_row_layout_is_rebuilt_without_re_embedding(tmp_path, counting, corpus_rows) -> None:
     import lancedb
 
-    from views.vectors import lance_schema
+    from views.evidence_schema import lance_schema
 
     # A table written before entity_ids/claim_id existed.
     store = LanceVectorStore(tmp_path / "vectors")
@@ -498,7 +495,7 @@ def test_an_older_row_layout_is_rebuilt_without_re_embedding(tmp_path, counting,
 
 
 def test_health_reports_bad_vectors_and_fts_coverage(tmp_path, counting, corpus_rows) -> None:
-    from views.vectors import _fixed_vectors
+    from views.evidence_schema import fixed_vectors as _fixed_vectors
 
     store = LanceVectorStore(tmp_path / "vectors")
     store.sync(evidence_table(corpus_rows), counting)

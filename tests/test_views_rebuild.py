@@ -244,7 +244,7 @@ def test_checks_fail_on_crafted_bad_data(home, tmp_path):
     assert not _check(cv.evidence_index_matches_sources, bad).passed
     stray = stray.set_column(stray.schema.get_field_index("id"), "id", [["ch_stray"]])
     vec = np.full((1, 384), 0.5, dtype=np.float32)  # norm 9.8, not a unit vector
-    from views.vectors import _fixed_vectors
+    from views.evidence_schema import fixed_vectors as _fixed_vectors
 
     stray = stray.set_column(stray.schema.get_field_index("vector"), "vector", _fixed_vectors(vec, 384))
     tbl.add(stray.select(tbl.schema.names).cast(tbl.schema))

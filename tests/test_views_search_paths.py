@@ -19,7 +19,9 @@ from datetime import datetime, timedelta, timezone
 import numpy as np
 import pytest
 
-from views.vectors import SCALAR_INDEXES, LanceVectorStore, evidence_table, text_hash
+from memc.ids import text_hash
+from views.evidence_schema import evidence_table
+from views.vectors import SCALAR_INDEXES, LanceVectorStore
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 WORDS = "order shipped Lisbon Berlin budget review coffee allergy release invoice garden offsite moved joined".split()
@@ -155,7 +157,7 @@ def test_a_shared_connection_sees_a_rebuild_by_another_process(tmp_path, emb):
     before = _answers(reader, emb)
     code = (
         "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
-        "import test_views_search_paths as t; from views.vectors import LanceVectorStore, evidence_table;"
+        "import test_views_search_paths as t; from views.vectors import LanceVectorStore; from views.evidence_schema import evidence_table;"
         "LanceVectorStore(sys.argv[3]).rebuild(evidence_table(t._rows(200)[:90]), t.HashEmbedder())"
     )
     here = str(__import__("pathlib").Path(__file__).resolve().parent)

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from memc.ids import content_id, entity_id, text_hash
-from views.vectors import EVIDENCE_SCHEMA
+from views.evidence_schema import EVIDENCE_SCHEMA
 
 # Kinds that carry retrievable evidence. Derived claims reach retrieval through the state view.
 RETRIEVABLE_KINDS = ("message", "document", "event", "observation", "correction")

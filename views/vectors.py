@@ -6,15 +6,18 @@ a table hold exactly the rows it is given, and only text it has never embedded c
 a prefilter, then checks it again in Python.
 
 Everything LanceDB-specific lives in :class:`LanceVectorStore`; callers see :class:`VectorStore`.
-``lancedb`` is imported lazily (1.8 s).
+``lancedb`` is imported lazily (1.8 s). One room of ~750 lines on purpose: the store's syncs,
+swaps, index maintenance and searches share one connection cache and one table-swap protocol
+(a reader must never open a table a sync is replacing). Its filters and its row schema live
+beside it, in views/lance_filters.py and views/evidence_schema.py.
 
 Verified on lancedb 0.40.0 (see tests/test_vectors.py):
 
 * visibility filter: ``array_has_any(visibility, ['public', 'alice'])`` works as a true prefilter for
   both vector and full-text search (``array_has``/``array_contains``/``list_has_any`` parse too);
 * filters are SQL text: a value inlined unescaped is an injection (``id = 'a\\' OR true --'`` matches
-  every row; a backslash is a literal character, doubling ``'`` escapes it). Every literal this module
-  puts in a filter is checked against a strict pattern first (no quotes, no backslashes) and refused
+  every row; a backslash is a literal character, doubling ``'`` escapes it). Every literal
+  views/lance_filters.py puts in a filter is checked against a strict pattern first (no quotes, no backslashes) and refused
   otherwise, so nothing depends on escaping;
 * native full-text search (``create_index("text", config=FTS(...))``; ``create_fts_index`` is
   deprecated since 0.25) works offline, in ``memory://`` too, and with ``.where(..., prefilter=True)``;
@@ -24,106 +27,63 @@ Verified on lancedb 0.40.0 (see tests/test_vectors.py):
   ``VECTOR_INDEX_MIN_ROWS`` rows or more (below that an exact scan is fast and exact).
 """
 
+
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import re
 import shutil
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
-from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
 
-from memc.ids import text_hash
-from memc.visibility import PRINCIPAL_PATTERN, PUBLIC, SCOPE_PATTERN
+from views.evidence_schema import (
+    HIT_COLUMNS,
+    META_DIM,
+    META_MODEL,
+    META_VERSION,
+    embedder_info,
+    fixed_vectors,
+    hash_rows,
+    lance_schema,
+    normalize_rows,
+    same_fields,
+)  # fmt: skip
+from views.lance_filters import (
+    HASH_RE,
+    ID_RE,
+    TABLE_RE,
+    allowed_principals,
+    check_literal,
+    chunks,
+    ids_filter,
+    search_filter,
+    sql_list,
+    within_window,
+)  # fmt: skip
 
 if TYPE_CHECKING:  # pragma: no cover
     from views.embedder import TextEmbedder
 
 log = logging.getLogger(__name__)
 
+
 DEFAULT_TABLE = "evidence"
 
-# Every literal that enters a LanceDB filter must match one of these (no quotes, no backslashes);
-# principals and scopes by memc.visibility's patterns, the ones the ledger validates entries with.
-ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,256}$"
-KIND_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
-HASH_PATTERN = r"^[0-9a-f]{64}$"
-TABLE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
-
-_PRINCIPAL_RE = re.compile(PRINCIPAL_PATTERN)
-_SCOPE_RE = re.compile(SCOPE_PATTERN)
-_ID_RE = re.compile(ID_PATTERN)
-_KIND_RE = re.compile(KIND_PATTERN)
-_HASH_RE = re.compile(HASH_PATTERN)
-_TABLE_RE = re.compile(TABLE_PATTERN)
-
-TS = pa.timestamp("us", tz="UTC")
-
-# The rows a caller hands to ``sync``: one per chunk of ledger text.
-EVIDENCE_SCHEMA = pa.schema(
-    [
-        pa.field("id", pa.string(), nullable=False),  # content-addressed chunk id, unique
-        pa.field("entry_id", pa.string()),
-        pa.field("seq", pa.int64()),
-        pa.field("kind", pa.string()),
-        pa.field("scope", pa.string()),
-        pa.field("session_id", pa.string()),
-        pa.field("actor", pa.string()),
-        pa.field("source_ref", pa.string()),
-        pa.field("visibility", pa.list_(pa.string())),
-        pa.field("valid_at", TS),
-        pa.field("recorded_at", TS),
-        pa.field("text", pa.string()),
-        pa.field("content_hash", pa.string()),  # sha256 hex of text
-        # Entities the row is about (speaker, mentioned people, a claim's subject and object): the
-        # graph route hands entity ids to retrieval, which filters on them before ranking.
-        pa.field("entity_ids", pa.list_(pa.string())),
-        # Claim rows only: the claim rendered in the row. Their entry_id is the claim's source
-        # ledger entry, so every row of the view names the ledger entry that supports it.
-        pa.field("claim_id", pa.string()),
-    ]
-)
-REQUIRED_COLUMNS = ("id", "entry_id", "kind", "scope", "visibility", "text", "content_hash")
-# Columns a caller may leave out; they are stored as nulls.
-OPTIONAL_COLUMNS = tuple(n for n in EVIDENCE_SCHEMA.names if n not in REQUIRED_COLUMNS)
-
-# What every search hit carries (plus score, route and rank).
-HIT_COLUMNS = (
-    "id",
-    "entry_id",
-    "seq",
-    "source_ref",
-    "scope",
-    "kind",
-    "actor",
-    "session_id",
-    "visibility",
-    "valid_at",
-    "recorded_at",
-    "text",
-    "entity_ids",
-    "claim_id",
-)
-
-META_MODEL = b"memc.embedding_model"
-META_VERSION = b"memc.embedding_model_version"
-META_DIM = b"memc.embedding_dim"
-
-_CHUNK = 500  # ids or hashes per IN (...) list
 
 # One LanceDB connection per store directory in a process (see LanceVectorStore._connection):
 # absolute path -> (connection, table name -> (inode, ctime) of the table directory it has seen).
 _CONNECTIONS: dict[str, tuple[Any, dict[str, tuple[int, int]]]] = {}
+
+
 _CONNECTIONS_LOCK = threading.Lock()
+
 
 # Scalar indexes (column, lancedb.index config) on what search_filter and session_rows filter on:
 # visibility and entity_ids with array_has_any, kind and scope by equality (few values: bitmaps),
@@ -144,9 +104,13 @@ SCALAR_INDEXES = (
 # 40, for 66-116 s of index build on two cores; below ~50k rows the exact scan stays under ~30 ms
 # and its answers are exact. MEMC_VECTOR_INDEX_MIN_ROWS overrides it.
 VECTOR_INDEX_MIN_ROWS = 50_000
+
+
 # Rows added since the vector index was built are scanned exactly; past this share of the table
 # the index is rebuilt (incremental syncs add a few rows; a rebuild costs a minute at 160k).
 VECTOR_INDEX_MAX_UNINDEXED = 0.10
+
+
 # The approximate index's candidates re-ranked by exact distance: k x this many (no effect on an
 # exact scan). At 162k rows, against the exact top 40: 1 keeps 0.987 of it (13.5 ms), 2 keeps
 # 0.997 and all of the top 10 (16.6 ms), 4 all of it (21.6 ms).
@@ -156,11 +120,6 @@ VECTOR_REFINE_FACTOR = 2
 class EmbeddingModelMismatch(ValueError):
     """A query vector from one embedding model against a table embedded with another: the scores
     would be meaningless, so the search is refused rather than answered."""
-
-
-# --------------------------------------------------------------------------------------------------
-# The interface
-# --------------------------------------------------------------------------------------------------
 
 
 @runtime_checkable
@@ -196,166 +155,6 @@ class VectorStore(Protocol):
     def count(self, table: str = DEFAULT_TABLE) -> int: ...
 
     def model_info(self, table: str = DEFAULT_TABLE) -> dict[str, Any] | None: ...
-
-
-# --------------------------------------------------------------------------------------------------
-# Filters: every literal is validated, never merely quoted
-# --------------------------------------------------------------------------------------------------
-
-
-def _check(value: Any, pattern: re.Pattern[str], what: str) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
-        raise ValueError(f"malformed {what} {value!r}: must match {pattern.pattern}")
-    return value
-
-
-def _sql_list(values: Iterable[str]) -> str:
-    # Safe only because every value has passed a pattern with no quote or backslash in it.
-    return ", ".join(f"'{v}'" for v in values)
-
-
-def allowed_principals(principals: Sequence[str]) -> list[str]:
-    """The asker's principals plus ``public``, validated, sorted and de-duplicated."""
-    if isinstance(principals, str):
-        raise TypeError("principals must be a list of strings, not a string")
-    return sorted({PUBLIC, *(_check(p, _PRINCIPAL_RE, "principal") for p in principals)})
-
-
-def visibility_filter(principals: Sequence[str]) -> str:
-    """LanceDB (lance 0.40 / DataFusion) filter: rows whose ``visibility`` list holds any allowed principal."""
-    return f"array_has_any(visibility, [{_sql_list(allowed_principals(principals))}])"
-
-
-def search_filter(
-    principals: Sequence[str],
-    scope: str | None = None,
-    kinds: Sequence[str] | None = None,
-    entity_ids: Sequence[str] | None = None,
-    valid_between: tuple[datetime | None, datetime | None] | None = None,
-) -> str:
-    parts = [visibility_filter(principals)]
-    if scope is not None:
-        parts.append(f"scope = '{_check(scope, _SCOPE_RE, 'scope')}'")
-    if kinds is not None:
-        if isinstance(kinds, str):
-            raise TypeError("kinds must be a list of strings, not a string")
-        ks = sorted({_check(k, _KIND_RE, "kind") for k in kinds})
-        parts.append(f"kind IN ({_sql_list(ks)})" if ks else "false")
-    if entity_ids is not None:
-        if isinstance(entity_ids, str):
-            raise TypeError("entity_ids must be a list of strings, not a string")
-        es = sorted({_check(e, _ID_RE, "entity id") for e in entity_ids})
-        parts.append(f"array_has_any(entity_ids, [{_sql_list(es)}])" if es else "false")
-    if valid_between is not None:
-        parts += [
-            f"valid_at {op} TIMESTAMP '{_timestamp(t)}'" for t, op in zip(valid_between, (">=", "<")) if t is not None
-        ]
-    return " AND ".join(f"({p})" for p in parts)
-
-
-def _timestamp(t: datetime) -> str:
-    """A datetime as a DataFusion timestamp literal: only datetimes reach here, never text."""
-    if not isinstance(t, datetime):
-        raise TypeError(f"valid_between takes datetimes, not {type(t).__name__}")
-    t = t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f+00:00")
-
-
-def _between(t: datetime | None, window: tuple[datetime | None, datetime | None]) -> bool:
-    start, end = window
-    return t is not None and (start is None or t >= start) and (end is None or t < end)
-
-
-def _ids_filter(ids: Sequence[str]) -> str:
-    return f"id IN ({_sql_list(_check(i, _ID_RE, 'id') for i in ids)})"
-
-
-def _chunks(seq: Sequence[str], n: int = _CHUNK) -> Iterable[Sequence[str]]:
-    for i in range(0, len(seq), n):
-        yield seq[i : i + n]
-
-
-# --------------------------------------------------------------------------------------------------
-# Rows
-# --------------------------------------------------------------------------------------------------
-
-
-def evidence_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
-    """Build the ``sync`` input from dicts (handy in tests and small producers)."""
-    return pa.Table.from_pylist(list(rows), schema=EVIDENCE_SCHEMA)
-
-
-def lance_schema(dim: int, model: str, version: str) -> pa.Schema:
-    """The stored schema: the evidence columns, a row fingerprint and the vector, plus model metadata."""
-    fields = list(EVIDENCE_SCHEMA) + [
-        pa.field("row_hash", pa.string()),
-        pa.field("vector", pa.list_(pa.float32(), dim)),
-    ]
-    return pa.schema(fields, metadata={META_MODEL: model.encode(), META_VERSION: version.encode(), META_DIM: str(dim).encode()})
-
-
-def normalize_rows(rows: pa.Table) -> pa.Table:
-    """Validate ``rows`` and cast them to :data:`EVIDENCE_SCHEMA` (extra columns are dropped)."""
-    if not isinstance(rows, pa.Table):
-        raise TypeError(f"rows must be a pyarrow.Table, not {type(rows).__name__}")
-    missing = [c for c in REQUIRED_COLUMNS if c not in rows.column_names]
-    if missing:
-        raise ValueError(f"rows lack required column(s) {missing}")
-    cols = []
-    for f in EVIDENCE_SCHEMA:
-        if f.name in rows.column_names:
-            cols.append(rows.column(f.name).cast(f.type))
-        else:
-            cols.append(pa.nulls(rows.num_rows, f.type))
-    out = pa.Table.from_arrays(cols, schema=EVIDENCE_SCHEMA.with_metadata(None)) if rows.num_rows else EVIDENCE_SCHEMA.empty_table()
-    ids = out.column("id").to_pylist()
-    for i in ids:
-        _check(i, _ID_RE, "id")
-    if len(set(ids)) != len(ids):
-        seen: set[str] = set()
-        dupes = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
-        raise ValueError(f"duplicate id(s) in rows: {dupes[:5]}")
-    for i, t, h in zip(ids, out.column("text").to_pylist(), out.column("content_hash").to_pylist()):
-        if t is None:
-            raise ValueError(f"row {i} has no text")
-        # Vectors are reused by hash: a wrong hash would silently attach another text's vector.
-        if h is None or not _HASH_RE.match(h) or text_hash(t) != h:
-            raise ValueError(f"row {i}: content_hash is not the sha256 of its text")
-    return out
-
-
-def _row_hashes(rows: pa.Table) -> list[str]:
-    """A fingerprint of every stored column of each row: a row whose id stays but whose metadata
-    changes (visibility, scope...) is replaced, so the view always equals its input."""
-    out = []
-    for r in rows.to_pylist():
-        payload = json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-        out.append(hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32])
-    return out
-
-
-def _same_fields(a: pa.Schema, b: pa.Schema) -> bool:
-    return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]
-
-
-def _fixed_vectors(matrix: np.ndarray, dim: int) -> pa.Array:
-    flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1), pa.float32())
-    return pa.FixedSizeListArray.from_arrays(flat, dim)
-
-
-def _embedder_info(embedder: Any) -> tuple[str, str, int]:
-    from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
-
-    return (
-        str(getattr(embedder, "model_name", EMBEDDING_MODEL)),
-        str(getattr(embedder, "model_version", EMBEDDING_MODEL_VERSION)),
-        int(getattr(embedder, "dim", EMBEDDING_DIM)),
-    )
-
-
-# --------------------------------------------------------------------------------------------------
-# LanceDB
-# --------------------------------------------------------------------------------------------------
 
 
 class LanceVectorStore:
@@ -414,7 +213,7 @@ class LanceVectorStore:
         return conn
 
     def _open(self, table: str) -> Any | None:
-        _check(table, _TABLE_RE, "table name")
+        check_literal(table, TABLE_RE, "table name")
         if not self.in_memory and not Path(self.uri).exists():
             return None  # reading never creates the store
         self._db = self._connection(table)
@@ -509,8 +308,8 @@ class LanceVectorStore:
         found: dict[str, np.ndarray] = {}
         if tbl is None or not hashes:
             return found
-        for part in _chunks(sorted(hashes)):
-            where = f"content_hash IN ({_sql_list(_check(h, _HASH_RE, 'content hash') for h in part)})"
+        for part in chunks(sorted(hashes)):
+            where = f"content_hash IN ({sql_list(check_literal(h, HASH_RE, 'content hash') for h in part)})"
             got = self._scan(tbl, ["content_hash", "vector"], where)
             if got.num_rows == 0:
                 continue
@@ -544,8 +343,8 @@ class LanceVectorStore:
                 reused += 1
             else:
                 matrix[i] = fresh[h]
-        out = rows.append_column("row_hash", pa.array(_row_hashes(rows), pa.string()))
-        out = out.append_column("vector", _fixed_vectors(matrix, dim))
+        out = rows.append_column("row_hash", pa.array(hash_rows(rows), pa.string()))
+        out = out.append_column("vector", fixed_vectors(matrix, dim))
         return out, len(new_hashes), reused
 
     # -- writing ----------------------------------------------------------------------------------
@@ -562,7 +361,7 @@ class LanceVectorStore:
         ``replaced`` (same id, changed columns), ``unchanged``, ``newly_embedded`` (texts encoded now),
         ``reused`` (rows in the table whose vector was not computed now), ``fts_reindexed``.
         """
-        model, version, dim = _embedder_info(embedder)
+        model, version, dim = embedder_info(embedder)
         rows = normalize_rows(rows)
         tbl = self._open(table)
         if tbl is not None and self._meta(tbl) != {
@@ -578,7 +377,7 @@ class LanceVectorStore:
             stats = self._rebuild(rows, embedder, table, reuse=False)
             stats["model_changed"] = False
             return stats
-        if not _same_fields(tbl.schema, lance_schema(dim, model, version)):
+        if not same_fields(tbl.schema, lance_schema(dim, model, version)):
             # The row layout changed (a column added by a memc upgrade): the stored rows cannot take
             # new ones. Rebuild into a fresh table, reusing every vector of the same model by hash.
             log.warning("%s/%s has an older row layout: rebuilding (vectors reused)", self.uri, table)
@@ -589,7 +388,7 @@ class LanceVectorStore:
 
         existing = self._scan(tbl, ["id", "row_hash"])
         have = dict(zip(existing.column("id").to_pylist(), existing.column("row_hash").to_pylist()))
-        row_hashes = _row_hashes(rows)
+        row_hashes = hash_rows(rows)
         ids = rows.column("id").to_pylist()
         wanted = dict(zip(ids, row_hashes))
         gone = sorted(set(have) - set(wanted))
@@ -600,8 +399,8 @@ class LanceVectorStore:
         batch, embedded, reused_added = self._materialize(to_add, embedder, tbl, dim)
 
         # Delete by opaque id only: LanceDB writes a delete's predicate text into its manifests.
-        for part in _chunks(gone + replaced):
-            tbl.delete(_ids_filter(part))
+        for part in chunks(gone + replaced):
+            tbl.delete(ids_filter(part))
         if batch.num_rows:
             tbl.add(batch.cast(tbl.schema))
         changed = bool(gone or replaced or batch.num_rows)
@@ -634,7 +433,7 @@ class LanceVectorStore:
         return stats
 
     def _rebuild(self, rows: pa.Table, embedder: Any, table: str, *, reuse: bool) -> dict[str, Any]:
-        model, version, dim = _embedder_info(embedder)
+        model, version, dim = embedder_info(embedder)
         old = self._open(table)
         old_ids: set[str] = set()
         source = None
@@ -850,7 +649,7 @@ class LanceVectorStore:
                 continue
             if entity_ids is not None and not set(entity_ids).intersection(h.get("entity_ids") or ()):
                 continue
-            if valid_between is not None and not _between(h.get("valid_at"), valid_between):
+            if valid_between is not None and not within_window(h.get("valid_at"), valid_between):
                 continue
             safe.append(h)
         return safe
@@ -877,9 +676,9 @@ class LanceVectorStore:
         allowed = set(allowed_principals(principals))
         # Session ids come from sources (up to 512 chars of anything): only those that pass the
         # id pattern are inlined into the filter; the others are matched here after a scan.
-        inline = [s for s in wanted if _ID_RE.match(s)]
-        rest = [s for s in wanted if not _ID_RE.match(s)]
-        parts = [f"session_id IN ({_sql_list(part)})" for part in _chunks(inline)] if inline else []
+        inline = [s for s in wanted if ID_RE.match(s)]
+        rest = [s for s in wanted if not ID_RE.match(s)]
+        parts = [f"session_id IN ({sql_list(part)})" for part in chunks(inline)] if inline else []
         wheres = [f"({base}) AND ({p})" for p in parts] + ([base] if rest else [])
         want = set(wanted)
         out: dict[str, dict[str, Any]] = {}

@@ -1,0 +1,153 @@
+"""The rows of the evidence index: the schema callers hand to ``sync``, what every search hit
+carries, the Lance table schema with the embedding model in its metadata, and the checks a row
+passes before it is stored (views/vectors.py stores them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from memc.ids import text_hash
+
+from views.lance_filters import HASH_RE, ID_RE, check_literal
+
+TS = pa.timestamp("us", tz="UTC")
+
+
+# The rows a caller hands to ``sync``: one per chunk of ledger text.
+EVIDENCE_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string(), nullable=False),  # content-addressed chunk id, unique
+        pa.field("entry_id", pa.string()),
+        pa.field("seq", pa.int64()),
+        pa.field("kind", pa.string()),
+        pa.field("scope", pa.string()),
+        pa.field("session_id", pa.string()),
+        pa.field("actor", pa.string()),
+        pa.field("source_ref", pa.string()),
+        pa.field("visibility", pa.list_(pa.string())),
+        pa.field("valid_at", TS),
+        pa.field("recorded_at", TS),
+        pa.field("text", pa.string()),
+        pa.field("content_hash", pa.string()),  # sha256 hex of text
+        # Entities the row is about (speaker, mentioned people, a claim's subject and object): the
+        # graph route hands entity ids to retrieval, which filters on them before ranking.
+        pa.field("entity_ids", pa.list_(pa.string())),
+        # Claim rows only: the claim rendered in the row. Their entry_id is the claim's source
+        # ledger entry, so every row of the view names the ledger entry that supports it.
+        pa.field("claim_id", pa.string()),
+    ]
+)
+
+
+REQUIRED_COLUMNS = ("id", "entry_id", "kind", "scope", "visibility", "text", "content_hash")
+
+
+# Columns a caller may leave out; they are stored as nulls.
+OPTIONAL_COLUMNS = tuple(n for n in EVIDENCE_SCHEMA.names if n not in REQUIRED_COLUMNS)
+
+
+# What every search hit carries (plus score, route and rank).
+HIT_COLUMNS = (
+    "id",
+    "entry_id",
+    "seq",
+    "source_ref",
+    "scope",
+    "kind",
+    "actor",
+    "session_id",
+    "visibility",
+    "valid_at",
+    "recorded_at",
+    "text",
+    "entity_ids",
+    "claim_id",
+)
+
+
+META_MODEL = b"memc.embedding_model"
+
+
+META_VERSION = b"memc.embedding_model_version"
+
+
+META_DIM = b"memc.embedding_dim"
+
+
+def evidence_table(rows: Iterable[dict[str, Any]]) -> pa.Table:
+    """Build the ``sync`` input from dicts (handy in tests and small producers)."""
+    return pa.Table.from_pylist(list(rows), schema=EVIDENCE_SCHEMA)
+
+
+def lance_schema(dim: int, model: str, version: str) -> pa.Schema:
+    """The stored schema: the evidence columns, a row fingerprint and the vector, plus model metadata."""
+    fields = list(EVIDENCE_SCHEMA) + [
+        pa.field("row_hash", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), dim)),
+    ]
+    return pa.schema(fields, metadata={META_MODEL: model.encode(), META_VERSION: version.encode(), META_DIM: str(dim).encode()})
+
+
+def normalize_rows(rows: pa.Table) -> pa.Table:
+    """Validate ``rows`` and cast them to :data:`EVIDENCE_SCHEMA` (extra columns are dropped)."""
+    if not isinstance(rows, pa.Table):
+        raise TypeError(f"rows must be a pyarrow.Table, not {type(rows).__name__}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in rows.column_names]
+    if missing:
+        raise ValueError(f"rows lack required column(s) {missing}")
+    cols = []
+    for f in EVIDENCE_SCHEMA:
+        if f.name in rows.column_names:
+            cols.append(rows.column(f.name).cast(f.type))
+        else:
+            cols.append(pa.nulls(rows.num_rows, f.type))
+    out = pa.Table.from_arrays(cols, schema=EVIDENCE_SCHEMA.with_metadata(None)) if rows.num_rows else EVIDENCE_SCHEMA.empty_table()
+    ids = out.column("id").to_pylist()
+    for i in ids:
+        check_literal(i, ID_RE, "id")
+    if len(set(ids)) != len(ids):
+        seen: set[str] = set()
+        dupes = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+        raise ValueError(f"duplicate id(s) in rows: {dupes[:5]}")
+    for i, t, h in zip(ids, out.column("text").to_pylist(), out.column("content_hash").to_pylist()):
+        if t is None:
+            raise ValueError(f"row {i} has no text")
+        # Vectors are reused by hash: a wrong hash would silently attach another text's vector.
+        if h is None or not HASH_RE.match(h) or text_hash(t) != h:
+            raise ValueError(f"row {i}: content_hash is not the sha256 of its text")
+    return out
+
+
+def hash_rows(rows: pa.Table) -> list[str]:
+    """A fingerprint of every stored column of each row: a row whose id stays but whose metadata
+    changes (visibility, scope...) is replaced, so the view always equals its input."""
+    out = []
+    for r in rows.to_pylist():
+        payload = json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+        out.append(hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32])
+    return out
+
+
+def same_fields(a: pa.Schema, b: pa.Schema) -> bool:
+    return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]
+
+
+def fixed_vectors(matrix: np.ndarray, dim: int) -> pa.Array:
+    flat = pa.array(np.ascontiguousarray(matrix, dtype=np.float32).reshape(-1), pa.float32())
+    return pa.FixedSizeListArray.from_arrays(flat, dim)
+
+
+def embedder_info(embedder: Any) -> tuple[str, str, int]:
+    from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
+
+    return (
+        str(getattr(embedder, "model_name", EMBEDDING_MODEL)),
+        str(getattr(embedder, "model_version", EMBEDDING_MODEL_VERSION)),
+        int(getattr(embedder, "dim", EMBEDDING_DIM)),
+    )
