@@ -128,7 +128,8 @@ def synthetic_marts(n_entries: int, scopes: int = 4, people: int = 50, session_l
 
 
 def bench_graph(n_entries: int) -> dict:
-    from views.graph import KuzuGraphStore, both_directions
+    from views.graph import KuzuGraphStore
+    from views.graph_tables import both_directions
 
     marts = synthetic_marts(n_entries)
     scopes = sorted(set(marts["entities"].column("scope").to_pylist()))

@@ -11,7 +11,8 @@ import pytest
 
 from ledger import Ledger, NewEntry
 from views.dreaming import PRODUCER, PRODUCER_VERSION, dream, scope_inputs
-from views.graph import ENTITY_SCHEMA, KuzuGraphStore, both_directions
+from views.graph import KuzuGraphStore
+from views.graph_tables import ENTITY_SCHEMA, both_directions
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from views.graph import ENTITY_SCHEMA, INTERACTION_SCHEMA, GraphStore, KuzuGraphStore
+from views.graph import GraphStore, KuzuGraphStore
+from views.graph_tables import ENTITY_SCHEMA, INTERACTION_SCHEMA
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
 
@@ -282,7 +283,7 @@ def test_rebuild_accepts_mart_shaped_input(graph) -> None:
 
 
 def test_symmetric_interactions_rank_both_speakers_alike(graph) -> None:
-    from views.graph import both_directions
+    from views.graph_tables import both_directions
 
     ents = entities([("p", "s", "Pia"), ("q", "s", "Quinn"), ("r", "s", "Rae")])
     # one pair stored once (lesser id first), as the interactions mart does
@@ -298,7 +299,7 @@ def test_symmetric_interactions_rank_both_speakers_alike(graph) -> None:
 
 
 def evidence_layer():
-    from views.graph import ENTRY_SCHEMA, MENTION_SCHEMA, RELATION_SCHEMA, SESSION_SCHEMA
+    from views.graph_tables import ENTRY_SCHEMA, MENTION_SCHEMA, RELATION_SCHEMA, SESSION_SCHEMA
 
     entries = pa.Table.from_pylist(
         [

@@ -128,11 +128,11 @@ def test_modules_import_nothing_heavy() -> None:
 
 def test_patterns_mirror_the_ledger() -> None:
     from ledger import schema
-    from views import graph
+    from views import graph, graph_tables
     from views import lance_filters as vectors  # the filters validate with the ledger's patterns
 
-    assert vectors.PRINCIPAL_PATTERN == graph.PRINCIPAL_PATTERN == schema.PRINCIPAL_PATTERN
-    assert vectors.SCOPE_PATTERN == graph.SCOPE_PATTERN == schema.SCOPE_PATTERN
+    assert vectors.PRINCIPAL_PATTERN == graph_tables.PRINCIPAL_PATTERN == schema.PRINCIPAL_PATTERN
+    assert vectors.SCOPE_PATTERN == graph_tables.SCOPE_PATTERN == schema.SCOPE_PATTERN
     assert vectors.PUBLIC == graph.PUBLIC == schema.PUBLIC
 
 

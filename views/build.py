@@ -99,7 +99,7 @@ def graph_store(home: MemcHome, **kw: Any) -> Any:
 
 def build_graph(home: MemcHome) -> dict[str, Any]:
     """Bulk-load the graph from the marts into a fresh directory and swap it in."""
-    from views.graph import both_directions
+    from views.graph_tables import both_directions
 
     marts = read_graph_marts(home)
     if marts["entities"] is None or marts["interactions"] is None:

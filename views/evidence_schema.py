@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
 from memc.ids import text_hash
 
 from views.lance_filters import HASH_RE, ID_RE, check_literal
