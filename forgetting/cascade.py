@@ -46,7 +46,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from ledger import Ledger
 from ledger.schema import NewEntry
-from ledger.store import is_erased_stub
+from ledger.stubs import is_erased_stub
 from memc.atomic import write_json
 from memc.home import MemcHome
 from memc.ids import digest

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 
 from ledger import Ledger
 from ledger.schema import PRINCIPAL_PATTERN, SCOPE_PATTERN
-from ledger.store import is_erased_stub
+from ledger.stubs import is_erased_stub
 from memc.atomic import read_parquet
 from memc.home import MemcHome
 from views.marts import ENTITIES, mart_path, read_mart

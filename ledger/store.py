@@ -14,16 +14,19 @@ seqs are gap-free and never duplicated. The idempotency check runs against every
 the head the writer is about to extend, so it is linearisable with the publish: a retried
 append whose first attempt did land is a no-op. (The spike held this under 120 ``kill -9``
 of 3 concurrent writers; see docs/stack-notes.md, "Commits".)
+
+The erasure purge (``Ledger.purge``) stays in this room on purpose: it rewrites batch files
+under the same rewrite lock and marker discipline that commits and verified reads rely on, so
+the one invariant (a batch file and its marker change together) is kept in one place. File
+names and checksums are in ledger/files.py, what a purge leaves of an entry in ledger/stubs.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
-import re
 import threading
 import time
 import uuid
@@ -36,15 +39,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ledger.schema import LEDGER_COLUMNS, LEDGER_SCHEMA, NewEntry
+from ledger.schema import LEDGER_SCHEMA, NewEntry
+from ledger.files import BATCH_RE, SUM_RE, TMP_RE, batch_name, marker_glob, marker_name, sha256_file
+from ledger.stubs import PurgeReport, erased_stub, is_erased_stub
 from memc.atomic import fsync_dir, read_parquet
-from memc.ids import text_hash
 from memc.processes import pid_alive
-from memc.visibility import ADMIN
 
-_BATCH_RE = re.compile(r"^(\d{20})\.parquet$")
-_SUM_RE = re.compile(r"^(\d{20})\.([0-9a-f]{64})\.sum$")
-_TMP_RE = re.compile(r"^(\d+)-[0-9a-f]{32}\.parquet$")
 # A writer needs milliseconds between writing its checksum marker and publishing; a marker
 # with no batch that is older than this belongs to a writer that died.
 STALE_MARKER_SECONDS = 600
@@ -85,51 +85,6 @@ class AppendResult:
 
 
 @dataclass
-class PurgeReport:
-    files_rewritten: list[str] = field(default_factory=list)
-    rows_stubbed: int = 0  # rows replaced by a stub now
-    already_stubbed: int = 0  # rows a previous (interrupted) purge had already replaced
-    missing: list[str] = field(default_factory=list)  # ids not found in any batch
-
-
-def is_erased_stub(row: dict[str, Any]) -> bool:
-    """A row an erasure replaced: kind "erasure" with ``erased_by`` in its attributes (a tombstone
-    proper lists ``erased_entry_ids`` instead)."""
-    if row.get("kind") != "erasure" or not row.get("attributes"):
-        return False
-    try:
-        return "erased_by" in json.loads(row["attributes"])
-    except (TypeError, ValueError):
-        return False
-
-
-def erased_stub(row: dict[str, Any], erasure_id: str) -> dict[str, Any]:
-    """What is left of an erased entry: its seq, id, transaction time, scope and idempotency key,
-    nothing it said. The seq keeps the ledger gap-free; the id lets tombstones and lineage still
-    name it; the idempotency key (a hash, not the text) makes re-ingesting the same evidence a
-    no-op, so an erased entry does not come back with the next inbox delivery. valid_at is set to
-    recorded_at (when it happened is about the content); visibility is administrators only (a
-    well-formed list, so the ledger's own checks still pass)."""
-    stub = {c: None for c in LEDGER_COLUMNS}
-    stub.update(
-        seq=row["seq"],
-        entry_id=row["entry_id"],
-        recorded_at=row["recorded_at"],
-        valid_at=row["recorded_at"],
-        kind="erasure",
-        scope=row["scope"],
-        content="",
-        content_hash=text_hash(""),
-        visibility=[ADMIN],
-        confidence=0.0,
-        idempotency_key=row["idempotency_key"],
-        attributes=json.dumps({"erased_by": erasure_id}, sort_keys=True),
-        derived_from=[],
-    )
-    return stub
-
-
-@dataclass
 class VerifyReport:
     files: int = 0
     entries: int = 0
@@ -139,14 +94,6 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 class Ledger:
@@ -177,7 +124,7 @@ class Ledger:
     def _batch_paths(self) -> list[tuple[int, Path]]:
         out = []
         for p in self.root.iterdir():
-            m = _BATCH_RE.match(p.name)
+            m = BATCH_RE.match(p.name)
             if m:
                 out.append((int(m.group(1)), p))
         out.sort()
@@ -271,7 +218,7 @@ class Ledger:
         rows = [e.to_row(first_seq + i, recorded_at) for i, e in enumerate(entries)]
         table = pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA)
         tmp = self.tmp / f"{os.getpid()}-{uuid.uuid4().hex}.parquet"
-        final = self.root / f"{first_seq:020d}.parquet"
+        final = self.root / batch_name(first_seq)
         marker = None
         try:
             with open(tmp, "wb") as f:
@@ -285,8 +232,8 @@ class Ledger:
                 )
                 f.flush()
                 os.fsync(f.fileno())
-            sha = _sha256_file(tmp)
-            marker = self.root / f"{first_seq:020d}.{sha}.sum"
+            sha = sha256_file(tmp)
+            marker = self.root / marker_name(first_seq, sha)
             marker.touch()
             fsync_dir(self.root)
             try:
@@ -295,7 +242,7 @@ class Ledger:
                 # Two writers that built byte-identical batches (same entries, seq and an explicit
                 # or clamped recorded_at) share one marker name: the loser's marker is then the
                 # winner's, and deleting it would leave a good batch failing verification.
-                if _sha256_file(final) != sha:
+                if sha256_file(final) != sha:
                     marker.unlink(missing_ok=True)
                 marker = None
                 return False
@@ -322,7 +269,7 @@ class Ledger:
         of publishes that lost a race or never happened. Committed batches are never touched."""
         removed = {"tmp": 0, "markers": 0}
         for p in self.tmp.iterdir():
-            m = _TMP_RE.match(p.name)
+            m = TMP_RE.match(p.name)
             if m and (int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1)))):
                 continue
             p.unlink(missing_ok=True)
@@ -336,7 +283,7 @@ class Ledger:
     def _recover_markers(self, now: float, removed: dict[str, int]) -> None:
         by_seq: dict[str, list[tuple[str, Path]]] = {}
         for p in self.root.iterdir():
-            m = _SUM_RE.match(p.name)
+            m = SUM_RE.match(p.name)
             if m:
                 by_seq.setdefault(m.group(1), []).append((m.group(2), p))
         for seq, marks in by_seq.items():
@@ -364,7 +311,7 @@ class Ledger:
                     removed["markers"] += 1
 
     def _batch_sha(self, path: Path) -> str:
-        return _sha256_file(path)
+        return sha256_file(path)
 
     # ------------------------------------------------------------------ erasure
 
@@ -432,15 +379,15 @@ class Ledger:
         return report
 
     def _replace_batch(self, first: int, path: Path, table: pa.Table) -> None:
-        old_markers = [p for p in self.root.glob(f"{first:020d}.*.sum")]
+        old_markers = [p for p in self.root.glob(marker_glob(first))]
         tmp = self.tmp / f"{os.getpid()}-{uuid.uuid4().hex}.parquet"
         try:
             with open(tmp, "wb") as f:
                 pq.write_table(table, f, compression=self.compression, write_page_checksum=True, store_schema=True)
                 f.flush()
                 os.fsync(f.fileno())
-            sha = _sha256_file(tmp)
-            marker = self.root / f"{first:020d}.{sha}.sum"
+            sha = sha256_file(tmp)
+            marker = self.root / marker_name(first, sha)
             marker.touch()
             fsync_dir(self.root)
             os.replace(tmp, path)  # the commit point of this file
@@ -464,13 +411,13 @@ class Ledger:
 
     def _check(self, first: int, path: Path, expected_first: int | None, *, wait_for_rewrite: bool = True) -> list[str]:
         problems = []
-        sha = _sha256_file(path)
-        if wait_for_rewrite and not (self.root / f"{first:020d}.{sha}.sum").exists():
+        sha = sha256_file(path)
+        if wait_for_rewrite and not (self.root / marker_name(first, sha)).exists():
             # An erasure may be swapping this very file (new marker, replace, old marker gone):
             # wait for it to finish, then look again before calling it damage.
             with self._rewrite_lock(shared=True):
-                sha = _sha256_file(path)
-        if not (self.root / f"{first:020d}.{sha}.sum").exists():
+                sha = sha256_file(path)
+        if not (self.root / marker_name(first, sha)).exists():
             problems.append(f"{path.name}: checksum mismatch (sha256 {sha[:16]}... has no matching .sum marker)")
             return problems
         try:

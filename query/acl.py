@@ -28,7 +28,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from ledger import Ledger, shared_reader
-from ledger.store import is_erased_stub
+from ledger.stubs import is_erased_stub
 from memc.visibility import may_see
 
 log = logging.getLogger(__name__)

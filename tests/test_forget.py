@@ -27,7 +27,7 @@ from click.testing import CliRunner
 from forgetting import forget, journals, pending, resume
 from forgetting.cascade import ForgetReport
 from ledger import Ledger, NewEntry
-from ledger.store import is_erased_stub
+from ledger.stubs import is_erased_stub
 from memc.home import MemcHome
 from memc.visibility import ADMIN
 from test_forget_homes import copy_home, files_containing, forensic_home

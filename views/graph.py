@@ -2,7 +2,10 @@
 ("dreaming") and multi-hop retrieval, plus the evidence layer: ledger entries (ids, no text),
 sessions, which entry mentions which entity, and relations between entities from current claims.
 
-Callers see :class:`GraphStore`; every Kùzu-specific line lives in :class:`KuzuGraphStore`. Kùzu was
+Callers see :class:`GraphStore`; every Kùzu-specific line lives in :class:`KuzuGraphStore`, one
+room of ~550 lines on purpose: the swap-in rebuild, the connection held across queries and the
+literal checks of every Cypher text belong to the one store (its input tables are in
+views/graph_tables.py). Kùzu was
 archived upstream in October 2025 (0.11.3 is the last release); its LadybugDB fork is meant as the
 drop-in exit, so this module uses only plain Cypher, ``COPY ... FROM`` Parquet and the built-in algo
 extension (``project_graph``/``page_rank``, statically linked in 0.11.3: no INSTALL, no network).
