@@ -71,54 +71,13 @@ def claims_asset(extractor: Extractor) -> dg.AssetsDefinition:
         against the entry's valid time and kept in time_phrase. Proposals that fail a validator
         (schema, ontology, provenance, policy, temporal) are kept beside them in
         rejections.parquet with the validator and the reason; nothing is dropped silently."""
-        from claims.extract import extract
-        from claims.ledger_days import entries_by_day, ledger_days
-        from claims.resolve import Resolver
-        from claims.store import days as stored_days
-        from claims.store import read_aliases, write_day, write_run_watermark
+        from claims.run import extract_days
 
         home = memc.home
-        ledger = memc.ledger()
-        watermark = ledger.head()
-        resolver = Resolver(read_aliases(home.claims))
-        keys = list(context.partition_keys)
-        totals: Counter = Counter()
-        rejected: Counter = Counter()
-        predicates: Counter = Counter()
-        per_day: dict[str, int] = {}
-        for day, entries in entries_by_day(ledger, keys, until_seq=watermark).items():
-            if not entries:
-                # A day inside the run's range with no ledger entries (the range spans the first
-                # to the last ledger day): nothing to write, and no folder to mistake for data.
-                continue
-            result = extract(entries, extractor, resolver)
-            write_day(home.claims, extractor, day, result, watermark)
-            per_day[day] = result.claims.num_rows
-            totals.update(claims=result.claims.num_rows, rejections=result.rejections.num_rows, entries=result.entries_read)
-            rejected.update(result.rejections.column("validator").to_pylist())
-            predicates.update(result.claims.column("predicate").to_pylist())
-        missing = set(ledger_days(ledger)) - set(stored_days(home.claims, extractor.key))
-        if not missing:  # every ledger day is compiled: the view is current up to this head
-            write_run_watermark(home.claims, extractor, watermark, days_last_run=[keys[0], keys[-1]])
-        context.log.info(
-            f"{extractor.key}: {totals['claims']} claims, {totals['rejections']} rejections from "
-            f"{totals['entries']} entries over {len(keys)} day(s) at watermark {watermark}"
-        )
+        run = extract_days(home, memc.ledger(), extractor, list(context.partition_keys))
+        context.log.info(run.summary())
         return dg.MaterializeResult(
-            metadata={
-                "dagster/row_count": totals["claims"],
-                "rejections": totals["rejections"],
-                "rejections_by_validator": dict(rejected),
-                "claims_by_predicate": dict(predicates),
-                "entries_read": totals["entries"],
-                "days": len(keys),
-                "days_with_entries": len(per_day),
-                "claims_by_day": {d: n for d, n in per_day.items() if n},
-                "ledger_watermark": watermark,
-                "extractor": extractor.key,
-                "days_missing": len(missing),
-                "path": dg.MetadataValue.path(str(home.claims / f"extractor={extractor.key}")),
-            }
+            metadata={**run.metadata(), "path": dg.MetadataValue.path(str(home.claims / f"extractor={extractor.key}"))}
         )
 
     return claims

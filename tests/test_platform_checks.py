@@ -13,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 import claims.extract
+import claims.run
 from memc.home import MemcHome
 
 from conftest import SAMPLES
@@ -59,7 +60,7 @@ def test_a_failing_blocking_check_stops_the_views_below_and_leaves_the_ledger(ho
         bad_ids.append(t.column("claim_id")[0].as_py())
         return dataclasses.replace(result, claims=t.set_column(i, t.schema.field(i), pa.array(values, pa.float64())))
 
-    monkeypatch.setattr(claims.extract, "extract", buggy_extract)
+    monkeypatch.setattr(claims.run, "extract", buggy_extract)  # the pass the claims asset runs
     before = _ledger_digest(home)
     report = build(home, selection=[ENTITY_ALIASES, CLAIMS, *STG])
     assert report.checks.get("claims:claims_expectations") is False, report.checks
@@ -77,7 +78,7 @@ def test_a_failing_blocking_check_stops_the_views_below_and_leaves_the_ledger(ho
     assert "confidence in [0, 1]" in evaluation.metadata["failed"].value
 
     # the same selection with a sound extraction pass compiles the model below
-    monkeypatch.setattr(claims.extract, "extract", real_extract)
+    monkeypatch.setattr(claims.run, "extract", real_extract)
     again = build(home, selection=[ENTITY_ALIASES, CLAIMS, *STG])
     assert again.success and again.checks["claims:claims_expectations"], again.checks
     assert "stg_memc__claims" in again.materialized
