@@ -16,11 +16,11 @@ def evidence_index_matches_sources(memc: MemcResource) -> dg.AssetCheckResult:
     from memc.watermark import read_watermark
     from views.audit import evidence_rows_match
     from views.build import expected_rows
-    from views.vectors import LanceVectorStore
+    from views.build import vector_store
 
     home = memc.home
     watermark = (read_watermark(home.vectors) or {}).get("watermark", 0)
-    audit = evidence_rows_match(LanceVectorStore(str(home.vectors)).ids(), expected_rows(home, watermark))
+    audit = evidence_rows_match(vector_store(home).ids(), expected_rows(home, watermark))
     audit.metadata["ledger_watermark"] = watermark
     return audit_result(audit)
 
@@ -33,9 +33,9 @@ def evidence_index_matches_sources(memc: MemcResource) -> dg.AssetCheckResult:
 def evidence_vectors_sound(memc: MemcResource) -> dg.AssetCheckResult:
     from views.audit import vectors_sound
     from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL_VERSION
-    from views.vectors import LanceVectorStore
+    from views.build import vector_store
 
-    health = LanceVectorStore(str(memc.home.vectors)).health()
+    health = vector_store(memc.home).health()
     return audit_result(vectors_sound(health, model_version=EMBEDDING_MODEL_VERSION, dim=EMBEDDING_DIM))
 
 

@@ -25,16 +25,15 @@ def _bytes(root: Path) -> int:
 
 
 def compact_views(home: MemcHome, *, keep: timedelta = DEFAULT_KEEP) -> dict[str, Any]:
-    from views.vectors import DEFAULT_TABLE, LanceVectorStore
+    from views.build import vector_store
 
-    store = LanceVectorStore(str(home.vectors))
-    table = store._open(DEFAULT_TABLE) if home.vectors.exists() else None
-    if table is None:
+    store = vector_store(home)
+    versions = store.versions() if home.vectors.exists() else None
+    if versions is None:
         return {"compacted": False, "reason": "no evidence table yet"}
-    before = {"versions": len(table.list_versions()), "bytes": _bytes(home.vectors), "rows": table.count_rows()}
-    store.compact(DEFAULT_TABLE, cleanup_older_than=keep)
-    table = store._open(DEFAULT_TABLE)
-    after = {"versions": len(table.list_versions()), "bytes": _bytes(home.vectors), "rows": table.count_rows()}
+    before = {"versions": versions, "bytes": _bytes(home.vectors), "rows": store.count()}
+    store.compact(cleanup_older_than=keep)
+    after = {"versions": store.versions(), "bytes": _bytes(home.vectors), "rows": store.count()}
     if after["rows"] != before["rows"]:
         raise RuntimeError(f"compaction changed the row count: {before['rows']} -> {after['rows']}")
     return {"compacted": True, "before": before, "after": after}

@@ -55,7 +55,7 @@ def retrieve(
     when: tuple[datetime | None, datetime | None] = (None, None),
 ) -> tuple[list[ContextItem], TimeWindow | None]:
     """The evidence items, best first, and the time window the question named (if any)."""
-    from views.vectors import LanceVectorStore
+    from views.build import vector_store
 
     named = named_entities(home, question, asker, scope)
     window = question_window(question, anchor=when[0], event_time=event_lookup(home, asker, scope, named))
@@ -66,7 +66,7 @@ def retrieve(
         from views.embedder import Embedder
 
         embedder = Embedder()
-    store = LanceVectorStore(str(home.vectors))
+    store = vector_store(home)
     principals = [asker]
     model_version = getattr(embedder, "model_version", None)
     stores = [store] + ([tail_store(ledger, patch, embedder)] if patch else [])
@@ -210,7 +210,7 @@ def tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):
     ago is answerable before the next build. Bounded by the staleness policy's lag limit; kept
     for the next compiles while the ledger and the index stay as they are."""
     from views.evidence import evidence_rows
-    from views.vectors import LanceVectorStore
+    from views.build import vector_store
 
     since, until = patch
     key = (str(ledger.root), since, until, getattr(embedder, "model_version", None), id(embedder), ledger.signature())
@@ -219,7 +219,7 @@ def tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):
         if store is not None:
             _TAIL_STORES.move_to_end(key)
             return store
-    store = LanceVectorStore("memory://")
+    store = vector_store()  # the in-memory twin
     store.sync(evidence_rows(ledger.iter_entries(since_seq=since, until_seq=until)), embedder)
     with _TAIL_LOCK:
         _TAIL_STORES[key] = store

@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memc.home import MemcHome
+from views.graph import GraphStore
+from views.vectors import VectorStore
 from views.evidence import CLAIM_KIND, index_rows
 from views.marts import (
     ENTITIES, GRAPH_ENTRIES, GRAPH_MENTIONS, GRAPH_RELATIONS, GRAPH_SESSIONS, INTERACTIONS, mart_path, read_mart,
@@ -47,14 +49,13 @@ def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: i
     unless an erasure was recorded since ``previous_watermark``: then a full ``rebuild`` into a
     fresh directory, so the erased text leaves the disk (vectors are still reused by hash)."""
     from ledger import Ledger
-    from views.vectors import LanceVectorStore
 
     ledger = Ledger(home.ledger)
     watermark = ledger.head()
     rows = expected_rows(home, watermark)
     kinds = ledger.read(["kind"], since_seq=previous_watermark, until_seq=watermark).column("kind")
     erased = previous_watermark > 0 and "erasure" in set(kinds.to_pylist())
-    store = LanceVectorStore(str(home.vectors))
+    store = vector_store(home)
     stats = store.rebuild(rows, embedder) if erased else store.sync(rows, embedder)
     claim_rows = int(pc.sum(pc.equal(rows.column("kind"), CLAIM_KIND)).as_py() or 0) if rows.num_rows else 0
     return {
@@ -91,7 +92,16 @@ def read_graph_marts(home: MemcHome) -> dict[str, pa.Table | None]:
     return out
 
 
-def graph_store(home: MemcHome, **kw: Any) -> Any:
+def vector_store(home: MemcHome | None = None) -> VectorStore:
+    """The evidence index of ``home`` (LanceDB under ``<home>/vectors``), or, without a home, an
+    in-memory twin (``memory://``: the same engine, nothing on disk), for a patched tail."""
+    from views.vectors import LanceVectorStore
+
+    return LanceVectorStore(str(home.vectors) if home is not None else "memory://")
+
+
+def graph_store(home: MemcHome, **kw: Any) -> GraphStore:
+    """The entity graph of ``home`` (Kùzu under ``<home>/graph``)."""
     from views.graph import KuzuGraphStore
 
     return KuzuGraphStore(str(home.graph / "kuzu"), **kw)

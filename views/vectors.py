@@ -152,9 +152,37 @@ class VectorStore(Protocol):
         """Hits the principals may see, tagged ``route`` = "vector" | "fulltext"."""
         ...
 
+    def session_rows(
+        self,
+        *,
+        session_ids: Sequence[str],
+        principals: Sequence[str],
+        scope: str | None,
+        kinds: Sequence[str] | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> list[dict[str, Any]]:
+        """Every row of these sessions the principals may see: a hit's conversation window."""
+        ...
+
     def count(self, table: str = DEFAULT_TABLE) -> int: ...
 
+    def ids(self, table: str = DEFAULT_TABLE) -> list[str]:
+        """Every row id, sorted (what the view audit compares with the ledger's rows)."""
+        ...
+
     def model_info(self, table: str = DEFAULT_TABLE) -> dict[str, Any] | None: ...
+
+    def health(self, table: str = DEFAULT_TABLE) -> dict[str, Any] | None:
+        """What the checks need to trust the view (None if the table is missing)."""
+        ...
+
+    def versions(self, table: str = DEFAULT_TABLE) -> int | None:
+        """How many versions of the table are kept (None if it is missing)."""
+        ...
+
+    def compact(self, table: str = DEFAULT_TABLE, *, cleanup_older_than: timedelta = timedelta(0)) -> None:
+        """Compact fragments and drop versions older than ``cleanup_older_than``."""
+        ...
 
 
 class LanceVectorStore:
@@ -514,6 +542,10 @@ class LanceVectorStore:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # "removes every version except the latest"
                 tbl.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=cleanup_older_than == timedelta(0))
+
+    def versions(self, table: str = DEFAULT_TABLE) -> int | None:
+        tbl = self._open(table)
+        return None if tbl is None else len(tbl.list_versions())
 
     def drop(self, table: str = DEFAULT_TABLE) -> None:
         if self._open(table) is not None:
