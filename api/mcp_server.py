@@ -30,6 +30,7 @@ from api.auth import Caller, KeyStore
 from api.errors import ApiError
 from api.service import Service, package_version as _version
 from memc.home import MemcHome
+from query.config import PresetName
 
 INSTRUCTIONS = (
     "memc is a memory compiler. `remember` stores evidence verbatim in an append-only ledger; "
@@ -148,7 +149,7 @@ def build_mcp_server(home: MemcHome, caller: Caller | None, *, url: str | None =
     def recall(
         question: str,
         scope: str | None = None,
-        preset: Literal["fast", "balanced", "thorough"] | None = None,
+        preset: PresetName | None = None,
         budget_tokens: int | None = None,
         k: int | None = None,
     ) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ledger.schema import SCOPE_PATTERN
+from query.config import PresetName
 
 MAX_ENTRIES = 1000
 
@@ -107,7 +108,7 @@ class AskRequest(_In):
     known_at: datetime | None = Field(default=None, description="Transaction time (as as_of).")
     budget_tokens: int | None = Field(default=None, ge=50, le=32000)
     k: int | None = Field(default=None, ge=1, le=200)
-    preset: Literal["fast", "balanced", "thorough"] | None = None
+    preset: PresetName | None = None
     max_lag: int | None = Field(
         default=None, ge=0, description="Refuse (503 stale_view) when a view the compiler reads lags the ledger by more entries."
     )

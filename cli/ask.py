@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from cli.common import dump, home_option, parse_time, principal_arg, resolve_home
+from query.config import PRESETS
 from query.state import StateQueryError, run_sql, state_for_entity
 
 
@@ -118,7 +119,7 @@ def _visible(rows: list[dict], home, asker: str) -> list[dict]:
 @click.option("--as-of", "as_of", default=None, help="Valid time: what held then (ISO date or time).")
 @click.option("--known-at", "known_at", default=None, help="Transaction time: as memc knew it then (ISO date or time).")
 @click.option("--budget", default=None, type=click.IntRange(50), help="Token budget of the context (default: the preset's, 2000).")
-@click.option("--preset", type=click.Choice(["fast", "balanced", "thorough"]), default="balanced", show_default=True)
+@click.option("--preset", type=click.Choice(list(PRESETS)), default="balanced", show_default=True)
 @click.option("--k", default=None, type=click.IntRange(1, 200), help="Evidence items to return (default: the preset's).")
 @click.option("--json", "as_json", is_flag=True, help="The context as JSON (schema: docs/context.md).")
 @home_option

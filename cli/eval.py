@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from query.config import PRESETS
+
 
 @click.group("eval")
 def eval_group():
@@ -18,7 +20,7 @@ def eval_group():
 @click.option("--k", "ks", default="1,5,10", show_default=True, help="Comma-separated cut-offs for recall@k.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write a run file (question_id, retrieved source_refs).")
 @click.option("--conversation", "conversations", multiple=True, help="Only these conversation ids (repeatable).")
-@click.option("--preset", type=click.Choice(["fast", "balanced", "thorough"]), default=None)
+@click.option("--preset", type=click.Choice(list(PRESETS)), default=None)
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), help="Keep the per-conversation memory homes here.")
 @click.option("--json", "as_json", is_flag=True)
 def locomo(data_dir, ks, out, conversations, preset, work_dir, as_json):

@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from typing import Literal, get_args
+
 from pydantic import BaseModel, Field
 
 from query.staleness import DEFAULT_POLICIES, ViewPolicy
@@ -59,3 +61,7 @@ PRESETS: dict[str, QueryConfig] = {
     "balanced": QueryConfig(),
     "thorough": QueryConfig(k=20, vector_k=100, fulltext_k=100, max_state_facts=40, budget_tokens=4000),
 }
+# The preset names as a type, for the API's and MCP's schemas (the CLI offers ``list(PRESETS)``).
+PresetName = Literal["fast", "balanced", "thorough"]
+if set(get_args(PresetName)) != set(PRESETS):  # one list of names: a preset added above must be named here
+    raise AssertionError(f"PresetName {get_args(PresetName)} does not name the presets {list(PRESETS)}")
