@@ -16,7 +16,6 @@ from views.marts import ENTITIES, GRAPH_RELATIONS, mart_path, read_mart
 
 log = logging.getLogger(__name__)
 
-
 _NAME = re.compile(r"\b[A-Z][\w-]*(?:'[\w-]+)*")
 
 

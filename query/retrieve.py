@@ -28,7 +28,6 @@ from query.windows import join_stretch, session_windows, set_turns, within_time
 EMBEDDING = object()
 _POOL: ThreadPoolExecutor | None = None
 
-
 _POOL_LOCK = threading.Lock()
 
 
@@ -197,9 +196,7 @@ def normalised(text: str) -> str:
 # ms for 100. The signature changes with every append and every erasure's rewrite.
 _TAIL_STORES: OrderedDict[tuple, Any] = OrderedDict()
 
-
 _TAIL_STORES_MAX = 4
-
 
 _TAIL_LOCK = threading.Lock()
 

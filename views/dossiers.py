@@ -24,20 +24,15 @@ from views.state_index import SubjectIndex, numbered
 
 DOSSIER_VERSION = "entity-dossiers-1"
 
-
 DOSSIER_FILE = "dossiers.parquet"
 
-
 NAMES_FILE = "subject_names.parquet"
-
 
 # SubjectIndex are small (the sample's Elena: 9 facts); twenty cover the head of a skewed profile.
 DEFAULT_TOP_N = 20
 
-
 # Asked about once is not a pattern.
 DEFAULT_MIN_ASKED = 2
-
 
 NEIGHBOUR_TYPE = pa.struct(
     [

@@ -19,7 +19,6 @@ from views.lance_filters import HASH_RE, ID_RE, check_literal
 
 TS = pa.timestamp("us", tz="UTC")
 
-
 # The rows a caller hands to ``sync``: one per chunk of ledger text.
 EVIDENCE_SCHEMA = pa.schema(
     [
@@ -45,13 +44,10 @@ EVIDENCE_SCHEMA = pa.schema(
     ]
 )
 
-
 REQUIRED_COLUMNS = ("id", "entry_id", "kind", "scope", "visibility", "text", "content_hash")
-
 
 # Columns a caller may leave out; they are stored as nulls.
 OPTIONAL_COLUMNS = tuple(n for n in EVIDENCE_SCHEMA.names if n not in REQUIRED_COLUMNS)
-
 
 # What every search hit carries (plus score, route and rank).
 HIT_COLUMNS = (
@@ -71,12 +67,9 @@ HIT_COLUMNS = (
     "claim_id",
 )
 
-
 META_MODEL = b"memc.embedding_model"
 
-
 META_VERSION = b"memc.embedding_model_version"
-
 
 META_DIM = b"memc.embedding_dim"
 

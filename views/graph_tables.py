@@ -22,7 +22,6 @@ PRINCIPAL_RE = re.compile(PRINCIPAL_PATTERN)
 
 TS = pa.timestamp("us", tz="UTC")
 
-
 ENTITY_SCHEMA = pa.schema(
     [
         pa.field("entity_id", pa.string(), nullable=False),
@@ -33,7 +32,6 @@ ENTITY_SCHEMA = pa.schema(
         pa.field("evidence", pa.list_(pa.string())),  # ledger entry ids
     ]
 )
-
 
 INTERACTION_SCHEMA = pa.schema(
     [
@@ -46,7 +44,6 @@ INTERACTION_SCHEMA = pa.schema(
         pa.field("evidence", pa.list_(pa.string())),
     ]
 )
-
 
 # The evidence layer (all optional in ``rebuild``): ledger entries, sessions, who is mentioned
 # where, and relations between entities from current claims. Same column names as the dbt marts
@@ -66,7 +63,6 @@ ENTRY_SCHEMA = pa.schema(
     ]
 )
 
-
 SESSION_SCHEMA = pa.schema(
     [
         pa.field("session_key", pa.string(), nullable=False),
@@ -79,7 +75,6 @@ SESSION_SCHEMA = pa.schema(
     ]
 )
 
-
 MENTION_SCHEMA = pa.schema(
     [
         pa.field("entry_id", pa.string(), nullable=False),
@@ -87,7 +82,6 @@ MENTION_SCHEMA = pa.schema(
         pa.field("scope", pa.string()),
     ]
 )
-
 
 RELATION_SCHEMA = pa.schema(
     [
@@ -105,12 +99,9 @@ RELATION_SCHEMA = pa.schema(
     ]
 )
 
-
 IN_SESSION_SCHEMA = pa.schema([pa.field("entry_id", pa.string(), nullable=False), pa.field("session_key", pa.string(), nullable=False)])
 
-
 NODE_TABLES = ("Entity", "Session", "Entry")
-
 
 EDGE_TABLES = ("INTERACTS", "RELATES", "MENTIONS", "IN_SESSION")
 

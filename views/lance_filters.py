@@ -18,33 +18,23 @@ from memc.visibility import PRINCIPAL_PATTERN, PUBLIC, SCOPE_PATTERN
 # principals and scopes by memc.visibility's patterns, the ones the ledger validates entries with.
 ID_PATTERN = r"^[A-Za-z0-9_.:\-]{1,256}$"
 
-
 KIND_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
-
 
 HASH_PATTERN = r"^[0-9a-f]{64}$"
 
-
 TABLE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
-
 
 PRINCIPAL_RE = re.compile(PRINCIPAL_PATTERN)
 
-
 SCOPE_RE = re.compile(SCOPE_PATTERN)
-
 
 ID_RE = re.compile(ID_PATTERN)
 
-
 KIND_RE = re.compile(KIND_PATTERN)
-
 
 HASH_RE = re.compile(HASH_PATTERN)
 
-
 TABLE_RE = re.compile(TABLE_PATTERN)
-
 
 CHUNK = 500  # ids or hashes per IN (...) list
 

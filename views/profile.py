@@ -57,24 +57,18 @@ from views.marts import ENTITIES, mart_path, read_mart
 
 PROFILE_VERSION = "query-profile-1"
 
-
 PROFILE_FILE = "query_profile.parquet"
-
 
 # A month of compiles: long enough for a weekly pattern to recur, short enough that an entity
 # nobody asks about any more drops out of the hot set.
 DEFAULT_WINDOW_DAYS = 30
 
-
 # The compiler's word rule (query/facts.py): runs of letters, digits, ' and -.
 _WORD = re.compile(r"[\w'-]+")
 
-
 META_KEY = b"memc.profile"
 
-
 TS = pa.timestamp("us", tz="UTC")
-
 
 PROFILE_SCHEMA = pa.schema(
     [

@@ -73,17 +73,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-
 DEFAULT_TABLE = "evidence"
-
 
 # One LanceDB connection per store directory in a process (see LanceVectorStore._connection):
 # absolute path -> (connection, table name -> (inode, ctime) of the table directory it has seen).
 _CONNECTIONS: dict[str, tuple[Any, dict[str, tuple[int, int]]]] = {}
 
-
 _CONNECTIONS_LOCK = threading.Lock()
-
 
 # Scalar indexes (column, lancedb.index config) on what search_filter and session_rows filter on:
 # visibility and entity_ids with array_has_any, kind and scope by equality (few values: bitmaps),
@@ -97,7 +93,6 @@ SCALAR_INDEXES = (
     ("valid_at", "BTree"),
 )
 
-
 # An approximate vector index from this many rows on. Exact search scans every visible vector:
 # at 16k rows 17 ms, at 162k rows 87 ms per query, the largest stage of a compile at 100k ledger
 # entries. IVF_HNSW_SQ with the re-rank below answers in ~17 ms there with 0.997 of the exact top
@@ -105,11 +100,9 @@ SCALAR_INDEXES = (
 # and its answers are exact. MEMC_VECTOR_INDEX_MIN_ROWS overrides it.
 VECTOR_INDEX_MIN_ROWS = 50_000
 
-
 # Rows added since the vector index was built are scanned exactly; past this share of the table
 # the index is rebuilt (incremental syncs add a few rows; a rebuild costs a minute at 160k).
 VECTOR_INDEX_MAX_UNINDEXED = 0.10
-
 
 # The approximate index's candidates re-ranked by exact distance: k x this many (no effect on an
 # exact scan). At 162k rows, against the exact top 40: 1 keeps 0.987 of it (13.5 ms), 2 keeps

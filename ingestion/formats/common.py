@@ -16,7 +16,6 @@ from ingestion.errors import IngestError
 
 MiB = 1024 * 1024
 
-
 BOM = b"\xef\xbb\xbf"
 
 

@@ -12,9 +12,7 @@ from ingestion.formats.common import BOM, Source, build_entry, decode_utf8, pars
 
 _DATE_LINE = re.compile(r"^\s*date\s*:\s*(.*?)\s*$", re.IGNORECASE)
 
-
 _FRONT_KEY = re.compile(r"^\s*([A-Za-z_][\w-]*)\s*:\s*(.*?)\s*$")
-
 
 _ATX_HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 

@@ -74,14 +74,12 @@ def _typed(obj: Mapping[str, Any], key: str, source: Source, line: int, *, types
 
 CONVERSATION_REQUIRED = ("conversation_id", "session_id", "turn_id", "speaker", "text", "timestamp")
 
-
 _CONVERSATION_OPTIONAL: dict[str, tuple[tuple[type, ...], str]] = {
     "image_caption": ((str,), "a string"),
     "date_time_raw": ((str,), "a string"),
     "session_index": ((int,), "an integer"),
     "turn_index": ((int,), "an integer"),
 }
-
 
 _CONVERSATION_FIELDS = {"actor": "speaker", "content": "text", "valid_at": "timestamp", "source_ref": "turn_id"}
 
@@ -117,7 +115,6 @@ def conversation_entry(obj: Mapping[str, Any], source: Source, line: int) -> New
 # Kinds a file may carry. Erasures and derived claims have their own writers (with lineage and
 # policy checks); accepting them from a dropped file would let anyone forge a tombstone.
 EVENT_KINDS = ("event", "observation", "correction", "message", "document")
-
 
 EVENT_FIELDS = (
     "content", "text", "valid_at", "timestamp", "kind", "actor", "session_id", "source_ref",
