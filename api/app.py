@@ -67,7 +67,6 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         413: "Request body over the server's limit",
         422: "A field is invalid (the field and entry are named)",
         500: "Internal error (a reference; the trace is in the server log)",
-        501: "Not available in this build",
         503: "A view is stale or not built (details say which)",
     }
     return {c: {"model": m.ErrorBody, "description": text[c]} for c in (*codes, 400, 401, 413, 500)}

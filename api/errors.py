@@ -15,7 +15,6 @@ tool error whose text starts with the code.
 | 413 | ``payload_too_large`` | the request body is over the server's limit |
 | 422 | ``invalid_request``, ``invalid_entry`` | the body parsed but a field is wrong (the entry index and field are named) |
 | 500 | ``internal_error`` | a bug; the client gets a reference, the server log gets the trace |
-| 501 | ``not_implemented`` | a capability not present in this build (e.g. forgetting not installed) |
 | 503 | ``stale_view``, ``view_unavailable`` | a view is behind the ledger by more than the caller tolerates, or not built |
 """
 
@@ -57,10 +56,6 @@ def forbidden(message: str) -> ApiError:
 
 def invalid(message: str, details: Any = None, code: str = "invalid_request") -> ApiError:
     return ApiError(422, code, message, details)
-
-
-def not_implemented(message: str) -> ApiError:
-    return ApiError(501, "not_implemented", message)
 
 
 def stale_view(message: str, details: Any) -> ApiError:

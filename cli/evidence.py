@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cli.common import dump, home_option, resolve_home
+from cli.common import dump, home_option, principal_arg, resolve_home
 
 
 @click.command()
@@ -23,6 +23,7 @@ from cli.common import dump, home_option, resolve_home
     "--as",
     "writer",
     default=None,
+    callback=principal_arg,
     help="Write as this principal: recorded as who ingested, and it may only write evidence it may see. "
     "Without it the home's operator writes (recorded as memc:cli).",
 )
@@ -36,10 +37,7 @@ def ingest(ctx, paths, scope, visibility, writer, follow_symlinks, as_json, home
     Each file is one atomic append; ingesting the same file again, by any path, is a no-op."""
     from ingestion import IngestError, ingest_paths
     from ledger import Ledger
-    from memc.visibility import principal_problem
 
-    if writer is not None and principal_problem(writer):
-        raise click.BadParameter(principal_problem(writer), param_hint="--as")
     home = resolve_home(ctx, home_dir).ensure()
     principals = tuple(p.strip() for p in visibility.split(",") if p.strip())
     try:

@@ -74,6 +74,11 @@ def _marts_connection(marts: Path, names: tuple[str, ...]):
     return con
 
 
+def _admits(column: str, param: str) -> str:
+    """SQL: the visibility list in ``column`` admits the principal in ``$param`` (memc.visibility.may_see)."""
+    return f"(list_contains({column}, 'public') or list_contains({column}, ${param}))"
+
+
 def _sql_str(path: Path) -> str:
     return str(path).replace("'", "''")
 
@@ -125,14 +130,12 @@ def state_for_entity(
         # others' private evidence answers exactly as a missing one, and its id is not told.
         seen = _rows(
             con.execute(
-                """
+                f"""
                 select subject_id, scope from state_history
-                where subject_id in (select unnest($ids))
-                  and (list_contains(visibility, 'public') or list_contains(visibility, $p))
+                where subject_id in (select unnest($ids)) and {_admits("visibility", "p")}
                 union
                 select entity_id as subject_id, scope from entities
-                where entity_id in (select unnest($ids))
-                  and (list_contains(visibility, 'public') or list_contains(visibility, $p))
+                where entity_id in (select unnest($ids)) and {_admits("visibility", "p")}
                 """,
                 {"ids": [s["subject_id"] for s in subjects], "p": principal},
             )
@@ -196,7 +199,7 @@ def _asker_connection(marts: Path, principal: str):
         cols = _visibility_columns(pq.read_schema(path))
         if not cols:
             continue
-        admits = " and ".join(f"(list_contains({c}, 'public') or list_contains({c}, $p))" for c in cols)
+        admits = " and ".join(_admits(c, "p") for c in cols)
         # dbt-duckdb's all-NULL row of an empty model has a NULL visibility: no asker passes it.
         con.execute(f"create table {path.stem} as select * from read_parquet('{_sql_str(path)}') where {admits}", {"p": principal})
     return con
