@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
+from api.errors import forbidden
 from ledger.schema import PUBLIC, SCOPE_PATTERN
 from memc.atomic import write_json
 from memc.home import MemcHome
@@ -72,7 +73,6 @@ class Caller:
 
     def check_write(self, visibility: Any, *, where: str = "") -> None:
         """403 unless this caller may ingest evidence with ``visibility`` (the write rule)."""
-        from api.errors import forbidden
 
         if not may_write(self.principal, visibility, admin=self.admin, write_for=self.write_for):
             allowed = sorted({PUBLIC, self.principal, *self.write_for})
@@ -89,7 +89,6 @@ class Caller:
 
         A limited key with one scope defaults to it; with several it must name one. A write with
         no scope goes to ``default`` for an unlimited key."""
-        from api.errors import forbidden
 
         if scope is None:
             if self.scopes is not None and not self.admin:

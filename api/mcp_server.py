@@ -26,9 +26,16 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any, Literal
 
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
 from api.auth import Caller, KeyStore
 from api.errors import ApiError
-from api.service import Service, package_version as _version
+from api.service import Service
+from api.service import package_version as _version
 from memc.home import MemcHome
 from query.config import PresetName
 
@@ -47,8 +54,6 @@ class KeyVerifier:
         self.keys = keys
 
     async def verify_token(self, token: str):
-        from mcp.server.auth.provider import AccessToken
-
         who = self.keys.authenticate(token)
         if who is None:
             return None
@@ -59,14 +64,10 @@ def build_mcp_server(home: MemcHome, caller: Caller | None, *, url: str | None =
     """An MCPServer whose every tool acts as ``caller`` (stdio: fixed here, never by the tool
     arguments), or, with ``caller=None`` (streamable HTTP at ``url``), as the principal of the
     API key each request carries."""
-    from mcp.server.auth.middleware.auth_context import get_access_token
-    from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
 
     service = Service(home)
     auth: dict[str, Any] = {}
     if caller is None:
-        from mcp.server.auth.settings import AuthSettings
 
         if url is None:
             raise ValueError("an MCP server without a fixed principal needs its URL (it authenticates every request)")

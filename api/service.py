@@ -16,12 +16,24 @@ import re
 import tempfile
 import threading
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from api.auth import Caller, KeyStore
 from api.errors import ApiError, forbidden, invalid, stale_view, view_unavailable
+from catalog.keys import EVIDENCE_INDEX
+from forgetting import forget
+from ingestion import IngestError, parse_file
+from ingestion.formats import DEFAULT_LIMITS, Source, check_visibility, event_entry
+from ledger import Ledger
 from memc.home import MemcHome
+from orchestration.runner import build, rebuild_views
+from query.compile import compile_context, view_watermarks
+from query.config import QueryConfig
+from query.staleness import StaleViewError
+from query.state import StateQueryError, state_for_entity
+from views.embedder import Embedder
 
 log = logging.getLogger("memc.api")
 
@@ -44,8 +56,6 @@ def _default(v: Any) -> Any:
 
 
 def package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("memc")
     except PackageNotFoundError:
@@ -73,8 +83,6 @@ class Service:
 
     @property
     def ledger(self):
-        from ledger import Ledger
-
         with self._lock:
             if self._ledger is None:
                 self._ledger = Ledger(self.home.ledger)
@@ -84,7 +92,6 @@ class Service:
     def embedder(self):
         """One embedder per server: loading the model per request would cost seconds. One torch
         thread: a server encodes questions, one at a time each, beside the retrieval (see Embedder)."""
-        from views.embedder import Embedder
 
         with self._lock:
             if self._embedder is None:
@@ -92,8 +99,6 @@ class Service:
             return self._embedder
 
     def watermarks(self) -> dict[str, Any]:
-        from query.compile import view_watermarks
-
         head = self.ledger.head()
         views = view_watermarks(self.home)
         return {
@@ -106,8 +111,6 @@ class Service:
         """Bring the evidence index up to the ledger head through Dagster (only that asset:
         incremental, about a second for a few new entries), so the next ask sees new evidence.
         Claims and state catch up on the next full `memc build`."""
-        from catalog.keys import EVIDENCE_INDEX
-        from orchestration.runner import build
 
         with self._build_lock:
             report = build(self.home, selection=[EVIDENCE_INDEX])
@@ -119,8 +122,6 @@ class Service:
     # ------------------------------------------------------------------ ingest
 
     def _source(self, caller: Caller, scope: str, visibility: Sequence[str], source_uri: str):
-        from ingestion.formats import DEFAULT_LIMITS, Source
-
         return Source(
             display="request",
             name="request",
@@ -192,8 +193,6 @@ class Service:
         Idempotency: an entry's own ``idempotency_key``, or the request's key plus the entry's
         position, namespaced by the caller's principal (and, by the builder, by scope), so a
         retried request appends nothing and one caller cannot pre-empt another's keys."""
-        from ingestion import IngestError
-        from ingestion.formats import check_visibility, event_entry
 
         scope = caller.resolve_scope(scope, for_write=True)
         try:
@@ -234,8 +233,6 @@ class Service:
         refresh: bool = False,
     ) -> dict[str, Any]:
         """One uploaded file (any format `memc ingest` reads) as one atomic append."""
-        from ingestion import IngestError, parse_file
-        from ingestion.formats import check_visibility
 
         scope = caller.resolve_scope(scope, for_write=True)
         try:
@@ -282,9 +279,6 @@ class Service:
         max_lag: int | None = None,
     ) -> dict[str, Any]:
         """A context compiled for the caller's own principal (never another's)."""
-        from query.compile import compile_context
-        from query.config import QueryConfig
-        from query.staleness import StaleViewError
 
         scope = caller.resolve_scope(scope)
         try:
@@ -335,7 +329,6 @@ class Service:
     ) -> dict[str, Any]:
         """What holds for ``entity`` for the caller's principal; ``as_admin`` (admin keys only)
         folds every claim whoever may see it."""
-        from query.state import StateQueryError, state_for_entity
 
         if as_admin and not caller.admin:
             raise forbidden("only an admin key may fold state over every principal's claims (as_admin)")
@@ -374,8 +367,6 @@ class Service:
         entry_ids = tuple(entry_ids or ())
         if not (entry_ids or source_uri or scope or subject):
             raise invalid("name what to forget: entry_ids, source_uri, scope or subject")
-        from forgetting import forget
-        from orchestration.runner import rebuild_views
 
         try:
             report = forget(

@@ -11,10 +11,14 @@ from collections import Counter
 
 import dagster as dg
 
-from claims.extract import Extractor
 from catalog.keys import CLAIMS, CLAIMS_GROUP, ENTITY_ALIASES, LEDGER
 from catalog.partitions import LEDGER_DAYS, SINGLE_RUN
 from catalog.resources import MemcResource
+from claims.extract import Extractor, active_extractor
+from claims.resolve import build_aliases
+from claims.run import extract_days
+from claims.store import aliases_path
+from memc.atomic import write_parquet
 
 
 @dg.asset(key=ENTITY_ALIASES, deps=[LEDGER], group_name=CLAIMS_GROUP, kinds={"parquet"}, code_version="resolve-0.1.0")
@@ -25,9 +29,6 @@ def entity_aliases(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.
     "prefix-in-conversation": a nickname a participant is addressed by) and the entry ids that
     support the merge. Deterministic, rebuilt from the whole ledger; claims resolve their
     subjects and person objects through it."""
-    from claims.resolve import build_aliases
-    from claims.store import aliases_path
-    from memc.atomic import write_parquet
 
     ledger = memc.ledger()
     watermark = ledger.head()
@@ -71,7 +72,6 @@ def claims_asset(extractor: Extractor) -> dg.AssetsDefinition:
         against the entry's valid time and kept in time_phrase. Proposals that fail a validator
         (schema, ontology, provenance, policy, temporal) are kept beside them in
         rejections.parquet with the validator and the reason; nothing is dropped silently."""
-        from claims.run import extract_days
 
         home = memc.home
         run = extract_days(home, memc.ledger(), extractor, list(context.partition_keys))
@@ -87,7 +87,6 @@ def __getattr__(name: str):
     # ``ASSETS`` is resolved on access, when the definitions are built, not at import: the
     # active extractor is configuration (MEMC_EXTRACTOR), and its key is the code version.
     if name == "ASSETS":
-        from claims.extract import active_extractor
 
         return [entity_aliases, claims_asset(active_extractor())]
     raise AttributeError(name)

@@ -2,9 +2,10 @@
 
 import dagster as dg
 
-from memc.watermark import read_watermark, write_watermark
 from catalog.keys import CENTRALITY, ENTITIES, ENTITY_GRAPH, GRAPH_GROUP, INTERACTIONS
 from catalog.resources import MemcResource
+from memc.watermark import read_watermark, write_watermark
+from views.build import build_graph, dream_home
 from views.dreaming import PRODUCER, PRODUCER_VERSION
 
 GRAPH_BUILDER_VERSION = "entity-graph-2"
@@ -27,7 +28,6 @@ def entity_graph(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Ma
     Edges: INTERACTS (who answered whom, weight, first/last time; stored in both directions),
     RELATES (a current claim whose object is an entity, with its valid time and visibility),
     MENTIONS (entry -> entity it mentions), IN_SESSION (entry -> session)."""
-    from views.build import build_graph
 
     home = memc.home
     stats = build_graph(home)
@@ -56,7 +56,6 @@ def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Mate
     algorithm per graph version; re-running on the same inputs appends nothing (the watermark is
     the inputs' highest seq, not the ledger head). Runs nightly (schedule nightly_dreaming) and on
     demand (materialize this asset)."""
-    from views.build import dream_home
 
     ledger = memc.ledger()
     entries, info = dream_home(memc.home)

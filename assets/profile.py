@@ -22,8 +22,8 @@ from catalog.keys import (
     STATE_CURRENT,
 )
 from catalog.resources import MemcResource
-from views.dossiers import DOSSIER_VERSION
-from views.profile import PROFILE_VERSION
+from views.dossiers import DOSSIER_VERSION, compile_dossiers
+from views.profile import PROFILE_VERSION, compile_profile
 
 query_log = dg.AssetSpec(
     QUERY_LOG,
@@ -52,7 +52,6 @@ def query_profile(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.M
     returned), how many of those returned a fact about it (`answered`), how many distinct askers
     (a count, never names), its share of all compiles, first and last asked. Holds no question
     text. The dossiers promote its head ahead of time."""
-    from views.profile import compile_profile
 
     stats = compile_profile(memc.home)
     context.log.info(f"query profile: {stats['entities']} entities from {stats['compiles']} compiles")
@@ -85,7 +84,6 @@ def entity_dossiers(context: dg.AssetExecutionContext, memc: MemcResource) -> dg
     index of every subject name in state_current. The context compiler reads a dossier instead
     of scanning state_current when every subject a question names has one and the dossiers hold
     the state build the marts hold (watermark, build time, files): the same rows, the same answer."""
-    from views.dossiers import compile_dossiers
 
     stats = compile_dossiers(memc.home)
     context.log.info(f"entity dossiers: {stats['dossiers']} ({stats['facts']} facts) at ledger watermark {stats['ledger_watermark']}")

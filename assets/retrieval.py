@@ -16,9 +16,10 @@ whole view in one step and LanceVectorStore makes it cheap and atomic:
 
 import dagster as dg
 
-from memc.watermark import read_watermark, write_watermark
 from catalog.keys import CLAIMS, ENTITIES, EVIDENCE_INDEX, LEDGER, RETRIEVAL_GROUP
 from catalog.resources import EmbedderResource, MemcResource
+from memc.watermark import read_watermark, write_watermark
+from views.build import build_evidence_index
 from views.embedder import EMBEDDING_MODEL_VERSION
 from views.evidence import RENDER_VERSION
 
@@ -47,7 +48,6 @@ def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedd
 
     Grain: one row per chunk or claim; ids are content hashes, so only new text is ever embedded
     (metadata `newly_embedded`). A model upgrade re-embeds into a fresh table swapped in whole."""
-    from views.build import build_evidence_index
 
     home = memc.home
     previous = (read_watermark(home.vectors) or {}).get("watermark", 0)

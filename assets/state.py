@@ -9,16 +9,17 @@ from pathlib import Path
 
 import dagster as dg
 
-from memc.home import MemcHome
-from memc.watermark import read_watermark, write_watermark
 from catalog.dbt_project import dbt_project
 from catalog.keys import STATE_GROUP
 from catalog.resources import MemcResource
+from claims.extractors import active_extractor_key
+from ledger import Ledger
+from memc.home import MemcHome
+from memc.watermark import read_watermark, write_watermark
 
 
 def extractor_key() -> str:
     """The claims folder dbt folds (``var('extractor_key')``): the active extractor's key."""
-    from claims.extractors import active_extractor_key
 
     return active_extractor_key()
 
@@ -39,7 +40,6 @@ def full_refresh_reason(home: MemcHome, watermark: int, key: str) -> str | None:
     if watermark < int(previous["watermark"]):
         return f"ledger head {watermark} is below the last build's {previous['watermark']}"
     if watermark > int(previous["watermark"]):
-        from ledger import Ledger
 
         kinds = Ledger(home.ledger).read(["kind"], since_seq=int(previous["watermark"]), until_seq=watermark)
         if "erasure" in set(kinds.column("kind").to_pylist()):
@@ -55,7 +55,7 @@ def dbt_build_args(watermark: int, key: str, full_refresh: bool) -> list[str]:
 @functools.cache
 def state_models():
     """Built on first use: importing dagster_dbt and loading the manifest costs about 3 s."""
-    from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets
+    from dagster_dbt import DagsterDbtTranslator, DagsterDbtTranslatorSettings, DbtCliResource, dbt_assets  # lazy: 2.5 s, paid only when definitions are built
 
     class MemcTranslator(DagsterDbtTranslator):
         def get_asset_spec(self, manifest, unique_id, project):
@@ -94,7 +94,7 @@ def state_models():
 
 
 def dbt_resource():
-    from dagster_dbt import DbtCliResource
+    from dagster_dbt import DbtCliResource  # lazy: as above
 
     # The dbt beside this interpreter: `memc` is often run without activating its virtualenv.
     dbt = Path(sys.executable).with_name("dbt")

@@ -28,7 +28,7 @@ def manifest_is_stale() -> bool:
 
 @functools.cache
 def dbt_project():
-    from dagster_dbt import DbtProject
+    from dagster_dbt import DbtProject  # lazy: 2.5 s; `memc up` and the runner need the manifest, not the rest
 
     # The profile reads MEMC_HOME; parsing does not touch the warehouse, so any value will do.
     os.environ.setdefault("MEMC_HOME", str(Path.cwd() / "memc_home"))

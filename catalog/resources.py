@@ -6,6 +6,7 @@ import dagster as dg
 
 from ledger import Ledger
 from memc.home import MemcHome
+from views.embedder import Embedder
 
 
 class MemcResource(dg.ConfigurableResource):
@@ -28,6 +29,4 @@ class EmbedderResource(dg.ConfigurableResource):
     batch_size: int = 64
 
     def get(self):
-        from views.embedder import Embedder
-
         return Embedder(batch_size=self.batch_size)

@@ -3,9 +3,12 @@
 
 import dagster as dg
 
-from catalog.keys import ENTITY_ALIASES
-from catalog.keys import CLAIMS
+from catalog.keys import CLAIMS, ENTITY_ALIASES
 from catalog.resources import MemcResource
+from claims.extract import active_extractor_key
+from claims.store import read_aliases, read_claims
+from ledger.schema import PUBLIC
+from memc.ids import entity_id
 
 
 @dg.asset_check(
@@ -17,10 +20,6 @@ from catalog.resources import MemcResource
     ),
 )
 def claims_provenance(memc: MemcResource) -> dg.AssetCheckResult:
-    from claims.extract import active_extractor_key
-    from claims.store import read_claims
-    from ledger.schema import PUBLIC
-
     key = active_extractor_key()
     claims = read_claims(memc.home.claims, key).select(["claim_id", "source_entry_id", "quote", "visibility"]).to_pylist()
     wanted = {c["source_entry_id"] for c in claims}
@@ -58,9 +57,6 @@ def claims_provenance(memc: MemcResource) -> dg.AssetCheckResult:
     ),
 )
 def entity_aliases_explainable(memc: MemcResource) -> dg.AssetCheckResult:
-    from claims.store import read_aliases
-    from memc.ids import entity_id
-
     table = read_aliases(memc.home.claims)
     rows = table.to_pylist() if table is not None else []
     ids = {r["entry_id"] for r in memc.ledger().read(["entry_id"]).to_pylist()}

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from ledger import Ledger
 from memc.home import MemcHome
+from query.compile import view_watermarks
 
 # The views with a watermark, by the name query.compile.view_watermarks uses.
 VIEWS = ("claims", "state", "evidence_index", "entity_graph")
@@ -37,9 +39,6 @@ class Lag:
 
 
 def view_lag(home: MemcHome, view: str, *, now: datetime | None = None) -> Lag:
-    from ledger import Ledger
-    from query.compile import view_watermarks
-
     ledger = Ledger(home.ledger)
     head = ledger.head()
     watermark = view_watermarks(home).get(view)

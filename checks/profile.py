@@ -3,10 +3,13 @@ entities at the state build the marts hold, and the profile names only entities 
 
 import dagster as dg
 
-from checks import audit_result
 from catalog.keys import ENTITY_DOSSIERS, QUERY_PROFILE
 from catalog.resources import MemcResource
+from checks import audit_result
+from views.audit import Audit
+from views.dossiers import audit_dossiers
 from views.marts import ENTITIES, mart_path, read_mart
+from views.profile import read_profile
 
 
 @dg.asset_check(
@@ -19,9 +22,6 @@ from views.marts import ENTITIES, mart_path, read_mart
     ),
 )
 def entity_dossiers_match_state(memc: MemcResource) -> dg.AssetCheckResult:
-    from views.audit import Audit
-    from views.dossiers import audit_dossiers
-
     problems, metadata = audit_dossiers(memc.home)
     return audit_result(Audit.of(problems, **metadata))
 
@@ -35,9 +35,6 @@ def entity_dossiers_match_state(memc: MemcResource) -> dg.AssetCheckResult:
     ),
 )
 def query_profile_names_known_entities(memc: MemcResource) -> dg.AssetCheckResult:
-    from views.audit import Audit
-    from views.profile import read_profile
-
     home = memc.home
     profile = read_profile(home).to_pylist()
     path = mart_path(home, ENTITIES)

@@ -10,6 +10,10 @@ import dagster as dg
 
 from catalog.keys import CLAIMS, ENTITY_GRAPH, EVIDENCE_INDEX, LEDGER, STATE_CURRENT
 from catalog.resources import MemcResource
+from checks.gx import validate_claims, validate_ledger
+from checks.lag import view_lag
+from claims.extract import active_extractor_key
+from claims.store import read_claims
 
 
 @dg.asset_check(
@@ -22,8 +26,6 @@ from catalog.resources import MemcResource
     ),
 )
 def ledger_expectations(memc: MemcResource) -> dg.AssetCheckResult:
-    from checks.gx import validate_ledger
-
     report = validate_ledger(memc.ledger().read())
     return dg.AssetCheckResult(passed=report.success, severity=dg.AssetCheckSeverity.ERROR, metadata=report.metadata())
 
@@ -38,10 +40,6 @@ def ledger_expectations(memc: MemcResource) -> dg.AssetCheckResult:
     ),
 )
 def claims_expectations(memc: MemcResource) -> dg.AssetCheckResult:
-    from checks.gx import validate_claims
-    from claims.extract import active_extractor_key
-    from claims.store import read_claims
-
     key = active_extractor_key()
     report = validate_claims(read_claims(memc.home.claims, key), memc.ledger().read(["entry_id", "content"]))
     return dg.AssetCheckResult(
@@ -60,8 +58,6 @@ def _lag_check(view: str, asset: dg.AssetKey) -> dg.AssetChecksDefinition:
         ),
     )
     def lag_check(memc: MemcResource) -> dg.AssetCheckResult:
-        from checks.lag import view_lag
-
         lag = view_lag(memc.home, view)
         return dg.AssetCheckResult(
             passed=lag.entries_behind == 0 and lag.watermark is not None,

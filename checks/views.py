@@ -2,9 +2,15 @@
 
 import dagster as dg
 
-from checks import audit_result
 from catalog.keys import CENTRALITY, ENTITY_GRAPH, EVIDENCE_INDEX
 from catalog.resources import MemcResource
+from checks import audit_result
+from memc.watermark import read_watermark
+from views.audit import derived_claims_sound as audit_derived
+from views.audit import evidence_rows_match, graph_counts_match, graph_traces_to_ledger, vectors_sound
+from views.build import expected_rows, graph_store, read_graph_marts, vector_store
+from views.dreaming import PRODUCER
+from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL_VERSION
 
 
 @dg.asset_check(
@@ -13,11 +19,6 @@ from catalog.resources import MemcResource
     description="The index holds exactly the rows its sources render to at its watermark: every retrievable ledger entry's chunks and every claim's sentence, no more, no fewer.",
 )
 def evidence_index_matches_sources(memc: MemcResource) -> dg.AssetCheckResult:
-    from memc.watermark import read_watermark
-    from views.audit import evidence_rows_match
-    from views.build import expected_rows
-    from views.build import vector_store
-
     home = memc.home
     watermark = (read_watermark(home.vectors) or {}).get("watermark", 0)
     audit = evidence_rows_match(vector_store(home).ids(), expected_rows(home, watermark))
@@ -31,10 +32,6 @@ def evidence_index_matches_sources(memc: MemcResource) -> dg.AssetCheckResult:
     description="No null, wrong-dimension, non-finite or non-unit vectors; the table's embedding model is the code's; the full-text index covers every row.",
 )
 def evidence_vectors_sound(memc: MemcResource) -> dg.AssetCheckResult:
-    from views.audit import vectors_sound
-    from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL_VERSION
-    from views.build import vector_store
-
     health = vector_store(memc.home).health()
     return audit_result(vectors_sound(health, model_version=EMBEDDING_MODEL_VERSION, dim=EMBEDDING_DIM))
 
@@ -45,9 +42,6 @@ def evidence_vectors_sound(memc: MemcResource) -> dg.AssetCheckResult:
     description="Every node and edge table of the graph has as many rows as the mart it was loaded from (interactions twice: both directions).",
 )
 def entity_graph_matches_marts(memc: MemcResource) -> dg.AssetCheckResult:
-    from views.audit import graph_counts_match
-    from views.build import graph_store, read_graph_marts
-
     home = memc.home
     store = graph_store(home)
     try:
@@ -63,9 +57,6 @@ def entity_graph_matches_marts(memc: MemcResource) -> dg.AssetCheckResult:
     description="Every graph node (entity, session, entry) traces to at least one ledger entry, and every entry it names is in the ledger.",
 )
 def entity_graph_traces_to_ledger(memc: MemcResource) -> dg.AssetCheckResult:
-    from views.audit import graph_traces_to_ledger
-    from views.build import graph_store
-
     home = memc.home
     store = graph_store(home)
     try:
@@ -82,10 +73,6 @@ def entity_graph_traces_to_ledger(memc: MemcResource) -> dg.AssetCheckResult:
     description="Every derived claim from dreaming names an existing graph node and a watermark equal to its inputs' highest seq and not above the ledger head.",
 )
 def derived_claims_sound(memc: MemcResource) -> dg.AssetCheckResult:
-    from views.audit import derived_claims_sound as audit_derived
-    from views.build import graph_store
-    from views.dreaming import PRODUCER
-
     home = memc.home
     ledger = memc.ledger()
     table = ledger.read(["seq", "entry_id", "kind", "producer", "attributes", "derived_from", "watermark"])

@@ -18,6 +18,7 @@ from claims.extractors.base import EXTRACTORS, Extractor, ExtractorError, Unusab
 from claims.extractors.registry import RULES, active_extractor, active_extractor_key
 from claims.model import CLAIM_SCHEMA, REJECTION_SCHEMA, Proposal
 from claims.ontology import ONTOLOGY
+from claims.resolve import Resolver
 from claims.validate import first_failure
 from memc.ids import content_id
 
@@ -48,7 +49,6 @@ def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES, res
     ``resolver`` maps names to canonical entities (subject_id, object_id); without one every
     name is its own entity (``memc.ids.entity_id``)."""
     if resolver is None:
-        from claims.resolve import Resolver
 
         resolver = Resolver()
     claims: dict[str, dict[str, Any]] = {}

@@ -17,6 +17,9 @@ import functools
 import re
 from datetime import datetime, timezone
 
+import parsedatetime
+from dateutil.relativedelta import SA, relativedelta
+
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 _NUM = r"(?:\d{1,3}|a few|a couple of|a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
@@ -38,8 +41,6 @@ MONTHS, MONTH_NO = _MONTHS, _MONTH_NO
 
 @functools.cache
 def _calendar():
-    import parsedatetime
-
     return parsedatetime.Calendar(parsedatetime.Constants(usePyICU=False))
 
 
@@ -53,7 +54,6 @@ def resolve(phrase: str, anchor: datetime, *, past: bool = False) -> datetime | 
 
     ``past``: the phrase describes something that already happened, so a bare month ("in
     March") means the latest March not after the anchor rather than the next one."""
-    from dateutil.relativedelta import SA, relativedelta
 
     anchor = anchor if anchor.tzinfo else anchor.replace(tzinfo=timezone.utc)
     anchor = anchor.astimezone(timezone.utc)

@@ -1,3 +1,8 @@
 """The `memc` command line, on top of every stage: one module per command group (cli/main.py
-lists them). Heavy libraries (Dagster, dbt, torch) are imported inside the commands that need
-them, so `memc ledger stats` and `memc --help` answer in a fraction of a second."""
+lists them).
+
+Imports sit at module top except where a command needs Dagster, dbt or the servers: those
+commands import their stage inside the function (each such line says so). Measured with
+`python -X importtime` on the 2-core CI machine: every stage's import hoisted, any `memc` call
+(even `memc --help`) spends 1.7 s loading Dagster, dbt, FastAPI and the MCP SDK; as it is,
+`memc --help` takes 0.6 s and `memc ingest` / `memc ask` load only what they use."""

@@ -4,12 +4,21 @@ bi-temporally), `memc claims` (the extraction pass's claims and rejections) and 
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timezone
 from typing import Any
 
 import click
 
+from claims.extract import ExtractorError, active_extractor_key
+from claims.resolve import Resolver
+from claims.store import extractor_keys, read_aliases, read_claims
 from cli.common import dump, home_option, parse_time, principal_arg, resolve_home
+from ledger import Ledger
+from memc.ids import normalize_name
+from memc.visibility import may_see
+from query import QueryConfig, StaleViewError, compile_context
+from query.acl import Checker, ledger_facts
 from query.config import PRESETS
 from query.state import StateQueryError, run_sql, state_for_entity
 
@@ -78,10 +87,6 @@ _REJECTION_COLUMNS = ("validator", "reason", "source_entry_id", "source_ref", "e
 
 def _match_entity(rows: list[dict], entity: str, resolver, rejected: bool) -> list[dict]:
     """Rows about ``entity``: by name, alias (resolved per scope) or entity id."""
-    import json
-
-    from memc.ids import normalize_name
-
     want = normalize_name(entity)
     out = []
     for r in rows:
@@ -101,9 +106,6 @@ def _match_entity(rows: list[dict], entity: str, resolver, rejected: bool) -> li
 def _visible(rows: list[dict], home, asker: str) -> list[dict]:
     """The rows ``asker`` may see: the claim's own visibility admits it and, by the ledger's
     record (the independent checker's), so does its source entry's (rejections carry none)."""
-    from ledger import Ledger
-    from memc.visibility import may_see
-    from query.acl import Checker, ledger_facts
 
     checker = Checker(ledger_facts(Ledger(home.ledger)), asker)
     return [
@@ -126,7 +128,6 @@ def _visible(rows: list[dict], home, asker: str) -> list[dict]:
 @click.pass_context
 def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, as_json, home_dir):
     """Compile a context for QUESTION as the principal given by --as, with provenance."""
-    from query import QueryConfig, StaleViewError, compile_context
 
     home = resolve_home(ctx, home_dir)
     if not home.ledger.exists():
@@ -227,9 +228,6 @@ def sql(ctx, query, asker, admin, marts_only, as_json, limit, home_dir):
 def claims_command(ctx, entity, extractor_key, rejected, asker, admin, as_json, home_dir):
     """List extracted claims (or rejections) with their quotes and sources, as a principal
     (only those whose source entry it may see, by the ledger's own record) or as admin."""
-    from claims.extract import ExtractorError, active_extractor_key
-    from claims.resolve import Resolver
-    from claims.store import extractor_keys, read_aliases, read_claims
 
     if bool(asker) == bool(admin):
         raise click.UsageError("say who is asking: --as PRINCIPAL, or --admin for every claim")

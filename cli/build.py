@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from claims.extract import ExtractorError
 from cli.common import dump, home_option, resolve_home
 
 
@@ -16,10 +17,10 @@ from cli.common import dump, home_option, resolve_home
 @click.pass_context
 def build(ctx, quiet, home_dir):
     """Materialize every view through Dagster, in-process, with a progress display."""
-    from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.console import Console  # lazy: only `memc build` draws progress
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # lazy: only `memc build` draws progress
 
-    from orchestration.runner import build as run_build
+    from orchestration.runner import build as run_build  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
     with Progress(
@@ -74,8 +75,7 @@ def backfill_command(ctx, start, end, extractor, claims_only, as_json, home_dir)
     A day is out of date when it was never materialized with the extractor's current
     version (its code version in Dagster) or its files are missing. Older versions' claims
     stay on disk beside the new ones."""
-    from claims.extract import ExtractorError
-    from orchestration.runner import backfill
+    from orchestration.runner import backfill  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
     if not home.ledger.exists():
@@ -115,7 +115,7 @@ def backfill_command(ctx, start, end, extractor, claims_only, as_json, home_dir)
 def dream_command(ctx, no_recompile, as_json, home_dir):
     """Run dreaming now: PageRank and communities over the entity graph, written back to the
     ledger as derived claims (in-process, through Dagster)."""
-    from orchestration.runner import dream
+    from orchestration.runner import dream  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
     try:
@@ -144,7 +144,7 @@ def backfill_views_command(ctx, dry_run, as_json, home_dir):
     """Re-materialize the unpartitioned views whose code version changed since their last
     materialization (an embedding-model upgrade re-embeds the evidence index and swaps it in
     whole). Claims partitions: `memc backfill`."""
-    from orchestration.runner import backfill_views
+    from orchestration.runner import backfill_views  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
     if not home.ledger.exists():

@@ -26,7 +26,7 @@ def eval_group():
 def locomo(data_dir, ks, out, conversations, preset, work_dir, as_json):
     """Ingest each conversation of DATA_DIR (LoCoMo format) into a fresh memory home, build, ask
     every question scoped to its conversation, and report evidence recall@k per category."""
-    from evaluation.locomo import run_locomo
+    from evaluation.locomo import run_locomo  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     cutoffs = tuple(sorted({int(k) for k in ks.split(",") if k.strip()}))
     result = run_locomo(

@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from cli.common import dump, home_option, principal_arg, resolve_home
+from ingestion import IngestError, ingest_paths
+from ledger import Ledger, LedgerCorruption
 
 
 @click.command()
@@ -35,8 +37,6 @@ def ingest(ctx, paths, scope, visibility, writer, follow_symlinks, as_json, home
     """Ingest files or folders (conversation JSONL, .txt, .md, .eml, event JSONL) into the ledger.
 
     Each file is one atomic append; ingesting the same file again, by any path, is a no-op."""
-    from ingestion import IngestError, ingest_paths
-    from ledger import Ledger
 
     home = resolve_home(ctx, home_dir).ensure()
     principals = tuple(p.strip() for p in visibility.split(",") if p.strip())
@@ -78,7 +78,6 @@ def ledger():
 @click.pass_context
 def ledger_stats(ctx, as_json, home_dir):
     """Entries, head seq, files and bytes."""
-    from ledger import Ledger
 
     stats = Ledger(resolve_home(ctx, home_dir).ensure().ledger).stats()
     if as_json:
@@ -93,7 +92,6 @@ def ledger_stats(ctx, as_json, home_dir):
 @click.pass_context
 def ledger_verify(ctx, home_dir):
     """Check every file's checksum and seq continuity; exit 1 on damage."""
-    from ledger import Ledger
 
     report = Ledger(resolve_home(ctx, home_dir).ensure().ledger).verify()
     if report.ok:
@@ -111,7 +109,6 @@ def ledger_verify(ctx, home_dir):
 @click.pass_context
 def ledger_export(ctx, as_jsonl, home_dir):
     """Every committed entry, in seq order, as JSON lines on stdout."""
-    from ledger import Ledger, LedgerCorruption
 
     try:
         Ledger(resolve_home(ctx, home_dir).ensure().ledger).export_jsonl(sys.stdout)

@@ -3,10 +3,10 @@ to finish erasures a crash interrupted."""
 
 from __future__ import annotations
 
-
 import click
 
 from cli.common import dump, home_option, resolve_home
+from forgetting import forget, resume
 
 
 def _render(d: dict) -> str:
@@ -57,8 +57,7 @@ def forget_cmd(ctx, entry_ids, source_uri, scope, subject, reason, by, no_rebuil
     Exactly one of --entry (repeatable), --source, --scope, --subject; --reason and --by are
     required. Derived entries computed from an erased one are erased with it. Running it
     again after a crash completes the erasure."""
-    from forgetting import forget, resume
-    from orchestration.runner import rebuild_views
+    from orchestration.runner import rebuild_views  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
     if not home.ledger.exists():

@@ -22,7 +22,7 @@ def up_command(ctx, port, timeout, home_dir):
     Returns once the UI answers. The daemon runs the inbox and ledger-head sensors, the
     automation (views refresh when the ledger grows, dreaming nightly), view compaction and
     freshness. Pids are kept in <home>/dagster/run/; `memc down` stops both."""
-    from orchestration.platform import start
+    from orchestration.platform import start  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
     try:
@@ -42,7 +42,7 @@ def up_command(ctx, port, timeout, home_dir):
 @click.pass_context
 def down_command(ctx, timeout, home_dir):
     """Stop the webserver and daemon `memc up` started (by pid, whole process groups)."""
-    from orchestration.platform import stop
+    from orchestration.platform import stop  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     outcome = stop(resolve_home(ctx, home_dir), timeout=timeout)
     if not outcome:
@@ -58,14 +58,14 @@ def down_command(ctx, timeout, home_dir):
 @click.pass_context
 def ui(ctx, port, home_dir):
     """Start the Dagster UI (and its daemon) on 127.0.0.1 for this memory home, telemetry off."""
-    from orchestration.runner import prepare_environment
+    from orchestration.runner import prepare_environment  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
     prepare_environment(home)
-    from catalog.dbt_project import ensure_manifest
+    from catalog.dbt_project import ensure_manifest  # lazy: loads dagster-dbt (cli/__init__.py)
 
     ensure_manifest()
-    from orchestration.platform import CODE_LOCATION, CODE_ROOT, environment
+    from orchestration.platform import CODE_LOCATION, CODE_ROOT, environment  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     args = [sys.executable, "-m", "dagster", "dev", *CODE_LOCATION, "-h", "127.0.0.1", "-p", str(port)]
     click.echo(f"Dagster UI on http://127.0.0.1:{port} (memory home {home.root}); Ctrl-C stops it (`memc up` runs it in the background)")

@@ -11,6 +11,7 @@ import os
 
 import click
 
+from api.auth import Caller, KeyError_, KeyStore, check_principal, check_scopes
 from cli.common import dump, home_option, resolve_home
 
 
@@ -35,10 +36,9 @@ def serve(ctx, host, port, max_body_mb, log_level, home_dir):
     watermarks, with the OpenAPI document at /openapi.json and its pages at /docs.
 
     Every request but /v1/health needs a key from `memc keys add`."""
-    import uvicorn
+    import uvicorn  # lazy: only `memc serve` needs it
 
-    from api.app import create_app
-    from api.auth import KeyStore
+    from api.app import create_app  # lazy: loads FastAPI, Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir).ensure()
     if not _loopback(host):
@@ -66,8 +66,7 @@ def mcp_command(ctx, principal, key, admin, scopes, http_port, host, home_dir):
     the other end of the pipe is the user's own. Over HTTP there is no fixed principal: every
     request carries an API key (`Authorization: Bearer KEY`, from `memc keys add`) and acts for
     its principal; a request without one is answered 401. No tool argument names the asker."""
-    from api.auth import Caller, KeyError_, KeyStore, check_principal, check_scopes
-    from api.mcp_server import build_mcp_server
+    from api.mcp_server import build_mcp_server  # lazy: loads the MCP SDK, Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir).ensure()
     if http_port is not None:
@@ -118,7 +117,6 @@ def keys():
 @click.pass_context
 def keys_add(ctx, principal, admin, scopes, write_for, as_json, home_dir):
     """Make a key and print it once: only its hash is kept."""
-    from api.auth import KeyError_, KeyStore
 
     try:
         token, record = KeyStore(resolve_home(ctx, home_dir).ensure()).add(principal, admin=admin, scopes=scopes or None, write_for=write_for)
@@ -139,7 +137,6 @@ def keys_add(ctx, principal, admin, scopes, write_for, as_json, home_dir):
 @click.pass_context
 def keys_list(ctx, as_json, home_dir):
     """Every key (never the key itself): id, principal, role, scopes, created and revoked times."""
-    from api.auth import KeyStore
 
     records = KeyStore(resolve_home(ctx, home_dir)).list()
     if as_json:
@@ -158,7 +155,6 @@ def keys_list(ctx, as_json, home_dir):
 @click.pass_context
 def keys_revoke(ctx, key_id, home_dir):
     """Revoke a key by its id: a running server refuses it from the next request."""
-    from api.auth import KeyError_, KeyStore
 
     try:
         record = KeyStore(resolve_home(ctx, home_dir)).revoke(key_id)

@@ -18,6 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from ingestion import ingest_paths
+from ledger import Ledger
+from memc.home import MemcHome
+from orchestration.runner import build
+from query import compile_context
+from query.config import QueryConfig
+from views.embedder import Embedder
+
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 EVAL_ASKER = "eval"
 
@@ -79,13 +87,6 @@ def run_locomo(
     preset: str | None = None,
     on_progress: Callable[[str], None] | None = None,
 ) -> EvalResult:
-    from ingestion import ingest_paths
-    from ledger import Ledger
-    from memc.home import MemcHome
-    from orchestration.runner import build
-    from query import compile_context
-    from query.config import QueryConfig
-    from views.embedder import Embedder
 
     data_dir = Path(data_dir)
     turns = read_jsonl(data_dir / "conversations.jsonl")

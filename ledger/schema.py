@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timezone
 from typing import Any, Literal
 
@@ -93,8 +94,6 @@ class NewEntry(BaseModel):
     @field_validator("visibility")
     @classmethod
     def _principals(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        import re
-
         bad = [p for p in v if not re.match(PRINCIPAL_PATTERN, p)]
         if bad:
             raise ValueError(f"malformed principal(s) {bad!r}: use letters, digits and _.@:-")

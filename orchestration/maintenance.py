@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memc.home import MemcHome
+from views.build import vector_store
 
 # Versions younger than this survive: a query that opened an older version a moment ago can
 # still read it (LanceDB readers pin a version; deleting it under them makes them fail).
@@ -25,8 +26,6 @@ def _bytes(root: Path) -> int:
 
 
 def compact_views(home: MemcHome, *, keep: timedelta = DEFAULT_KEEP) -> dict[str, Any]:
-    from views.build import vector_store
-
     store = vector_store(home)
     versions = store.versions() if home.vectors.exists() else None
     if versions is None:

@@ -23,8 +23,10 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from catalog.dbt_project import ensure_manifest
 from memc.home import MemcHome
 from memc.processes import pid_alive
+from orchestration.runner import prepare_environment
 
 CODE_LOCATION = ["-m", "orchestration.definitions"]
 # The processes run from the code's root, never from the memory home: Dagster puts the working
@@ -106,7 +108,7 @@ def _init_instance() -> None:
     """Create (or migrate) the instance's SQLite storage once, here: the webserver, the daemon
     and their code servers starting on a fresh home would otherwise run the schema migrations
     concurrently and leave "more than one head" in alembic_version (seen here)."""
-    import dagster as dg
+    import dagster as dg  # lazy: see the module docstring
 
     with dg.DagsterInstance.get() as instance:
         instance.get_runs(limit=1)
@@ -123,10 +125,8 @@ class Started:
 def start(home: MemcHome, port: int = 3000, *, timeout: float = START_TIMEOUT) -> Started:
     """Start the webserver and the daemon; return once the UI answers (or raise, having
     stopped whatever was started)."""
-    from orchestration.runner import prepare_environment
 
     prepare_environment(home)  # dagster.yaml (telemetry off, run queue), env
-    from catalog.dbt_project import ensure_manifest
 
     ensure_manifest()  # else every process would parse the dbt project on load
     _init_instance()

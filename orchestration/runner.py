@@ -21,9 +21,16 @@ from typing import Callable, Sequence
 
 import dagster as dg
 
-from memc.home import MemcHome
-from catalog.keys import CENTRALITY, CLAIMS, LEDGER
+from catalog.dbt_project import ensure_manifest
+from catalog.keys import CENTRALITY, CLAIMS, ENTITY_ALIASES, LEDGER
 from catalog.partitions import LEDGER_DAYS, range_tags
+from claims.extract import active_extractor
+from claims.ledger_days import contiguous, day_range, ledger_days
+from claims.store import days as stored_days
+from forgetting import resume
+from ledger import Ledger
+from memc.home import MemcHome
+from orchestration.definitions import build_definitions
 
 DAGSTER_YAML_HEADER = "# memc's local Dagster instance (runs, event logs, schedules) for this memory home."
 DAGSTER_YAML = f"""\
@@ -75,10 +82,8 @@ ProgressCallback = Callable[[str, str | None], None]
 def _definitions(home: MemcHome, instance: dg.DagsterInstance | None) -> tuple[dg.Definitions, dg.DagsterInstance]:
     """The definitions bound to this home and its Dagster instance; the dbt manifest is parsed
     first if a model changed (the definitions cannot load without it)."""
-    from catalog.dbt_project import ensure_manifest
 
     ensure_manifest()
-    from orchestration.definitions import build_definitions
 
     return build_definitions(str(home.root)), instance or dg.DagsterInstance.get()
 
@@ -102,7 +107,6 @@ def build(
     compiled once more so that they reflect them (dreaming itself is then a no-op)."""
     report = BuildReport()
     if finish_erasures:
-        from forgetting import resume
 
         report.erasures_finished = resume(home).resumed  # this build compiles the views again
     prepare_environment(home)
@@ -142,8 +146,6 @@ def _all_days_tags(defs: dg.Definitions, home: MemcHome, selection: Sequence[dg.
     they compile to empty partitions, which is what they are."""
     if not _partitioned(defs, selection):
         return {}
-    from claims.ledger_days import ledger_days
-    from ledger import Ledger
 
     days = ledger_days(Ledger(home.ledger)) or [LEDGER_DAYS.get_last_partition_key()]
     _check_days(days)
@@ -192,17 +194,12 @@ def backfill(
     is one single run over that range; then, with ``views``, the views below the claims
     (dbt state, the graph; not dreaming) are compiled once. Other extractor versions' files
     are never touched. ``extractor`` ("rules" or "llm") overrides ``$MEMC_EXTRACTOR``."""
-    from claims.extract import active_extractor
-    from claims.ledger_days import contiguous, day_range, ledger_days
-    from claims.store import days as stored_days
-    from ledger import Ledger
 
     wanted = day_range(start, end)  # ValueError on bad input, before anything runs
     if extractor:
         os.environ["MEMC_EXTRACTOR"] = extractor
     active = active_extractor()  # ExtractorError on a bad name or configuration
     prepare_environment(home)
-    from catalog.keys import ENTITY_ALIASES
 
     defs, instance = _definitions(home, instance)
     report = BackfillReport(extractor=active.key)
@@ -307,8 +304,6 @@ def dream(
 
 
 def _head(home: MemcHome) -> int:
-    from ledger import Ledger
-
     return Ledger(home.ledger).head()
 
 

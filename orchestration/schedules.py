@@ -2,8 +2,9 @@
 
 import dagster as dg
 
-from catalog.keys import CENTRALITY
+from catalog.keys import CENTRALITY, EVIDENCE_INDEX
 from catalog.resources import MemcResource
+from orchestration import maintenance
 from orchestration.settings import Settings
 
 nightly_dreaming = dg.ScheduleDefinition(
@@ -21,15 +22,13 @@ nightly_dreaming = dg.ScheduleDefinition(
 
 @dg.op(description="Compact the LanceDB evidence table: merge fragments, fold indexes, drop versions older than 10 minutes.")
 def compact_evidence_table(context: dg.OpExecutionContext, memc: MemcResource) -> None:
-    from orchestration.maintenance import compact_views
-
-    stats = compact_views(memc.home)
+    stats = maintenance.compact_views(memc.home)
     context.log.info(f"view compaction: {stats}")
     if stats.get("compacted"):
         before, after = stats["before"], stats["after"]
         context.log_event(
             dg.AssetObservation(
-                asset_key=dg.AssetKey("evidence_index"),
+                asset_key=EVIDENCE_INDEX,
                 metadata={
                     "compaction/versions_before": before["versions"],
                     "compaction/versions_after": after["versions"],

@@ -17,10 +17,12 @@ import time
 from datetime import datetime
 from typing import Any
 
+from claims.extractors import active_extractor_key
+from claims.store import extractor_dir
 from ledger import Ledger, shared_reader
 from memc.home import MemcHome
 from memc.watermark import read_watermark
-
+from query.acl import check_context
 from query.config import QueryConfig
 from query.context import Context
 from query.facts import state_facts, state_source
@@ -28,12 +30,10 @@ from query.log import record_compile
 from query.pack import pack
 from query.retrieve import retrieve
 from query.staleness import assess
+from views.profile import logged_entities
 
 
 def view_watermarks(home: MemcHome) -> dict[str, int | None]:
-    from claims.extractors import active_extractor_key
-    from claims.store import extractor_dir
-
     dirs = {
         "claims": extractor_dir(home.claims, active_extractor_key()),  # the claims dbt folds, too
         "state": home.warehouse,
@@ -86,7 +86,6 @@ def compile_context(
     _recheck_visibility(ctx, ledger)
     pack(ctx, config.budget_tokens, config.state_share)
     ctx.latency_ms = round((time.perf_counter() - started) * 1000, 2)
-    from views.profile import logged_entities
 
     record_compile(
         home,
@@ -131,6 +130,5 @@ def _recheck_visibility(ctx: Context, ledger: Ledger) -> None:
     itself (each turn of a window, each state fact's source, a derived entry's whole lineage)
     and drops anything the asker may not see or that an erasure names (a store filter bug must
     not become a leak). ``ctx.acl_dropped`` counts the drops; each is logged."""
-    from query.acl import check_context
 
     ctx.acl_dropped = check_context(ctx, ledger).dropped

@@ -12,6 +12,7 @@ from memc.filecache import cached
 from memc.home import MemcHome
 from memc.ids import entity_id
 from memc.visibility import may_see
+from views.build import graph_store
 from views.marts import ENTITIES, GRAPH_RELATIONS, mart_path, read_mart
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,6 @@ def related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: s
     seeds = sorted(set(named) & known)
     if not seeds:
         return []
-    from views.build import graph_store
 
     path = mart_path(home, GRAPH_RELATIONS)
     typed = cached("typed_relations", [path], lambda: bool(set(read_mart(path, columns=["predicate"]).column("predicate").to_pylist()) - {"mentions", None}))

@@ -6,15 +6,17 @@ transaction time through the bi-temporal marts.
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from memc.home import MemcHome
 from memc.visibility import may_see
-from views.marts import STATE_CURRENT, mart_path
-
 from query.config import QueryConfig
 from query.context import StateFact, iso
+from query.state import StateQueryError, state_for_entity
+from views.dossiers import load_dossiers
+from views.marts import STATE_CURRENT, mart_path
+from views.state_index import STATE_SOURCE, state_index
 
 
 def holds_for(r: dict[str, Any], asker: str, scope: str | None) -> bool:
@@ -33,8 +35,6 @@ def event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str,
     of the question with such a fact; none when that is ambiguous)."""
 
     def lookup(predicate: str, names: list[str]) -> datetime | None:
-        from views.state_index import state_index
-
         index = state_index(home)
         if index is None:
             return None
@@ -70,7 +70,6 @@ def state_facts(
     in a warm process). Either way the rows about the subjects the question's words can name, in
     mart order, are filtered below, so the answer is the same (tests/test_profile.py);
     ``state_source()`` says which was read."""
-    from views.state_index import STATE_SOURCE
 
     path = mart_path(home, STATE_CURRENT)
     if not path.exists() or config.max_state_facts == 0:
@@ -113,8 +112,6 @@ def state_rows(home: MemcHome, words: set[str]) -> tuple[list[dict[str, Any]], l
     """(state rows, conflicts rows) about every subject ``words`` can name, in mart order: from the
     current dossiers when they cover the question, else from the index of the marts. Records
     which in ``state_source()``."""
-    from views.dossiers import load_dossiers
-    from views.state_index import STATE_SOURCE, state_index
 
     dossiers = load_dossiers(home)
     hit = dossiers.rows_for(words) if dossiers is not None else None
@@ -129,7 +126,6 @@ def state_rows(home: MemcHome, words: set[str]) -> tuple[list[dict[str, Any]], l
 def state_source() -> str:
     """Where the latest ``state_facts`` in this thread (or task) read state from: "dossier",
     "state_current" or "none" (no state mart, or no state facts wanted). For the query log's plan."""
-    from views.state_index import STATE_SOURCE
 
     return STATE_SOURCE.get()
 
@@ -167,9 +163,6 @@ def fact_of(r: dict[str, Any]) -> StateFact:
 
 
 def state_as_of(home, subjects, asker, scope, config, as_of, known_at) -> tuple[list[StateFact], list[dict[str, Any]]]:
-    from datetime import timezone
-
-    from query.state import StateQueryError, state_for_entity
 
     now = datetime.now(timezone.utc)
     facts, conflicts = [], []

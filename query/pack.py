@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Iterator
 
 from query.context import Context, ContextItem, item_lines, state_line
+from query.tokens import count_tokens
 
 
 def pack(ctx: Context, budget: int, state_share: float) -> None:
@@ -15,7 +16,6 @@ def pack(ctx: Context, budget: int, state_share: float) -> None:
     An item whose window does not fit is shown with a narrower one (down to the hit alone)
     rather than dropped: on LoCoMo dev this packs 9 items into 2,000 tokens instead of 8, and
     lifts evidence recall@10 0.835 -> 0.842 (multi-hop 0.500 -> 0.528)."""
-    from query.tokens import count_tokens
 
     # Fixed lines (header, section titles) first; then each line as it would be rendered.
     used = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))

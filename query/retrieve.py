@@ -16,13 +16,15 @@ from typing import Any
 
 from ledger import Ledger
 from memc.home import MemcHome
-
 from query.config import EVIDENCE_KINDS, QueryConfig
 from query.context import ContextItem, iso
 from query.entities import named_entities, related_entities
 from query.facts import event_lookup
 from query.timewindow import TimeWindow, question_window
 from query.windows import join_stretch, session_windows, set_turns, within_time
+from views.build import vector_store
+from views.embedder import Embedder
+from views.evidence import evidence_rows
 
 # Stands for the question's embedding in a route's search arguments until it is computed.
 EMBEDDING = object()
@@ -54,7 +56,6 @@ def retrieve(
     when: tuple[datetime | None, datetime | None] = (None, None),
 ) -> tuple[list[ContextItem], TimeWindow | None]:
     """The evidence items, best first, and the time window the question named (if any)."""
-    from views.build import vector_store
 
     named = named_entities(home, question, asker, scope)
     window = question_window(question, anchor=when[0], event_time=event_lookup(home, asker, scope, named))
@@ -62,7 +63,6 @@ def retrieve(
         return [], window
 
     if embedder is None:
-        from views.embedder import Embedder
 
         embedder = Embedder()
     store = vector_store(home)
@@ -206,8 +206,6 @@ def tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):
     in-memory LanceDB (the same engine and filters as the real index): a fact ingested a second
     ago is answerable before the next build. Bounded by the staleness policy's lag limit; kept
     for the next compiles while the ledger and the index stay as they are."""
-    from views.evidence import evidence_rows
-    from views.build import vector_store
 
     since, until = patch
     key = (str(ledger.root), since, until, getattr(embedder, "model_version", None), id(embedder), ledger.signature())

@@ -12,6 +12,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ledger import Ledger
+from memc.ids import normalize_name
+from query.acl import ledger_facts
 from views.marts import is_empty_export
 
 
@@ -60,7 +67,6 @@ order by predicate, valid_at, claim_id_a, claim_id_b
 
 def _marts_connection(marts: Path, names: tuple[str, ...]):
     """An in-memory DuckDB with one view per mart export, named after the mart."""
-    import duckdb
 
     con = duckdb.connect()
     con.execute("set TimeZone = 'UTC'")
@@ -102,7 +108,6 @@ def state_for_entity(
     ``principal`` (None = administrator), with the conflicts that asker may see. Given the
     ``ledger`` directory, each fact and conflict side also says who wrote its source entry
     (``source_ingested_by``, ``ingested_by_a``/``_b``), read from the ledger itself."""
-    from memc.ids import normalize_name
 
     con = _marts_connection(marts, ("entities", "state_history", "state_closings", "conflicts"))
     con.execute("create view history as select * from state_history")
@@ -154,8 +159,6 @@ def state_for_entity(
     conflicts = _rows(con.execute(CONFLICTS_SQL, params))
     con.close()
     if ledger is not None and (facts or conflicts):
-        from ledger import Ledger
-        from query.acl import ledger_facts
 
         writers = ledger_facts(Ledger(ledger)).ingested_by
         for f in facts:
@@ -177,7 +180,6 @@ def state_for_entity(
 def _visibility_columns(schema) -> list[str]:
     """The columns of a mart that say who may see a row: lists of principals named
     ``visibility`` or ``<side>_visibility`` (a conflict's two sides, a closing's two claims)."""
-    import pyarrow as pa
 
     return [
         f.name
@@ -190,8 +192,6 @@ def _asker_connection(marts: Path, principal: str):
     """An in-memory DuckDB holding, per mart with a visibility column, only the rows
     ``principal`` may see (every visibility column of a row must admit it). Marts without one
     (``graph_mentions``) are left out. The rows are copied in, so no query needs a file."""
-    import duckdb
-    import pyarrow.parquet as pq
 
     con = duckdb.connect()
     con.execute("set TimeZone = 'UTC'")
@@ -227,7 +227,6 @@ def run_sql(
     ``admin``, over the whole warehouse (or the marts' exports); raise StateQueryError on a
     refused statement or a warehouse locked by a build. Either way DuckDB's external access is
     off: an asker's connection reads no file at all, an admin's only files under the home."""
-    import duckdb
 
     if (principal is None) == (not admin):
         raise StateQueryError("say who is asking: a principal (only the rows it may see), or admin for everything")

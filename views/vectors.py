@@ -35,6 +35,7 @@ import os
 import shutil
 import threading
 import uuid
+import warnings
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -212,7 +213,7 @@ class LanceVectorStore:
         newest version each time, so answers are the same as with a fresh connection. A table
         swapped in by a rebuild (erasure) is a new directory: its identity (inode, ctime) differs,
         and the connection is replaced, so nothing read from the retired table is kept here."""
-        import lancedb
+        import lancedb  # lazy: 2.2 s to import; commands that never open the index skip it
 
         if self.in_memory:
             return self._db if self._db is not None else lancedb.connect(self.uri)
@@ -272,7 +273,7 @@ class LanceVectorStore:
             for ix in tbl.list_indices():
                 if str(getattr(ix, "index_type", "")).upper() == "FTS" and list(ix.columns) == ["text"]:
                     return False
-        from lancedb.index import FTS
+        from lancedb.index import FTS  # lazy: see `import lancedb` in _connection
 
         # with_position: phrase queries ("ORD 99812" as adjacent tokens) need term positions.
         tbl.create_index("text", config=FTS(with_position=True), replace=True)
@@ -290,7 +291,7 @@ class LanceVectorStore:
         compiler's patch of the ledger tail) are small and built per query: no indexes."""
         if self.in_memory:
             return
-        from lancedb import index
+        from lancedb import index  # lazy: see `import lancedb` in _connection
 
         have = {tuple(ix.columns) for ix in tbl.list_indices() if str(getattr(ix, "index_type", "")).upper() != "FTS"}
         for column, kind in SCALAR_INDEXES:
@@ -319,7 +320,7 @@ class LanceVectorStore:
             unindexed = int(tbl.index_stats(ix.name).num_unindexed_rows)
             if unindexed <= VECTOR_INDEX_MAX_UNINDEXED * rows:
                 return False
-        from lancedb.index import HnswSq
+        from lancedb.index import HnswSq  # lazy: see `import lancedb` in _connection
 
         tbl.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
         return True
@@ -490,7 +491,7 @@ class LanceVectorStore:
         }
 
     def _swap_in(self, table: str, batch: pa.Table, schema: pa.Schema) -> Any:
-        import lancedb
+        import lancedb  # lazy: 2.2 s to import; commands that never open the index skip it
 
         root = Path(self.uri)
         # Leftovers of a crashed swap. Neither name ends in ".lance", so list_tables never shows them.
@@ -530,7 +531,6 @@ class LanceVectorStore:
         With the default 0, concurrent readers of an older version fail: run it from the one writer."""
         tbl = self._open(table)
         if tbl is not None:
-            import warnings
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # "removes every version except the latest"
@@ -742,7 +742,10 @@ class LanceVectorStore:
         return _ranked(_top_k(fetch, k), "vector")
 
     def _fulltext_route(self, tbl: Any, text: str, where: str, k: int, phrase: bool) -> list[dict[str, Any]]:
-        from lancedb.query import MatchQuery, PhraseQuery
+        from lancedb.query import (  # lazy: see `import lancedb` in _connection
+            MatchQuery,
+            PhraseQuery,
+        )
 
         query = PhraseQuery(text, "text") if phrase else MatchQuery(text, "text")
 

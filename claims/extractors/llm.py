@@ -28,7 +28,10 @@ import os
 import re
 from typing import Any, Iterator
 
+import requests
 from pydantic import BaseModel, Field
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 from claims import timephrase
 from claims.extractors.base import Extractor, ExtractorError, UnusableAnswer
@@ -70,10 +73,6 @@ class LLMConfig(BaseModel):
 
 
 def _session(cfg: LLMConfig):
-    import requests
-    from requests.adapters import HTTPAdapter
-    from urllib3.util.retry import Retry
-
     class CappedRetry(Retry):
         """urllib3's Retry, with Retry-After capped."""
 
@@ -131,7 +130,6 @@ class LLMClient:
 
     def complete(self, messages: list[dict[str, str]]) -> str:
         """The assistant message's content; raises ExtractorError once retries are spent."""
-        import requests
 
         body = {"model": self.cfg.model, "messages": messages, "temperature": 0, "response_format": {"type": "json_object"}}
         try:
