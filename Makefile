@@ -10,7 +10,7 @@ export DAGSTER_DISABLE_TELEMETRY := 1
 export DO_NOT_TRACK := 1
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install manifest demo test test-slow bench ui clean
+.PHONY: install manifest demo test test-unit test-engine test-platform test-slow bench ui clean
 
 install: $(STAMP)
 
@@ -40,6 +40,16 @@ demo: install manifest
 test: install manifest
 	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
+
+# The lanes, each runnable alone (tests/README.md says what belongs where).
+test-unit: install manifest
+	$(BIN)/python -m pytest -q tests/unit
+
+test-engine: install manifest
+	$(BIN)/python -m pytest -q tests/engine
+
+test-platform: install manifest
+	$(BIN)/python -m pytest -q tests/platform
 
 test-slow: install manifest
 	$(BIN)/python -m pytest -q -m slow

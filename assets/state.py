@@ -4,12 +4,10 @@
 import functools
 import json
 import os
-import sys
-from pathlib import Path
 
 import dagster as dg
 
-from catalog.dbt_project import dbt_project
+from catalog.dbt_project import dbt_executable, dbt_project
 from catalog.keys import STATE_GROUP
 from catalog.resources import MemcResource
 from claims.extractors import active_extractor_key
@@ -96,6 +94,4 @@ def state_models():
 def dbt_resource():
     from dagster_dbt import DbtCliResource  # lazy: as above
 
-    # The dbt beside this interpreter: `memc` is often run without activating its virtualenv.
-    dbt = Path(sys.executable).with_name("dbt")
-    return DbtCliResource(project_dir=dbt_project(), dbt_executable=str(dbt) if dbt.exists() else "dbt")
+    return DbtCliResource(project_dir=dbt_project(), dbt_executable=dbt_executable())

@@ -39,7 +39,7 @@ import sys
 import time
 from concurrent.futures import Future
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -299,15 +299,16 @@ def built_home(n: int, seed: int = 1, *, log: Callable[[str], None] = print) -> 
 def home_stats(home) -> dict[str, Any]:
     import pyarrow.parquet as pq
 
-    from views.vectors import LanceVectorStore
+    from views.build import vector_store
+    from views.marts import mart_path
 
     def rows(name: str) -> int:
-        p = home.marts / f"{name}.parquet"
+        p = mart_path(home, name)
         return pq.ParquetFile(p).metadata.num_rows if p.exists() else 0
 
     return {
         "ledger_files": len(list(home.ledger.glob("*.parquet"))),
-        "index_rows": LanceVectorStore(str(home.vectors)).count(),
+        "index_rows": vector_store(home).count(),
         "state_current_rows": rows("state_current"),
         "conflicts_rows": rows("conflicts"),
     }

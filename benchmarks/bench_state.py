@@ -25,6 +25,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from claims import store as claims_store
+
 REPO = Path(__file__).resolve().parents[1]
 DBT_DIR = REPO / "dbt_project"
 EXTRACTOR_KEY = "bench-1"
@@ -96,7 +98,7 @@ def append(home, n: int, rng: random.Random, subjects: int, day: int) -> int:
             for i, (e, pred, obj, pol) in enumerate(items)
         ]
         # Each batch is its own ledger day here, so one claims file per day as the store writes.
-        path = home.claims / f"extractor={EXTRACTOR_KEY}" / f"day={recorded_at:%Y-%m-%d}" / "claims.parquet"
+        path = claims_store.day_dir(home.claims, EXTRACTOR_KEY, recorded_at.date()) / claims_store.CLAIMS_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(pa.Table.from_pylist(rows, schema=schema), path)
         done += size

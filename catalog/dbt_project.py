@@ -3,6 +3,7 @@
 
 import functools
 import os
+import sys
 from pathlib import Path
 
 DBT_PROJECT_DIR = Path(__file__).resolve().parent.parent / "dbt_project"
@@ -38,9 +39,19 @@ def dbt_project():
     return project
 
 
+def dbt_executable() -> str:
+    """The dbt beside this interpreter: `memc` is often run without activating its virtualenv,
+    and dagster-dbt's default is whatever ``dbt`` is first on PATH (none, then)."""
+    dbt = Path(sys.executable).with_name("dbt")
+    return str(dbt) if dbt.exists() else "dbt"
+
+
 def ensure_manifest() -> Path:
-    """Parse the dbt project if its manifest is missing or stale (what ``make`` does up front)."""
+    """Parse the dbt project if its manifest is missing or stale (what ``make`` does up front),
+    with the dbt beside this interpreter (dagster-dbt's own preparer looks on PATH)."""
     if manifest_is_stale():
+        from dagster_dbt import DbtCliResource  # lazy: as above
+
         project = dbt_project()
-        project.preparer.prepare(project)
+        DbtCliResource(project_dir=project, dbt_executable=dbt_executable()).cli(["parse", "--quiet"], target_path=project.target_path).wait()
     return MANIFEST

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import pyarrow as pa
 from pydantic import ValidationError
@@ -21,9 +21,6 @@ from claims.ontology import ONTOLOGY
 from claims.resolve import Resolver
 from claims.validate import first_failure
 from memc.ids import content_id
-
-if TYPE_CHECKING:
-    from claims.resolve import Resolver
 
 # Evidence kinds an extractor reads; erasure tombstones and the like carry no claims.
 EXTRACTABLE_KINDS = ("message", "document", "event", "observation", "correction", "derived_claim")
@@ -49,7 +46,6 @@ def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES, res
     ``resolver`` maps names to canonical entities (subject_id, object_id); without one every
     name is its own entity (``memc.ids.entity_id``)."""
     if resolver is None:
-
         resolver = Resolver()
     claims: dict[str, dict[str, Any]] = {}
     rejections: dict[str, dict[str, Any]] = {}

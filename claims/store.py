@@ -36,6 +36,11 @@ def day_dir(claims_root: Path, extractor_key: str, day: str | date) -> Path:
     return extractor_dir(claims_root, extractor_key) / f"day={day if isinstance(day, str) else day.isoformat()}"
 
 
+# One ledger day of one extractor version: its claims and its rejections.
+CLAIMS_FILE = "claims.parquet"
+REJECTIONS_FILE = "rejections.parquet"
+
+
 def aliases_path(claims_root: Path) -> Path:
     return claims_root / "entities" / "aliases.parquet"
 
@@ -43,8 +48,8 @@ def aliases_path(claims_root: Path) -> Path:
 def write_day(claims_root: Path, extractor: Extractor, day: str, result: ExtractionResult, watermark: int) -> Path:
     """Replace one ledger day's claims and rejections (each file atomically)."""
     d = day_dir(claims_root, extractor.key, day)
-    write_parquet(result.claims, d / "claims.parquet")
-    write_parquet(result.rejections, d / "rejections.parquet")
+    write_parquet(result.claims, d / CLAIMS_FILE)
+    write_parquet(result.rejections, d / REJECTIONS_FILE)
     write_watermark(
         d,
         "claims",
@@ -70,13 +75,13 @@ def days(claims_root: Path, extractor_key: str) -> list[str]:
     d = extractor_dir(claims_root, extractor_key)
     if not d.exists():
         return []
-    return sorted(m.group(1) for p in d.iterdir() if (m := _DAY.match(p.name)) and (p / "claims.parquet").exists())
+    return sorted(m.group(1) for p in d.iterdir() if (m := _DAY.match(p.name)) and (p / CLAIMS_FILE).exists())
 
 
 def read_claims(claims_root: Path, extractor_key: str, *, rejected: bool = False, day: str | None = None) -> pa.Table:
     """Every day's claims (or rejections) of one extractor version, in day order."""
     schema = REJECTION_SCHEMA if rejected else CLAIM_SCHEMA
-    name = "rejections.parquet" if rejected else "claims.parquet"
+    name = REJECTIONS_FILE if rejected else CLAIMS_FILE
     wanted = [day] if day else days(claims_root, extractor_key)
     paths = [day_dir(claims_root, extractor_key, d) / name for d in wanted]
     tables = [read_parquet(p, schema=schema) for p in paths if p.exists()]

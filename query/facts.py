@@ -14,7 +14,7 @@ from memc.visibility import may_see
 from query.config import QueryConfig
 from query.context import StateFact, iso
 from query.state import StateQueryError, state_for_entity
-from views.dossiers import load_dossiers
+from views import dossiers as dossier_views
 from views.marts import STATE_CURRENT, mart_path
 from views.state_index import STATE_SOURCE, state_index
 
@@ -68,7 +68,7 @@ def state_facts(
     marts hold and every subject the question can name has one; else from the index of
     state_current by subject (``views.state_index.state_index``, built once per version of the marts
     in a warm process). Either way the rows about the subjects the question's words can name, in
-    mart order, are filtered below, so the answer is the same (tests/test_profile.py);
+    mart order, are filtered below, so the answer is the same (tests/platform/test_profile.py);
     ``state_source()`` says which was read."""
 
     path = mart_path(home, STATE_CURRENT)
@@ -113,7 +113,7 @@ def state_rows(home: MemcHome, words: set[str]) -> tuple[list[dict[str, Any]], l
     current dossiers when they cover the question, else from the index of the marts. Records
     which in ``state_source()``."""
 
-    dossiers = load_dossiers(home)
+    dossiers = dossier_views.load_dossiers(home)
     hit = dossiers.rows_for(words) if dossiers is not None else None
     if hit is not None:
         STATE_SOURCE.set("dossier")

@@ -32,7 +32,7 @@ class StateQueryError(Exception):
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 
 # The same query as the dbt macro state_as_of (dbt_project/macros/state_as_of.sql), over the
-# Parquet exports; tests/test_state.py checks the two agree. $principal NULL = administrator.
+# Parquet exports; tests/platform/test_state.py checks the two agree. $principal NULL = administrator.
 AS_OF_SQL = """
 select
     h.scope, h.subject_id, h.subject, h.predicate, h.object, h.cardinality,

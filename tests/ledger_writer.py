@@ -1,4 +1,4 @@
-"""A ledger writer run as a subprocess by tests/test_ledger.py (kill -9 and concurrency tests).
+"""A ledger writer run as a subprocess by tests/engine/test_ledger.py (kill -9 and concurrency tests).
 
 It opens the ledger, warms its cache, prints ``READY <pid> <head>``, waits for a line on stdin
 (``go`` or ``go <start>``, so several writers start together and can be spawned ahead of time),

@@ -2,14 +2,13 @@
 the view assets read, written the way the dbt models export them (same files, same columns).
 
 The marts are computed here in a few lines of Python rather than by running dbt, so the view tests
-stay fast (~1 s instead of a 15 s dbt step) and independent of the state models; tests/test_end_to_end.py
+stay fast (~1 s instead of a 15 s dbt step) and independent of the state models; tests/platform/test_end_to_end.py
 covers the real dbt path.
 """
 
 from __future__ import annotations
 
 import random
-from collections import defaultdict
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -77,7 +76,7 @@ def write_claims(home: MemcHome) -> None:
     """A few claims of the active extractor, the way claims/store.py lays them out."""
     from claims.extract import RULES
     from claims.model import CLAIM_SCHEMA
-    from claims.store import day_dir
+    from claims.store import CLAIMS_FILE, day_dir
 
     msgs = [e for e in Ledger(home.ledger).iter_entries() if e["kind"] == "message"][:4]
     rows = []
@@ -109,7 +108,7 @@ def write_claims(home: MemcHome) -> None:
             }
         )
     table = pa.Table.from_pylist(rows, schema=CLAIM_SCHEMA)
-    path = day_dir(home.claims, RULES.key, T0.date().isoformat()) / "claims.parquet"
+    path = day_dir(home.claims, RULES.key, T0.date().isoformat()) / CLAIMS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
 

@@ -15,7 +15,7 @@ The graph is a rebuildable view. ``rebuild`` never edits in place (Kùzu keeps d
 file after DETACH DELETE + CHECKPOINT): it builds a fresh directory next to the live one and swaps it
 in with two renames, then removes the old directory.
 
-Verified on kuzu 0.11.3 (tests/test_graph.py):
+Verified on kuzu 0.11.3 (tests/engine/test_graph.py):
 
 * filtered projection: ``CALL project_graph('G', {'Entity': 'n.scope = "s1"'}, {'INTERACTS':
   'r.scope = "s1"'})`` (the predicates are string literals: query parameters are not allowed in them);
@@ -44,7 +44,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-import kuzu
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401
 import pyarrow.parquet as pq
@@ -169,6 +168,8 @@ class KuzuGraphStore:
         return self.db_file.exists()
 
     def _open_db(self, file: Path) -> tuple[Any, Any]:
+        import kuzu  # lazy: importing views loads no engine (tests/engine/test_vectors.py holds every views module to it)
+
         db = kuzu.Database(
             str(file),
             buffer_pool_size=self.buffer_pool_size,
@@ -334,6 +335,8 @@ class KuzuGraphStore:
 
     @staticmethod
     def _engine_version() -> str:
+        import kuzu  # lazy: as in _open_db
+
         return f"kuzu=={kuzu.__version__}"
 
     def info(self) -> dict[str, Any] | None:

@@ -1,7 +1,7 @@
 """The in-memory twin of the Kùzu graph store: the same :class:`views.graph.GraphStore`, held in
 Python lists, with PageRank and Louvain from networkx. Unit tests of whatever reads a graph
 (dreaming, the query module's neighbourhoods) use it to run without a database file; the Kùzu
-store stays the one the platform builds, and tests/test_graph.py runs the contract over both.
+store stays the one the platform builds, and tests/engine/test_graph.py runs the contract over both.
 
 Input goes through the same ``prepare_graph`` (validation, canonical order) and the same graph
 version; walks go through the same ``walk``. Where the engines may differ, and how much:

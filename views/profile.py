@@ -28,7 +28,7 @@ compiled from exactly the state build it would otherwise read (``state_identity`
 watermark and build time, and the size and mtime of state_current.parquet and
 conflicts.parquet), and only when every subject the question names has one; it then filters
 the very same rows, in the same order, per asker, so the answer is identical to the scan
-(tests/test_profile.py compares both for askers with private and closed facts).
+(tests/platform/test_profile.py compares both for askers with private and closed facts).
 
 Privacy and erasure. Neither view holds question text or asker names: the profile holds entity
 ids, names from the entities mart, scopes and counts; the dossiers hold rows of the state marts.

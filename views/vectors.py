@@ -11,7 +11,7 @@ swaps, index maintenance and searches share one connection cache and one table-s
 (a reader must never open a table a sync is replacing). Its filters and its row schema live
 beside it, in views/lance_filters.py and views/evidence_schema.py.
 
-Verified on lancedb 0.40.0 (see tests/test_vectors.py):
+Verified on lancedb 0.40.0 (see tests/engine/test_vectors.py):
 
 * visibility filter: ``array_has_any(visibility, ['public', 'alice'])`` works as a true prefilter for
   both vector and full-text search (``array_has``/``array_contains``/``list_has_any`` parse too);
@@ -286,7 +286,7 @@ class LanceVectorStore:
         LanceDB then evaluates the prefilter from the indexes instead of scanning those columns
         over every row: at 160k rows, full text 81 -> 26 ms, vector 326 -> 94 ms, session windows
         50 -> 21 ms, the time and entity routes 3-25x less, with the same rows and scores
-        (benchmarks/bench_compile.py; tests/test_views_scalar_indexes.py). Rows added after an
+        (benchmarks/bench_compile.py; tests/engine/test_views_search_paths.py). Rows added after an
         index was built are still found (scanned) until the next rebuild. In-memory tables (the
         compiler's patch of the ledger tail) are small and built per query: no indexes."""
         if self.in_memory:

@@ -6,8 +6,8 @@
         A claim held for the asker when the asker may see it, it was recorded by known_at, its
         valid time had begun by valid_at, and no claim closing it that the asker may see had been
         recorded by known_at with a close_at at or before valid_at. valid_to is the end of its
-        valid time as the asker knew it then. memc/commands/state_cmd.py runs the same query
-        over the Parquet exports; keep the two in step (tests/test_state.py compares them). -#}
+        valid time as the asker knew it then. query/state.py runs the same query
+        over the Parquet exports; keep the two in step (tests/platform/test_state.py compares them). -#}
     select
         h.scope,
         h.subject_id,

@@ -1,7 +1,7 @@
 """Freshness policies on the views: targets per tier (state 5 min, embeddings 15 min, graph
 60 min, dreaming within 60 min of its nightly tick), overridden by the memory home's memc.toml
 and by the environment. That the daemon reports a stale view as failing is tested live in
-tests/test_platform_daemon.py."""
+tests/platform/test_daemon.py."""
 
 from __future__ import annotations
 

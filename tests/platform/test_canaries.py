@@ -25,7 +25,7 @@ from forgetting import forget, journals
 from orchestration.runner import rebuild_views
 from ledger import Ledger
 from query import compile_context
-from test_forget_homes import PRINCIPALS, copy_home, files_containing, forensic_home
+from forget_homes import PRINCIPALS, copy_home, files_containing, forensic_home
 
 
 def _parquet_hits(root, canaries) -> dict[str, list[str]]:

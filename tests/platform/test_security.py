@@ -200,7 +200,7 @@ def test_mcp_over_http_needs_a_key_and_acts_for_its_principal(served):
 
 
 def test_memc_sql_and_claims_run_as_a_principal(tmp_path_factory):
-    from test_forget_homes import forensic_home
+    from forget_homes import forensic_home
 
     home = forensic_home(tmp_path_factory).home
     private = "select count(*) as n from state_history where not list_contains(visibility, 'public') and not list_contains(visibility, '{p}')"
@@ -239,7 +239,7 @@ def test_a_question_quoting_an_erased_word_leaves_no_byte_of_it(tmp_path_factory
     from ledger.schema import NewEntry
     from query import compile_context
     from test_canaries import _all_hits
-    from test_forget_homes import copy_home, forensic_home
+    from forget_homes import copy_home, forensic_home
 
     monkeypatch.setenv("MEMC_PARQUET_COMPRESSION", "none")
     home = copy_home(forensic_home(tmp_path_factory), tmp_path_factory.mktemp("erased-word") / "home").home
@@ -263,7 +263,7 @@ def test_a_question_quoting_an_erased_word_leaves_no_byte_of_it(tmp_path_factory
 
 def test_state_answers_a_hidden_entity_as_a_missing_one(tmp_path_factory):
     """The CLI's answer; HTTP and MCP call the same state_for_entity."""
-    from test_forget_homes import forensic_home
+    from forget_homes import forensic_home
 
     home = forensic_home(tmp_path_factory).home
     admin = json.loads(memc(home, "state", "Dana", "--admin", "--json").stdout)

@@ -10,10 +10,11 @@ import shutil
 import dagster as dg
 import numpy as np
 import pytest
-
-from ledger import Ledger, NewEntry
-from catalog.resources import EmbedderResource, MemcResource
 from views_home import T0, conversation_entries, make_home, write_marts
+
+from catalog.resources import EmbedderResource, MemcResource
+from ledger import Ledger, NewEntry
+from views.marts import ENTITIES, GRAPH_MENTIONS, mart_path
 
 N = 400  # ledger entries; 1% = 4
 
@@ -225,7 +226,6 @@ def _check(fn, home) -> dg.AssetCheckResult:
 
 def test_checks_fail_on_crafted_bad_data(home, tmp_path):
     import checks.views as cv
-    from views.build import graph_store
     from views.vectors import LanceVectorStore
 
     for fn in cv.CHECKS:
@@ -258,19 +258,19 @@ def test_checks_fail_on_crafted_bad_data(home, tmp_path):
     # graph: a mart row that never reached the graph, then a node whose evidence is not in the ledger
     import pyarrow.parquet as pq
 
-    mentions = pq.read_table(bad.marts / "graph_mentions.parquet")
-    pq.write_table(mentions.slice(1), bad.marts / "graph_mentions.parquet")
+    mentions = pq.read_table(mart_path(bad, GRAPH_MENTIONS))
+    pq.write_table(mentions.slice(1), mart_path(bad, GRAPH_MENTIONS))
     from views.build import build_graph
 
     build_graph(bad)
-    pq.write_table(mentions, bad.marts / "graph_mentions.parquet")
+    pq.write_table(mentions, mart_path(bad, GRAPH_MENTIONS))
     res = _check(cv.entity_graph_matches_marts, bad)
     assert not res.passed and "MENTIONS" in res.metadata["first_problems"].value
-    ents = pq.read_table(bad.marts / "entities.parquet").to_pylist()
+    ents = pq.read_table(mart_path(bad, ENTITIES)).to_pylist()
     ents[0]["evidence"] = ents[0]["evidence"] + ["e_not_in_the_ledger"]
     import pyarrow as pa
 
-    pq.write_table(pa.Table.from_pylist(ents), bad.marts / "entities.parquet")
+    pq.write_table(pa.Table.from_pylist(ents), mart_path(bad, ENTITIES))
     build_graph(bad)
     res = _check(cv.entity_graph_traces_to_ledger, bad)
     assert not res.passed and "e_not_in_the_ledger" in res.metadata["first_problems"].value

@@ -11,6 +11,7 @@ import pytest
 
 from ledger import Ledger
 from query import compile_context
+from views.marts import STATE_CURRENT, mart_path
 
 QUESTION = "Where does Elena live now?"
 EXPECTED_ASSETS = {"claims", "stg_memc__ledger_entries", "stg_memc__claims", "state_current", "entities", "interactions", "evidence_index", "entity_graph", "centrality"}
@@ -84,7 +85,7 @@ def test_rebuild_from_the_ledger_alone_gives_the_same_views(built_home):
     head = ledger.head()
 
     def snapshot():
-        state = pq.read_table(home.marts / "state_current.parquet").to_pylist()
+        state = pq.read_table(mart_path(home, STATE_CURRENT)).to_pylist()
         state = sorted((r["claim_id"], r["object"], r["source_entry_id"]) for r in state)
         asks = {
             asker: [(it.entry_id, it.routes, it.score) for it in compile_context(QUESTION, asker, home=home, scope="team").items]

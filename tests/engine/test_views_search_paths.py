@@ -160,8 +160,8 @@ def test_a_shared_connection_sees_a_rebuild_by_another_process(tmp_path, emb):
         "import test_views_search_paths as t; from views.vectors import LanceVectorStore; from views.evidence_schema import evidence_table;"
         "LanceVectorStore(sys.argv[3]).rebuild(evidence_table(t._rows(200)[:90]), t.HashEmbedder())"
     )
-    here = str(__import__("pathlib").Path(__file__).resolve().parent)
-    subprocess.run([sys.executable, "-c", code, here, str(__import__("pathlib").Path(here).parent), str(tmp_path / "vectors")], check=True)
+    here = __import__("pathlib").Path(__file__).resolve()
+    subprocess.run([sys.executable, "-c", code, str(here.parent), str(here.parents[2]), str(tmp_path / "vectors")], check=True)
     after = _answers(reader, emb)
     assert after != before and after == _answers(_fresh(reader), emb)
     gone = {r["id"] for r in rows[90:]}

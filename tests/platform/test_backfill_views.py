@@ -1,7 +1,7 @@
 """Upgrades and dreaming on demand, on a copy of the built sample home: after an embedding-model
 upgrade `memc backfill-views` re-embeds exactly the evidence index (its code version changed)
 and touches no other view; `memc dream` runs dreaming alone. (Claims partitions after an
-extractor upgrade: tests/test_backfill.py.)"""
+extractor upgrade: tests/platform/test_backfill.py.)"""
 
 from __future__ import annotations
 

@@ -20,14 +20,16 @@ import pytest
 import views.dossiers as dossier_views
 import views.profile as profile
 import views.state_index as state_index
+from catalog import keys
 from memc.atomic import read_parquet, write_parquet
 from memc.home import MemcHome
 from memc.watermark import read_watermark, write_watermark
-from catalog import keys
 from query import QueryConfig, compile_context
 from query.compile import view_watermarks
-from query.facts import state_facts as _state_facts, state_source
+from query.facts import state_facts as _state_facts
+from query.facts import state_source
 from query.log import read_log
+from views import marts as mart_files
 
 # (question, asker): Elena is asked about three times by three askers, Priya twice (once by
 # tomasz, who may see none of her facts), Tomasz once: Elena and Priya are hot.
@@ -246,9 +248,9 @@ LOG = [
 def marts(tmp_path):
     """A home with small state marts, a state watermark, a profile of LOG and its dossiers."""
     home = MemcHome.resolve(tmp_path / "home").ensure()
-    write_parquet(pa.Table.from_pylist(STATE), home.marts / "state_current.parquet")
-    write_parquet(pa.Table.from_pylist(CONFLICTS), home.marts / "conflicts.parquet")
-    write_parquet(pa.Table.from_pylist(ENTITIES), home.marts / "entities.parquet")
+    write_parquet(pa.Table.from_pylist(STATE), mart_files.mart_path(home, mart_files.STATE_CURRENT))
+    write_parquet(pa.Table.from_pylist(CONFLICTS), mart_files.mart_path(home, mart_files.CONFLICTS))
+    write_parquet(pa.Table.from_pylist(ENTITIES), mart_files.mart_path(home, mart_files.ENTITIES))
     write_watermark(home.warehouse, "state", 13, extractor="test")
     write_parquet(profile.profile_from(LOG, ENTITIES), home.profile / profile.PROFILE_FILE)
     stats = dossier_views.compile_dossiers(home)
@@ -316,8 +318,8 @@ def test_small_marts_dossier_answers_exactly_as_the_scan(marts, asker, monkeypat
 def test_a_changed_mart_file_stops_the_dossier(marts):
     home, _ = marts
     assert dossier_views.load_dossiers(home) is not None
-    rows = read_parquet(home.marts / "state_current.parquet").to_pylist()
-    write_parquet(pa.Table.from_pylist(rows[:-1]), home.marts / "state_current.parquet")  # same watermark
+    rows = read_parquet(mart_files.mart_path(home, mart_files.STATE_CURRENT)).to_pylist()
+    write_parquet(pa.Table.from_pylist(rows[:-1]), mart_files.mart_path(home, mart_files.STATE_CURRENT))  # same watermark
     assert dossier_views.load_dossiers(home) is None
     problems, _ = dossier_views.audit_dossiers(home)
     assert any("built against state" in p for p in problems)
@@ -348,14 +350,14 @@ def test_reads_are_cached_per_version_of_the_file(marts, monkeypatch):
     for module in (dossier_views, mart_reader):  # the dossiers' files, and the marts
         monkeypatch.setattr(module, "read_parquet", lambda p, **kw: reads.append(p.name) or real(p, **kw))
     filecache.clear()
-    path = home.marts / "state_current.parquet"
+    path = mart_files.mart_path(home, mart_files.STATE_CURRENT)
     for _ in range(3):
         _state_facts(home, "What does Cy like?", "bob", "s1", QueryConfig())  # scans
         _state_facts(home, "Where does Ada live?", "bob", "s1", QueryConfig())  # dossier
-    assert sorted(reads) == sorted(["state_current.parquet", "conflicts.parquet", dossier_views.DOSSIER_FILE, dossier_views.NAMES_FILE])
+    assert sorted(reads) == sorted([f"{mart_files.STATE_CURRENT}.parquet", f"{mart_files.CONFLICTS}.parquet", dossier_views.DOSSIER_FILE, dossier_views.NAMES_FILE])
     write_parquet(read_parquet(path), path)  # a new version of the file (os.replace)
     assert state_index.state_index(home) is not None
-    assert reads.count("state_current.parquet") == 2
+    assert reads.count(f"{mart_files.STATE_CURRENT}.parquet") == 2
 
 
 def test_an_erasure_drops_the_profile_views(marts):

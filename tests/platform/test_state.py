@@ -9,7 +9,6 @@ time_phrase, object_id), so the dbt models are tested against them whatever the 
 from __future__ import annotations
 
 import json
-import pytest
 import os
 import subprocess
 import sys
@@ -19,12 +18,15 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
+from claims.store import CLAIMS_FILE, day_dir, extractor_dir
 from ledger import Ledger
 from ledger.schema import NewEntry
 from memc.ids import content_id, entity_id
+from views.marts import CONFLICTS, STATE_CURRENT, STATE_HISTORY, mart_path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DBT_DIR = REPO / "dbt_project"
 EXTRACTOR_KEY = "test-1"
 FUNCTIONAL = {"lives_in", "works_at"}
@@ -90,8 +92,8 @@ def append_with_claims(
                     "polarity": polarity, "time_phrase": None, "object_id": None,
                 }
             )
-    folder = home.claims / f"extractor={EXTRACTOR_KEY}"
-    path = folder / "claims.parquet" if flat else folder / f"day={recorded_at:%Y-%m-%d}" / "claims.parquet"
+    folder = extractor_dir(home.claims, EXTRACTOR_KEY)
+    path = folder / CLAIMS_FILE if flat else day_dir(home.claims, EXTRACTOR_KEY, recorded_at.date()) / CLAIMS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():  # same day again: the day's file holds every claim of that day
         rows = pq.read_table(path).to_pylist() + rows
@@ -225,7 +227,7 @@ def test_move_berlin_now_paris_before(fold_home):
     home = fold_home[0]
     assert _objects(_as_of(home, "Elena", "tomasz", NOW), "lives_in") == ["Berlin"]
     assert _objects(_as_of(home, "Elena", "tomasz", t("2024-02-15")), "lives_in") == ["Paris"]
-    current = pq.read_table(home.marts / "state_current.parquet").to_pylist()
+    current = pq.read_table(mart_path(home, STATE_CURRENT)).to_pylist()
     assert [r["object"] for r in current if r["subject"] == "Elena" and r["predicate"] == "lives_in"] == ["Berlin"]
 
 
@@ -237,7 +239,7 @@ def test_correction_changes_the_past_only_once_recorded(fold_home):
     # before March nothing changed, and after June Berlin still holds
     assert _objects(_as_of(home, "Elena", "tomasz", t("2024-02-15"), known_at=t("2024-09-02")), "lives_in") == ["Paris"]
     assert _objects(_as_of(home, "Elena", "tomasz", t("2024-07-01"), known_at=t("2024-09-02")), "lives_in") == ["Berlin"]
-    history = [r for r in pq.read_table(home.marts / "state_history.parquet").to_pylist() if r["object"] == "Paris"]
+    history = [r for r in pq.read_table(mart_path(home, STATE_HISTORY)).to_pylist() if r["object"] == "Paris"]
     assert [(r["version"], r["close_reason"]) for r in sorted(history, key=lambda r: r["version"])] == [
         (1, None), (2, "superseded"), (3, "corrected")
     ]
@@ -245,7 +247,7 @@ def test_correction_changes_the_past_only_once_recorded(fold_home):
 
 def test_conflict_keeps_both_sides_for_those_who_may_see_both(fold_home):
     home = fold_home[0]
-    rows = [r for r in pq.read_table(home.marts / "conflicts.parquet").to_pylist() if r["claim_id_a"]]
+    rows = [r for r in pq.read_table(mart_path(home, CONFLICTS)).to_pylist() if r["claim_id_a"]]
     assert len(rows) == 1
     c = rows[0]
     assert c["resolution"] == "unresolved" and {c["object_a"], c["object_b"]} == {"Acme", "Globex"}
@@ -264,7 +266,7 @@ def test_retraction_closes_for_those_who_may_see_it(fold_home):
     assert _objects(_as_of(home, "Priya", "elena", NOW), "lives_in") == ["Rome"]
     assert _objects(_as_of(home, "Priya", "priya", NOW), "lives_in") == []
     assert _objects(_as_of(home, "Priya", "tomasz", NOW), "lives_in") == []  # never saw Rome
-    current = {r["object"]: r for r in pq.read_table(home.marts / "state_current.parquet").to_pylist() if r["subject"] == "Priya"}
+    current = {r["object"]: r for r in pq.read_table(mart_path(home, STATE_CURRENT)).to_pylist() if r["subject"] == "Priya"}
     assert set(current) == {"coffee", "Rome"} and current["Rome"]["closed_for"] == ["priya"]
 
 

@@ -20,7 +20,7 @@ from views.evidence_schema import evidence_table
 from views.lance_filters import search_filter, visibility_filter
 from views.vectors import LanceVectorStore, VectorStore
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2025, 3, 1, 9, 0, tzinfo=timezone.utc)
 
 

@@ -17,13 +17,14 @@ import tracemalloc
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from forget_homes import INJECTION, PRINCIPALS, forensic_home
 
 from ledger import Ledger
 from memc.home import MemcHome
 from memc.visibility import ADMIN, may_see, meet
 from query import compile_context
 from query.acl import Checker, LedgerFacts
-from test_forget_homes import INJECTION, PRINCIPALS, forensic_home
+from views.marts import STATE_CURRENT, mart_path
 
 ASKERS = (*PRINCIPALS, "nobody", ADMIN, "public")
 BAD_ASKERS = ("alice' OR true --", "bob,carol", "", "al ice", "*")
@@ -179,7 +180,7 @@ def test_derived_claims_are_visible_only_to_who_may_see_every_input(tmp_path_fac
         inputs = [rows[e]["visibility"] for e in r["derived_from"]]
         assert r["visibility"] == meet(inputs), (r["source_ref"], r["visibility"], meet(inputs))
     # and the state mart carries no fact broader than its source entry
-    for f in pq.read_table(fh.home.marts / "state_current.parquet").to_pylist():
+    for f in pq.read_table(mart_path(fh.home, STATE_CURRENT)).to_pylist():
         if f["claim_id"] is None:
             continue
         src = rows[f["source_entry_id"]]["visibility"]
@@ -205,7 +206,7 @@ def test_missing_or_malformed_visibility_is_for_administrators_only():
 
 
 def test_hostile_inbox_writes_nothing_outside_the_home_and_stays_bounded(tmp_path):
-    """What tests/test_ingestion.py does not cover yet: one pass over many hostile files at once
+    """What tests/engine/test_ingestion.py does not cover yet: one pass over many hostile files at once
     (deep nesting, a 40 MiB single line, a 70 MiB sparse file, path-like ids inside a
     conversation, RTL and 255-byte names), with a bound on the memory the pass allocates."""
     from ingestion.inbox import process_inbox

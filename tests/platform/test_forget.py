@@ -2,15 +2,14 @@
 erasures excluded at once, the CLI, and SIGKILL at random points of a real cascade.
 
 Most tests run on small ledgers written here (no build). The kill trials copy one home built
-through Dagster (tests/test_forget_homes.py) and kill a child process running the cascade
+through Dagster (tests/forget_homes.py) and kill a child process running the cascade
 without its final rebuild (ledger rewrite, inbox/Dagster scrub, view drops): that is where a
-crash could tear something. The full cascade with its rebuild runs in tests/test_canaries.py.
+crash could tear something. The full cascade with its rebuild runs in tests/platform/test_canaries.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from forget_homes import copy_home, files_containing, forensic_home
 
 from forgetting import forget, journals, pending, resume
 from forgetting.cascade import ForgetReport
@@ -30,9 +30,9 @@ from ledger import Ledger, NewEntry
 from ledger.stubs import is_erased_stub
 from memc.home import MemcHome
 from memc.visibility import ADMIN
-from test_forget_homes import copy_home, files_containing, forensic_home
+from views.marts import ENTITIES, mart_path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 T = datetime(2024, 5, 1, 9, 0, tzinfo=timezone.utc)
 
 
@@ -403,7 +403,7 @@ def test_subject_selector_erases_what_is_about_an_entity(tmp_path_factory):
     import pyarrow.parquet as pq
 
     fh = copy_home(forensic_home(tmp_path_factory), tmp_path_factory.mktemp("subject") / "home")
-    ents = pq.read_table(fh.home.marts / "entities.parquet").to_pylist()
+    ents = pq.read_table(mart_path(fh.home, ENTITIES)).to_pylist()
     (mallory,) = [e for e in ents if e["name"] == "Mallory"]
     canary_entry = fh.canaries[next(iter(fh.canaries))]  # "Mallory: I moved to <canary>..."
     before = _rows(fh.home)

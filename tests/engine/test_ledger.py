@@ -32,7 +32,7 @@ from ledger.store import STALE_MARKER_SECONDS
 
 import ledger_writer as lw  # tests/ is on sys.path (rootdir-relative test module)
 
-WRITER = Path(__file__).with_name("ledger_writer.py")
+WRITER = Path(__file__).resolve().parents[1] / "ledger_writer.py"
 # A writer is killed during a random one of its first MAX_ACKS_BEFORE_KILL + 1 appends, at a
 # random point of it (see _kill_pair), so kills land among appends however loaded the machine.
 MAX_ACKS_BEFORE_KILL = 4

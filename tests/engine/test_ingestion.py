@@ -33,8 +33,8 @@ from ingestion import (
 from ledger import Ledger
 from memc.home import MemcHome
 
-FIXTURES = Path(__file__).parent / "fixtures" / "ingestion"
-REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "ingestion"
+REPO = Path(__file__).resolve().parents[2]
 
 
 # --------------------------------------------------------------------------- helpers

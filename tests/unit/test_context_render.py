@@ -1,0 +1,79 @@
+"""The context's packing and rendering on hand-made items: budgets, windows, citations (no home, no index)."""
+
+from __future__ import annotations
+
+
+def test_an_item_too_big_for_the_rest_of_the_budget_is_shown_with_a_narrower_window():
+    from query.context import Context, ContextItem
+    from query.pack import pack as _pack
+
+    def window(n: int) -> ContextItem:
+        refs = [f"D{n}:{t}" for t in range(1, 6)]
+        return ContextItem(
+            entry_id=f"e_{n}_3", source_ref=refs[2], scope="team", kind="message", actor="Elena",
+            text="\n".join(f"turn {t} of session {n}: we talked about moving house and the new job" for t in range(1, 6)),
+            valid_at="2024-05-01T10:00:00+00:00", recorded_at="2024-05-02T10:00:00+00:00", routes=["fulltext"], score=0.1,
+            source_refs=refs, entry_ids=[f"e_{n}_{t}" for t in range(1, 6)],
+        )  # fmt: skip
+
+    def packed(budget: int, n: int = 3) -> Context:
+        ctx = Context(question="Why did Elena move?", asker="tomasz", scope="team", ledger_head=9, watermarks={})
+        ctx.items = [window(i) for i in range(1, n + 1)]
+        _pack(ctx, budget, 0.1)
+        return ctx
+
+    whole = packed(10_000)
+    assert [len(it.entry_ids) for it in whole.items] == [5, 5, 5]
+    one = packed(10_000, n=1).tokens  # the header and the first window
+    ctx = packed(one + 100)  # room for the first window and a part of the second (a turn is ~20 tokens)
+    assert ctx.tokens <= one + 100
+    assert [len(it.entry_ids) for it in ctx.items[:1]] == [5]
+    second = ctx.items[1]
+    assert second.entry_id == "e_2_3" and second.entry_id in second.entry_ids and 1 <= len(second.entry_ids) < 5
+    # narrowed a turn at a time, the turn before the hit first: the reply after it stays longest
+    assert second.entry_ids in (["e_2_2", "e_2_3", "e_2_4", "e_2_5"], ["e_2_2", "e_2_3", "e_2_4"], ["e_2_3", "e_2_4"], ["e_2_3"])
+    assert second.source_refs == [e.replace("e_2_", "D2:") for e in second.entry_ids]
+    assert second.text.split("\n") == [f"turn {e[-1]} of session 2: we talked about moving house and the new job" for e in second.entry_ids]
+    assert len(packed(one + 3).items) == 1  # not even the hit of the second fits: left out
+
+
+def test_the_rendering_cites_turns_by_source_ref_and_by_entry_id_without_one():
+    from query.context import ContextItem
+    from query.context import item_lines as _item_lines
+
+    def item(refs: list) -> ContextItem:
+        return ContextItem(entry_id="e_2", source_ref=refs[1], scope="team", kind="message", actor=None, text="a\nb\nc",
+                           valid_at="2024-05-01T10:00:00+00:00", recorded_at="", routes=["fulltext"], score=0.1,
+                           source_refs=refs, entry_ids=["e_1", "e_2", "e_3"])  # fmt: skip
+
+    lines = _item_lines(1, item(["D1:1", "D1:2", None]), "tomasz")
+    assert lines == ["   1. 2024-05-01", "      [D1:1] a", "    > [D1:2] b", "      [entry e_3] c"]
+    one = ContextItem(entry_id="e_9", source_ref=None, scope="team", kind="document", actor=None, text="a note",
+                      valid_at="2024-05-01T10:00:00+00:00", recorded_at="", routes=["vector"], score=0.1, entry_ids=["e_9"])  # fmt: skip
+    assert _item_lines(2, one, "tomasz") == ["   2. 2024-05-01 [entry e_9]", "      a note"]
+    # a turn another principal wrote says so; the home's own writers and the asker's own go unsaid
+    written = item(["D1:1", "D1:2", "D1:3"])
+    written.ingested_by = ["memc:cli", "bob", "tomasz"]
+    assert _item_lines(1, written, "tomasz") == ["   1. 2024-05-01", "      [D1:1] a", "    > [D1:2 via bob] b", "      [D1:3] c"]
+
+
+def test_hits_a_few_turns_apart_show_as_one_stretch_of_the_conversation():
+    from query.context import ContextItem
+    from query.windows import join_stretch as _join_stretch
+    from query.windows import set_turns as _set_turns
+
+    def turn(session: str, n: int) -> dict:
+        return {"entry_id": f"e_{session}_{n}", "source_ref": f"{session}:{n}", "session_id": session, "turn_no": n, "text": f"turn {n}"}
+
+    def item(turns: list[dict]) -> ContextItem:
+        return _set_turns(ContextItem(entry_id=turns[len(turns) // 2]["entry_id"], source_ref=None, scope="team", kind="message",
+                                      actor=None, text="", valid_at="", recorded_at="", routes=["fulltext"], score=0.1), turns)  # fmt: skip
+
+    stretch = [turn("S1", n) for n in range(3, 8)]
+    items, stretches = [item(stretch)], [stretch]
+    assert _join_stretch(items, stretches, [turn("S2", n) for n in range(8, 11)], limit=10) is None  # another session
+    assert _join_stretch(items, stretches, [turn("S1", n) for n in range(9, 12)], limit=10) is None  # a turn between
+    joined = _join_stretch(items, stretches, [turn("S1", n) for n in range(8, 11)], limit=10)  # runs on from turn 7
+    assert joined is items[0] and joined.entry_id == "e_S1_5"  # still cited by its first hit
+    assert joined.source_refs == [f"S1:{n}" for n in range(3, 11)] and joined.text.split("\n") == [f"turn {n}" for n in range(3, 11)]
+    assert _join_stretch(items, stretches, [turn("S1", n) for n in range(0, 3)], limit=10) is None  # 11 turns: too long
