@@ -68,7 +68,6 @@ def build_mcp_server(home: MemcHome, caller: Caller | None, *, url: str | None =
     service = Service(home)
     auth: dict[str, Any] = {}
     if caller is None:
-
         if url is None:
             raise ValueError("an MCP server without a fixed principal needs its URL (it authenticates every request)")
         # memc is a resource server only: its keys are made by `memc keys add`, not by OAuth.

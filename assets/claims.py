@@ -87,6 +87,5 @@ def __getattr__(name: str):
     # ``ASSETS`` is resolved on access, when the definitions are built, not at import: the
     # active extractor is configuration (MEMC_EXTRACTOR), and its key is the code version.
     if name == "ASSETS":
-
         return [entity_aliases, claims_asset(active_extractor())]
     raise AttributeError(name)

@@ -38,7 +38,6 @@ def full_refresh_reason(home: MemcHome, watermark: int, key: str) -> str | None:
     if watermark < int(previous["watermark"]):
         return f"ledger head {watermark} is below the last build's {previous['watermark']}"
     if watermark > int(previous["watermark"]):
-
         kinds = Ledger(home.ledger).read(["kind"], since_seq=int(previous["watermark"]), until_seq=watermark)
         if "erasure" in set(kinds.column("kind").to_pylist()):
             return "an erasure was recorded since the last build"

@@ -107,7 +107,6 @@ def build(
     compiled once more so that they reflect them (dreaming itself is then a no-op)."""
     report = BuildReport()
     if finish_erasures:
-
         report.erasures_finished = resume(home).resumed  # this build compiles the views again
     prepare_environment(home)
     defs, instance = _definitions(home, instance)

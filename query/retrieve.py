@@ -63,7 +63,6 @@ def retrieve(
         return [], window
 
     if embedder is None:
-
         embedder = Embedder()
     store = vector_store(home)
     principals = [asker]

@@ -159,7 +159,6 @@ def state_for_entity(
     conflicts = _rows(con.execute(CONFLICTS_SQL, params))
     con.close()
     if ledger is not None and (facts or conflicts):
-
         writers = ledger_facts(Ledger(ledger)).ingested_by
         for f in facts:
             f["source_ingested_by"] = writers.get(f["source_entry_id"])

@@ -531,7 +531,6 @@ class LanceVectorStore:
         With the default 0, concurrent readers of an older version fail: run it from the one writer."""
         tbl = self._open(table)
         if tbl is not None:
-
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # "removes every version except the latest"
                 tbl.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=cleanup_older_than == timedelta(0))
