@@ -1,4 +1,5 @@
-"""Throughput of the rule-based extractor (entries/s) on the LoCoMo dev conversations.
+"""Throughput of the rule-based extractors (entries/s) on the LoCoMo dev conversations: 0.2.0
+(sentence patterns) and 0.3.0 (the clause extractor, spaCy's tokenizer and lemmas).
 
 Read in place from ../shared/eval/locomo-dev (evaluation data under a non-commercial licence:
 never copied into the repository). The baseline, measured in the same process over the same
@@ -52,6 +53,8 @@ def run() -> dict:
         print(msg)
         return {"skipped": msg}
     from claims.extract import RULES, extract
+    from claims.extractors.registry import CLAUSES
+    from claims.nlp import pipeline
     from claims.resolve import Resolver, build_aliases
 
     entries = _entries(LOCOMO)
@@ -61,6 +64,10 @@ def run() -> dict:
     resolver = Resolver(build_aliases(entries))
     extract_s = _best(lambda: extract(entries, RULES, resolver))
     result = extract(entries, RULES, resolver)
+    pipeline()  # loaded once per process (~1.7 s), not per pass: kept out of the timing
+    extract(entries[:50], CLAUSES, resolver)
+    clauses_s = _best(lambda: extract(entries, CLAUSES, resolver), repeats=3)
+    clause_result = extract(entries, CLAUSES, resolver)
     n = len(entries)
     out = {
         "entries": n,
@@ -76,9 +83,23 @@ def run() -> dict:
         "with_time_phrase": sum(1 for t in result.claims.column("time_phrase").to_pylist() if t),
         "retractions": sum(1 for p in result.claims.column("polarity").to_pylist() if p == "retract"),
         "median_entry_chars": statistics.median(len(e["content"]) for e in entries),
+        "clauses": {
+            "extractor": CLAUSES.key,
+            "extract_entries_per_s": round(n / clauses_s, 1),
+            "vs_baseline": round(clauses_s / baseline_s, 2),
+            "vs_rules_0_2_0": round(clauses_s / extract_s, 2),
+            "claims": clause_result.claims.num_rows,
+            "claims_per_entry": round(clause_result.claims.num_rows / n, 3),
+            "rejections": clause_result.rejections.num_rows,
+            "claims_by_predicate": dict(Counter(clause_result.claims.column("predicate").to_pylist()).most_common()),
+        },
     }
     return out
 
 
 if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))
+
+
+if __name__ == "__main__":  # one benchmark alone: python -m benchmarks.bench_extract
     print(json.dumps(run(), indent=2))

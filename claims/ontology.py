@@ -43,6 +43,26 @@ ONTOLOGY: dict[str, Predicate] = {
         Predicate("attended", "multi", "person", "text", "an event or place the subject went to"),
         Predicate("has_relative", "multi", "person", "person", "a family member (relation in the quote)"),
         Predicate("has_friend", "multi", "person", "person", "a friend of the subject"),
+        # From the clause extractor (rules 0.3.0) on: what people say they do, make and feel.
+        Predicate("studies", "multi", "person", "text", "a subject or skill the subject studies or learns"),
+        Predicate("has_partner", "multi", "person", "person", "the subject's partner or spouse"),
+        Predicate("has_pet", "multi", "person", "text", "a pet of the subject (its name when given)"),
+        Predicate("started", "multi", "person", "text", "something the subject started or took up"),
+        Predicate("finished", "multi", "person", "text", "something the subject finished or stopped"),
+        Predicate("created", "multi", "person", "text", "something the subject made, wrote, painted or built"),
+        Predicate("received", "multi", "person", "text", "something the subject got, won or bought"),
+        Predicate("practices", "multi", "person", "text", "an activity the subject does (plays, volunteers, teaches)"),
+        Predicate("watched", "multi", "person", "text", "something the subject watched, read or listened to"),
+        Predicate("met", "multi", "person", "text", "someone the subject met or spent time with"),
+        Predicate("feels", "multi", "person", "text", "how the subject feels, and about what"),
+        Predicate("has", "multi", "person", "text", "something or someone the subject has or had (a thing, a mentor, an experience)"),
+        Predicate("identity", "multi", "person", "text", "what the subject says they are (a role, a trait)"),
+        Predicate("goal", "multi", "person", "text", "something the subject wants or aims to do", future_allowed=True),
+        # Said with a hedge or under a condition ("I might move to Berlin"): that the subject
+        # considers it is a fact, the thing itself is not; extracted with low confidence.
+        Predicate("considers", "multi", "person", "text", "something the subject considers (hedged or hypothetical)", future_allowed=True),
+        # Open: a first-person statement of something done that no typed predicate fits.
+        Predicate("activity", "multi", "person", "text", "something the subject did (no typed predicate fits)"),
         Predicate("mentions", "multi", "any", "person", "a known person named in the entry"),
         Predicate("mentions_identifier", "multi", "any", "identifier", "an order, booking or ticket id"),
         Predicate("centrality", "functional", "person", "number", "PageRank in the interaction graph (derived)"),

@@ -36,6 +36,19 @@ def day_dir(claims_root: Path, extractor_key: str, day: str | date) -> Path:
     return extractor_dir(claims_root, extractor_key) / f"day={day if isinstance(day, str) else day.isoformat()}"
 
 
+# What `memc claims` lists of a claim or a rejection (and `memc eval observations` exports).
+LISTED_CLAIM_COLUMNS = (
+    "subject", "subject_id", "predicate", "polarity", "object", "object_id", "valid_at", "time_phrase", "quote",
+    "source_entry_id", "source_ref", "extractor", "extractor_version", "visibility", "claim_id",
+)  # fmt: skip
+LISTED_REJECTION_COLUMNS = ("validator", "reason", "source_entry_id", "source_ref", "extractor", "extractor_version", "proposal", "proposal_id")
+
+
+def listed(rows: list[dict], *, rejected: bool = False) -> list[dict]:
+    cols = LISTED_REJECTION_COLUMNS if rejected else LISTED_CLAIM_COLUMNS
+    return [{c: r.get(c) for c in cols} for r in rows]
+
+
 # One ledger day of one extractor version: its claims and its rejections.
 CLAIMS_FILE = "claims.parquet"
 REJECTIONS_FILE = "rejections.parquet"

@@ -12,7 +12,7 @@ import click
 
 from claims.extract import ExtractorError, active_extractor_key
 from claims.resolve import Resolver
-from claims.store import extractor_keys, read_aliases, read_claims
+from claims.store import extractor_keys, listed, read_aliases, read_claims
 from cli.common import dump, home_option, parse_time, principal_arg, resolve_home
 from ledger import Ledger
 from memc.ids import normalize_name
@@ -71,18 +71,6 @@ def _table(columns: list[str], rows: list[tuple], limit: int) -> str:
     out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''}{more})")
     return "\n".join(out)
 
-
-
-
-
-
-
-
-_CLAIM_COLUMNS = (
-    "subject", "subject_id", "predicate", "polarity", "object", "object_id", "valid_at", "time_phrase", "quote",
-    "source_entry_id", "source_ref", "extractor", "extractor_version", "visibility", "claim_id",
-)  # fmt: skip
-_REJECTION_COLUMNS = ("validator", "reason", "source_entry_id", "source_ref", "extractor", "extractor_version", "proposal", "proposal_id")
 
 
 def _match_entity(rows: list[dict], entity: str, resolver, rejected: bool) -> list[dict]:
@@ -245,8 +233,7 @@ def claims_command(ctx, entity, extractor_key, rejected, asker, admin, as_json, 
         rows = _visible(rows, home, asker)
     if entity:
         rows = _match_entity(rows, entity, Resolver(read_aliases(home.claims)), rejected)
-    cols = _REJECTION_COLUMNS if rejected else _CLAIM_COLUMNS
-    rows = [{c: r.get(c) for c in cols} for r in rows]
+    rows = listed(rows, rejected=rejected)
     if as_json:
         dump(rows)
         return

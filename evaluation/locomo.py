@@ -70,6 +70,20 @@ class EvalResult:
         return "\n".join(lines)
 
 
+def conversation_home(root: Path, conv: str, turns: list[dict[str, Any]]) -> tuple[MemcHome, float]:
+    """A fresh memory home for one conversation (scope = its id), its turns ingested and every
+    view built through Dagster; and the build's seconds."""
+    home = MemcHome.resolve(root / conv).ensure()
+    source = root / f"{conv}.jsonl"  # the conversation's turns, outside the repository
+    source.write_text("".join(json.dumps(t) + "\n" for t in turns))
+    ingest_paths(Ledger(home.ledger), [source], scope=conv, visibility=("public",))
+    t0 = time.perf_counter()
+    report = build(home)
+    if not report.success:
+        raise RuntimeError(f"build failed for {conv}: {report.failed_steps}")
+    return home, round(time.perf_counter() - t0, 1)
+
+
 def recall_at(evidence: Iterable[str], retrieved: list[list[str]], k: int) -> float:
     """Share of the evidence turns covered by the first k items (an item may show several turns)."""
     ev = set(evidence)
@@ -87,7 +101,6 @@ def run_locomo(
     preset: str | None = None,
     on_progress: Callable[[str], None] | None = None,
 ) -> EvalResult:
-
     data_dir = Path(data_dir)
     turns = read_jsonl(data_dir / "conversations.jsonl")
     questions = read_jsonl(data_dir / "questions.jsonl")
@@ -108,15 +121,7 @@ def run_locomo(
     run_lines: list[str] = []
     try:
         for conv in conv_ids:
-            home = MemcHome.resolve(root / conv).ensure()
-            source = root / f"{conv}.jsonl"  # the conversation's turns, outside the repository
-            source.write_text("".join(json.dumps(t) + "\n" for t in by_conv[conv]))
-            ingest_paths(Ledger(home.ledger), [source], scope=conv, visibility=("public",))
-            t0 = time.perf_counter()
-            report = build(home)
-            result.build_seconds[conv] = round(time.perf_counter() - t0, 1)
-            if not report.success:
-                raise RuntimeError(f"build failed for {conv}: {report.failed_steps}")
+            home, result.build_seconds[conv] = conversation_home(root, conv, by_conv[conv])
             if on_progress:
                 on_progress(f"{conv}: built in {result.build_seconds[conv]} s")
             for q in (q for q in questions if q["conversation_id"] == conv):

@@ -1,5 +1,6 @@
-"""Which extractor runs: ``rules`` (deterministic, always there) or ``llm`` (an OpenAI-compatible
-server), by name or ``$MEMC_EXTRACTOR``. ``active_extractor_key()`` is the one answer every
+"""Which extractor runs: ``rules`` (deterministic, always there: 0.2.0, the sentence patterns),
+``rules-0.3.0`` (deterministic: the clause extractor over claims/lexicon.toml) or ``llm`` (an
+OpenAI-compatible server), by name or ``$MEMC_EXTRACTOR``. ``active_extractor_key()`` is the one answer every
 reader uses for which claims folder is live: dbt's ``var('extractor_key')``, the evidence
 index's and the compiler's claims watermark."""
 
@@ -7,10 +8,13 @@ from __future__ import annotations
 
 import os
 
-from claims.extractors import rules
-from claims.extractors.base import EXTRACTORS, Extractor, ExtractorError
+from claims.extractors import clauses, rules
+from claims.extractors.base import Extractor, ExtractorError
 
 RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True)
+CLAUSES = Extractor(clauses.NAME, clauses.VERSION, clauses.propose, uses_resolver=True)
+# The deterministic extractors by name and by key; "rules" stays 0.2.0 until a home switches.
+_DETERMINISTIC = {"rules": RULES, RULES.key: RULES, CLAUSES.key: CLAUSES}
 
 
 def active_extractor(name: str | None = None) -> Extractor:
@@ -18,13 +22,13 @@ def active_extractor(name: str | None = None) -> Extractor:
 
     Read when definitions are built and when a command starts, never at import."""
     name = (name or os.environ.get("MEMC_EXTRACTOR") or "rules").strip().lower()
-    if name == "rules":
-        return RULES
+    if name in _DETERMINISTIC:
+        return _DETERMINISTIC[name]
     if name == "llm":
         from claims.extractors.llm import llm_extractor  # only when asked for: it reads its server's settings
 
         return llm_extractor()
-    raise ExtractorError(f"unknown extractor {name!r} in MEMC_EXTRACTOR (use one of: {', '.join(EXTRACTORS)})")
+    raise ExtractorError(f"unknown extractor {name!r} in MEMC_EXTRACTOR (use one of: {', '.join([*_DETERMINISTIC, 'llm'])})")
 
 
 def active_extractor_key(name: str | None = None) -> str:

@@ -163,10 +163,21 @@ def _is_person(actor: str | None) -> bool:
 
 def _proposal(entry, base, text: str, m: re.Match[str], subject: str, predicate: str, polarity: str) -> Proposal | None:
     obj_start, obj_end = m.span("obj")
-    obj = m.group("obj")
+    return _proposal_at(entry, base, text, m.start(), m.end(), obj_start, obj_end, subject, predicate, polarity)
+
+
+def _proposal_at(
+    entry, base, text: str, start: int, end: int, obj_start: int, obj_end: int, subject: str, predicate: str, polarity: str,
+    *, max_words: int = _MAX_OBJECT_WORDS,
+) -> Proposal | None:
+    """The proposal for a statement at ``text[start:end]`` whose object is ``text[obj_start:obj_end]``
+    (cleaned here; None when nothing is left of it): the quote runs from the statement's start to
+    the object's end, stretched over the sentence's time phrase, which sets the valid time.
+    Shared with the clause extractor (clauses.py), so that both quote and time alike."""
+    obj = text[obj_start:obj_end]
     future = ONTOLOGY[predicate].future_allowed
     # The time phrase of the sentence the match is in, if any ("... Berlin last month!").
-    sent_start, sent_end = _sentence_span(text, m.start())
+    sent_start, sent_end = _sentence_span(text, start)
     tp = None if predicate in _UNTIMED else timephrase.find(text, sent_start, sent_end)
     if tp and obj_start <= tp.start() < obj_end:  # a phrase object swallowed it: "a trip to Kyoto next March"
         obj = text[obj_start : tp.start()]
@@ -174,12 +185,12 @@ def _proposal(entry, base, text: str, m: re.Match[str], subject: str, predicate:
     obj = _TRAILING.sub("", _LEADING.sub("", obj.strip(" \t-–—'\""))).strip()
     if obj.endswith("'s"):
         obj = obj[:-2]
-    if len(obj) < 2 or _VAGUE.match(obj) or len(obj.split()) > _MAX_OBJECT_WORDS or timephrase.find(obj):
+    if len(obj) < 2 or _VAGUE.match(obj) or len(obj.split()) > max_words or timephrase.find(obj):
         return None
     # The quote ends where the fact does: at the object (or the time phrase, if later).
-    pos = text.find(obj, m.start(), m.end())
-    core_end = pos + len(obj) if pos >= 0 else m.end()
-    quote_start, quote_end = m.start(), core_end
+    pos = text.find(obj, start, end)
+    core_end = pos + len(obj) if pos >= 0 else end
+    quote_start, quote_end = start, core_end
     valid_at, phrase = entry["valid_at"], None
     if tp:
         resolved = timephrase.resolve(tp.group(0), entry["valid_at"], past=not future)

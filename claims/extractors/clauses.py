@@ -1,0 +1,538 @@
+"""The clause extractor (rules 0.3.0): deterministic, no model, read clause by clause.
+
+Each turn is split into sentences and clauses (spaCy's tokenizer and sentencizer; claims/nlp.py),
+and each clause is read in four steps:
+
+1. Its subject: "I"/"we" is the speaker; "he"/"she" the one person named earlier in the turn,
+   if there is exactly one; a known name (or "my sister Ana") that person; a clause that starts
+   with a verb ("Just finished a painting") the speaker. Anything else ("you", "they", "it")
+   is not read: no claim rather than a guess.
+2. Its modality and polarity, from the words before the verb and the clause's opener:
+   hedges ("might", "maybe", "thinking about", "would love to", a condition, ...) make the
+   claim a low-confidence `considers` instead of a fact; a negation ("not", "never", "no
+   longer") makes it a retraction. Questions assert nothing and are skipped whole.
+3. Its predicate, from the frames of claims/lexicon.toml matched on lemmas at the verb
+   (spaCy's Matcher): "moved to", "relocated to" and "home is now" all say `lives_in`. Where
+   two frames match the same words, the one written as the turn says it wins ("going to" is a
+   plan, "went to" an attendance). Where no frame fits, a first-person statement of something
+   done becomes an open `activity` claim, so that the timeline and the index hold it.
+4. Its object: a name after a name frame; otherwise the phrase after the frame, cut at the
+   clause's end, a time phrase or a subordinate clause, at most six content words.
+
+Every claim's quote is the clause's span in the entry (stretched over its time phrase), so
+the provenance validator's checks hold by construction; the validators still check them.
+Relations ("my sister Ana", "my dog Max"), identifiers and mentions of known people are read
+over the whole turn as in rules 0.2.0.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterator
+
+from claims import timephrase
+from claims.extractors import rules
+from claims.lexicon import lexicon
+from claims.model import Proposal
+from claims.nlp import lemmas, pipeline
+
+if TYPE_CHECKING:
+    from claims.resolve import Resolver
+
+NAME = "rules"
+VERSION = lexicon().version
+
+# Confidence of what is said with a hedge: kept, never folded as a fact (state reads asserts).
+HEDGED_CONFIDENCE = 0.3
+MAX_CONTENT_WORDS = 6  # a longer object is a sentence, not a fact
+MAX_WORDS = 16  # with the small words between them
+
+# Words a clause may open with before its subject: fillers and connectives.
+_OPENERS = {
+    "yeah", "yes", "yep", "oh", "well", "so", "and", "but", "also", "actually", "honestly", "anyway", "hey",
+    "wow", "lol", "haha", "ok", "okay", "plus", "then", "now", "btw", "um", "uh", "omg", "aw", "aww", "ah",
+    "sure", "totally", "definitely", "luckily", "thankfully", "sadly", "recently", "lately", "finally",
+    "basically", "besides", "though", "still", "guess", "hmm", "wait", "right", "true", "cool", "nice",
+}  # fmt: skip
+# Between subject and verb: auxiliaries and adverbs (their lemmas).
+_AUX = {"be", "do", "will", "shall", "'ll", "ll", "can", "must"}
+_HAVE = {"have", "'ve", "ve", "'d"}
+_ADVERBS = {
+    "just", "really", "finally", "recently", "also", "already", "still", "now", "actually", "totally", "always",
+    "usually", "often", "sometimes", "even", "currently", "definitely", "truly", "seriously", "officially",
+    "kinda", "lately", "again", "both", "all", "absolutely", "so", "too", "super", "literally", "honestly",
+    "mostly", "recently", "regularly", "constantly", "ever", "only", "once", "more",
+    "very", "pretty", "quite", "extra", "incredibly", "extremely", "genuinely", "feeling",
+}  # fmt: skip
+# Objects end where another clause starts.
+_STOPS = {
+    "because", "but", "so", "which", "who", "whom", "whose", "when", "while", "since", "if", "unless",
+    "although", "though", "whereas", "until", "where", "cause", "cuz", "as", "like", "than", "hoping",
+}  # fmt: skip
+_SPLIT_PUNCT = {",", ";", ":", "-", "–", "—", "(", ")", "...", "…", "!", ".", "?"}
+_SUBJECT_WORDS = {"i", "we", "he", "she", "they", "you", "it", "my", "our", "there", "this", "that"}
+_STOPWORDS = set(
+    "the and for with was were been being has have had its this that she her his their they them you your our "
+    "from about after before into over out new recently really very also just some are not".split()
+)
+_VAGUE_OBJECTS = {"it", "that", "this", "them", "one", "some", "stuff", "things", "thing", "so", "much", "more", "lot"}
+# Verbs that state an attitude or a speech act, not something done: no open activity from them.
+_NOT_ACTIVITIES = {
+    "think", "know", "guess", "mean", "bet", "agree", "believe", "say", "tell", "wonder", "hope", "wish", "can",
+    "could", "would", "should", "must", "need", "thank", "see", "hear", "understand", "remember", "forget",
+    "imagine", "suppose", "feel", "be", "have", "do", "get", "let", "want", "love", "like", "appreciate",
+    "promise", "admit", "realize", "realise", "notice", "hate", "miss", "look", "sound", "seem", "bet",
+    "totally", "definitely", "am", "gotta", "gonna", "wanna", "keep", "try", "hope", "will", "speak", "talk",
+    "chat", "ask", "catch", "check",
+}  # fmt: skip
+_SPEAKING = ("message", "correction", "observation")
+
+
+# Words that may stand before a subject ("last week I ...") and that end an object.
+_TIME_WORDS = {
+    "last", "this", "next", "week", "month", "year", "yesterday", "today", "tonight", "morning", "afternoon",
+    "evening", "weekend", "night", "ago", "few", "days", "weeks", "months", "years", "couple", "of", "the",
+    "other", "day", "earlier", "later", "then", "recently", "lately", "finally", "btw", "also", "just",
+}  # fmt: skip
+# Subordinators that open a clause: "when I shared my book ...".
+_LEADS = {"when", "while", "because", "since", "after", "before", "as", "once", "cause", "cuz", "whenever", "now", "especially"}
+# Words that are not verbs where a verb should stand, and verbs of talk that carry no fact.
+_FUNCTION_WORDS = {
+    "in", "on", "at", "to", "here", "there", "so", "not", "a", "an", "the", "up", "down", "out", "off", "for",
+    "with", "about", "from", "all", "just", "this", "that", "it", "sure", "glad", "sorry", "ok", "okay", "back",
+    "last", "only", "also", "too", "really", "very", "such", "more", "no", "yes", "like", "over", "into",
+}  # fmt: skip
+_TALK = {"tell", "say", "ask", "thank", "let", "see", "know", "check", "hear", "talk", "chat", "speak", "catch", "share", "show", "send"}
+_TIME_WORDS_STOP = {"yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
+# The main verb after a gerund subject: "Volunteering at the shelter made me ...".
+_GERUND_VERBS = frozenset({"be", "have", "give", "make", "help", "keep", "mean", "bring", "let", "teach", "show", "remind", "take", "get", "allow", "feel"})
+
+
+@functools.cache
+def _lemma_table() -> Any:
+    return pipeline().get_pipe("lemmatizer").lookups.get_table("lemma_lookup")
+
+
+def _lemma(t: Any) -> str:
+    """A token's lemma, lower-cased; a capitalised word ("Thinking" at a sentence start) is looked
+    up in lower case, since the lookup table is case-sensitive."""
+    low = t.lower_
+    return _lemma_table().get(low, low) if t.lemma_ == t.text else t.lemma_.lower()
+
+
+@functools.lru_cache(maxsize=4096)
+def _time_spans(text: str) -> tuple[tuple[int, int], ...]:
+    spans, pos = [], 0
+    while (m := timephrase.find(text, pos)) is not None:
+        spans.append(m.span())
+        pos = m.end()
+    return tuple(spans)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    predicate: str
+    kind: str  # "name" or "phrase"
+    surface: tuple[str, ...]  # the phrase as written, lower-cased words
+
+
+@functools.cache
+def _matcher() -> tuple[Any, dict[str, _Frame]]:
+    """spaCy's PhraseMatcher over every frame's lemmas (hash lookups: ~10x faster here than the
+    token-pattern Matcher with 300 frames), keyed by a frame id."""
+    from spacy.matcher import PhraseMatcher  # lazy: with the pipeline
+
+    nlp = pipeline()
+    matcher = PhraseMatcher(nlp.vocab, attr="LEMMA")
+    frames: dict[str, _Frame] = {}
+    for i, frame in enumerate(lexicon().frame):
+        for j, phrase in enumerate(frame.phrases):
+            key = f"f{i}_{j}"
+            frames[key] = _Frame(frame.predicate, frame.object, tuple(phrase.lower().split()))
+            matcher.add(key, [nlp(phrase)])
+    return matcher, frames
+
+
+@functools.cache
+def _word_lists() -> dict[str, Any]:
+    lex = lexicon()
+    return {
+        "hedge_before": [lemmas(h) for h in lex.hedges.before_verb],
+        "hedge_clause": [lemmas(h) for h in lex.hedges.clause],
+        "negations": [lemmas(n) for n in lex.negations.words],
+        "feelings": set(lex.feelings.words),
+        "relations": {pred: sorted(words, key=len, reverse=True) for pred, words in lex.relations.model_dump().items()},
+    }
+
+
+@functools.cache
+def _relation_pattern() -> list[tuple[str, re.Pattern[str]]]:
+    out = []
+    for pred, words in _word_lists()["relations"].items():
+        alt = "|".join(re.escape(w) for w in words)
+        named = r"(?:,\s*|\s+(?:named|called)\s+|\s+)"
+        out.append((pred, re.compile(rf"\b[Mm]y (?:(?:best|good|old|close|little|big|older|younger|new|sweet) )?(?:{alt}){named}(?P<obj>{rules._CAP}(?:\s+{rules._CAP})?)")))
+    return out
+
+
+def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator[Proposal]:
+    """Proposals for one ledger entry (a dict with the ledger's columns)."""
+    base = dict(
+        source_entry_id=entry["entry_id"],
+        visibility=tuple(entry["visibility"] or ()),
+        confidence=min(float(entry["confidence"]), 0.9),
+    )
+    if entry["kind"] == "derived_claim":
+        yield from rules._from_derived(entry, base)
+        return
+    text, actor = entry["content"], entry["actor"]
+    speaker = actor if entry["kind"] in _SPEAKING and rules._is_person(actor) else None
+    seen: set[tuple[str, str, str]] = set()
+
+    def once(p: Proposal | None) -> Iterator[Proposal]:
+        if p is not None and (p.subject, p.predicate, p.object) not in seen:
+            seen.add((p.subject, p.predicate, p.object))
+            yield p
+
+    people = _named_people(entry, text, resolver)
+    for pred, obj_start, obj_end, start in _relations(text):
+        if speaker:
+            yield from once(rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert"))
+    if speaker:
+        for obj_start, obj_end, start, end in _favourites(text):
+            p = _claim(entry, base, text, min(start, obj_start), (obj_start, obj_end), speaker, "likes", "assert")
+            if p is not None and p.quote in text[start:end]:
+                p = p.model_copy(update={"quote": text[start:end]})  # the quote says it is a favourite
+            yield from once(p)
+    doc = pipeline()(text)
+    table = _lemma_table()
+    for t in doc:  # the lookup table is case-sensitive: "Loving" at a sentence start is "love" too
+        if t.is_title and t.lemma_ == t.text and t.text != "I":
+            t.lemma_ = table.get(t.lower_, t.lower_)
+    matcher, frames = _matcher()
+    matches: dict[int, list[tuple[int, _Frame]]] = {}
+    for key, start, end in matcher(doc):
+        matches.setdefault(start, []).append((end, frames[doc.vocab.strings[key]]))
+    for sent in doc.sents:
+        if sent.text.rstrip().endswith("?"):
+            continue  # a question asserts nothing
+        conditional = any(t.lower_ in ("if", "unless") for t in sent)
+        for clause in _clauses(sent):
+            read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional)
+            if read is not None:
+                yield from once(read)
+    yield from rules._identifiers(entry, base, text, actor)
+    if resolver is not None:
+        yield from rules._mentions(entry, base, text, actor, resolver)
+
+
+def _relations(text: str) -> Iterator[tuple[str, int, int, int]]:
+    for pred, pattern in _relation_pattern():
+        for m in pattern.finditer(text):
+            if m.group("obj") in rules._NOT_PEOPLE:
+                continue
+            yield pred, m.start("obj"), m.end("obj"), m.start()
+
+
+# "Iron Man is my top pick", "Coconut ice cream is one of my favorites", "my favorite band is X".
+_FAVOURITE = r"(?:one of\s+)?[Mm]y\s+(?:all-time\s+|absolute\s+|top\s+|very\s+)?(?:favou?rites?|faves?|top picks?|go-tos?)"
+_FAVOURITE_BEFORE = re.compile(rf"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>(?:[\"“][^\"”]{{2,60}}[\"”]|[A-Za-z][\w'\- ]{{1,60}}?))\s+(?:is|are|was|were|'s)\s+(?:\w+\s+)?{_FAVOURITE}\b")
+_FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z]+){{0,2}}\s+(?:is|are|was|were|has to be)\s+(?P<obj>[\"“]?[A-Za-z][\w'\- ]{{1,60}}?[\"”]?)(?=[.!?,;]|\s+(?:and|but|because|by)\b|$)")
+
+
+def _favourites(text: str) -> Iterator[tuple[int, int, int, int]]:
+    """(object start, object end, statement start, statement end) of each favourite named."""
+    for pattern in (_FAVOURITE_BEFORE, _FAVOURITE_AFTER):
+        for m in pattern.finditer(text):
+            obj = m.group("obj").strip()
+            if obj.lower().split()[0] in ("it", "that", "this", "which", "what", "mine", "he", "she", "they"):
+                continue
+            start = m.start("obj") + (len(m.group("obj")) - len(m.group("obj").lstrip()))
+            yield start, start + len(obj), m.start(), m.end()
+
+
+def _named_people(entry: dict[str, Any], text: str, resolver: Resolver | None) -> list[str]:
+    """People named in the turn, in order: relations' names and names the scope knows."""
+    names = [text[s:e] for _, s, e, _ in _relations(text)]
+    if resolver is not None:
+        for w in rules._CAP_WORD.finditer(text):
+            if w.group(0) not in rules._NOT_PEOPLE and resolver.known(entry["scope"], w.group(0)):
+                names.append(w.group(0))
+    return names
+
+
+def _clauses(sent: Any) -> Iterator[list[Any]]:
+    """The clauses of a sentence: split at punctuation, at subordinators, and at a coordinator
+    followed by a new subject ("... and I moved ...")."""
+    cur: list[Any] = []
+    tokens = list(sent)
+    for i, t in enumerate(tokens):
+        low = t.lower_
+        nxt = tokens[i + 1].lower_ if i + 1 < len(tokens) else ""
+        if t.text.endswith("-") and len(t.text) > 1:
+            cur.append(t)
+            yield cur
+            cur = []
+            continue
+        if t.text in ("-", "–") and i and not tokens[i - 1].whitespace_:
+            cur.append(t)  # a hyphen inside a word ("dairy-free") joins, it does not split
+            continue
+        if t.text in _SPLIT_PUNCT or t.is_space:
+            if cur:
+                yield cur
+            cur = []
+            continue
+        if low in ("and", "but", "so", "then", "or") and (nxt in _SUBJECT_WORDS or nxt in ("then", "now", "also", "just")):
+            if cur:
+                yield cur
+            cur = []
+            continue
+        if t.text == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish"):
+            yield cur  # "since I'm lactose intolerant I'm trying ...": a new subject, a new clause
+            cur = [t]
+            continue
+        if low in _STOPS and cur and low not in ("like", "as", "than", "hoping", "so"):
+            yield cur
+            cur = [t]
+            continue
+        cur.append(t)
+    if cur:
+        yield cur
+
+
+@functools.cache
+def _lead_words() -> frozenset[str]:
+    """Words that may stand before "I" in one clause: openers, time words and every hedge word
+    ("Maybe I'll ...", "I'm not sure I'll ..."), so that the hedge stays with its clause."""
+    words = _word_lists()
+    hedges = {w for seq in words["hedge_before"] + words["hedge_clause"] for w in seq}
+    return frozenset(_OPENERS | _TIME_WORDS | hedges | {"not", "sure", "i", "'m", "am", "be", "'ll"})
+
+
+def _starts_with(tokens: list[Any], i: int, seqs: list[tuple[str, ...]]) -> int:
+    """The length of the longest of ``seqs`` (lemma tuples) starting at ``tokens[i]``, or 0."""
+    best = 0
+    first = _lemma(tokens[i])
+    for seq in seqs:
+        if seq[0] != first:
+            continue
+        n = len(seq)
+        if n > best and i + n <= len(tokens) and tuple(_lemma(t) for t in tokens[i : i + n]) == seq:
+            best = n
+    return best
+
+
+def _subject(tokens: list[Any], speaker: str | None, people: list[str]) -> tuple[str | None, int, bool]:
+    """(subject, index of the first token after it, whether the clause opens with a gerund);
+    (None, 0, False) when the clause names no subject it can trust."""
+    i = 0
+    while i < len(tokens) and (tokens[i].lower_ in _OPENERS or tokens[i].lower_ in _TIME_WORDS or tokens[i].like_num or tokens[i].lower_ in _LEADS):
+        i += 1
+    if i >= len(tokens):
+        return None, 0, False
+    t = tokens[i]
+    low = t.lower_
+    if low in ("i", "we") or t.text in ("I'm", "I've", "Im"):
+        return speaker, i + 1, False
+    if low in ("he", "she"):
+        distinct = sorted(set(people))
+        return (distinct[0], i + 1, False) if len(distinct) == 1 else (None, 0, False)
+    if low == "my" and i + 1 < len(tokens) and tokens[i + 1].lower_ == "home":
+        return speaker, i + 1, False  # "My home is now Lisbon": the frame starts at "home"
+    if low == "my" and i + 2 < len(tokens) and tokens[i + 2].text in people:
+        return tokens[i + 2].text, i + 3, False  # "my sister Ana moved ..."
+    if t.text in people:
+        return t.text, i + 1, False
+    if speaker is None or low in _SUBJECT_WORDS:
+        return None, 0, False
+    # No subject: a verb first ("Just finished a painting", "been tinkering with a recipe") is the
+    # speaker's; a gerund first ("Volunteering at the shelter made me ...") the speaker's doing.
+    if tokens[i].lower_ in _word_lists()["feelings"] or (tokens[i].lower_ in ("was", "am", "been") and i + 1 < len(tokens)):
+        return speaker, i, False  # "Glad to be part of it", "Was super nervous when ..."
+    j = i
+    while j < len(tokens) and (tokens[j].lower_ in _ADVERBS or tokens[j].lower_ in ("been", "was", "am")):
+        j += 1
+    if j < len(tokens) and tokens[j].lower_.endswith(("ing", "ed")) and len(tokens[j]) > 4 and _lemma(tokens[j]) != tokens[j].lower_:
+        return speaker, j, j == i and tokens[j].lower_.endswith("ing")
+    return None, 0, False
+
+
+def _read_clause(
+    entry: dict[str, Any],
+    base: dict[str, Any],
+    text: str,
+    tokens: list[Any],
+    speaker: str | None,
+    people: list[str],
+    matches: dict[int, list[tuple[int, _Frame]]],
+    conditional: bool,
+) -> Proposal | None:
+    subject, i, gerund = _subject(tokens, speaker, people)
+    if subject is None:
+        return None
+    words = _word_lists()
+    if gerund and not _starts_with(tokens, i, words["hedge_before"]) and tokens[i].i not in matches:
+        span = _object_span(text, tokens, tokens[i].i, phrase_from_verb=True, stop_lemmas=_GERUND_VERBS)
+        if span is None or len(text[span[0] : span[1]].split()) < 2:
+            return None  # "Rewarding!": an adjective, not a doing
+        return _claim(entry, base, text, span[0], span, subject, "practices", "assert")
+    # A hedge anywhere in the clause ("I will probably visit ...", "Eventually I hope to ...")
+    # makes it hypothetical: precision over recall for facts.
+    hedged = conditional or any(
+        _starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"]) for k in range(len(tokens))
+    )
+    negated = False
+    frames_from = {k for k, t in enumerate(tokens) if t.i in matches}
+    # Between the subject and the verb: auxiliaries, adverbs, hedges, negations.
+    while i < len(tokens):
+        t = tokens[i]
+        lem = _lemma(t)
+        if n := _starts_with(tokens, i, words["hedge_before"]):
+            hedged, i = True, i + n
+            continue
+        if n := _starts_with(tokens, i, words["negations"]):
+            negated, i = True, i + n
+            continue
+        if lem in _HAVE or t.lower_ in ("have", "has", "had"):
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+            if nxt is not None and nxt.lower_ == "to":
+                i += 2  # "I'll have to check it out": an obligation, the verb follows
+                continue
+            if nxt is not None and (nxt.lower_.endswith(("ed", "en")) or _lemma(nxt) != nxt.lower_ or nxt.lower_ in _ADVERBS):
+                i += 1  # an auxiliary: "have moved", "'ve been", "had just"
+                continue
+            break  # "have" is the verb: "I have a dog"
+        if (lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")) and i in frames_from:
+            break  # a frame starts at the auxiliary itself: "been to Paris", "am a nurse"
+        if (lem in _AUX and t.lower_ not in ("will",)) or t.lower_ in _ADVERBS or t.lower_ in ("'re", "'s", "'m", "re", "m", "wo", "ca", "gotta"):
+            i += 1
+            continue
+        break
+    if i >= len(tokens):
+        return None
+    start_tok = tokens[0]
+    verb = tokens[i]
+    frame, end = _frame_at(verb.i, matches, tokens)
+    if frame is None and verb.lower_ in words["feelings"]:
+        frame, end = _Frame("feels", "phrase", ()), verb.i  # "I'm thrilled to ...": the feeling is the object
+    if hedged:
+        # What is considered is the verb phrase itself: "might move to Berlin" -> "move to Berlin".
+        span = _object_span(text, tokens, verb.i, phrase_from_verb=True)
+        if span is None:
+            return None
+        return _with_confidence(
+            _claim(entry, base, text, start_tok.idx, span, subject, "considers", "assert"),
+            HEDGED_CONFIDENCE,
+        )
+    polarity = "retract" if negated else "assert"
+    if frame is not None:
+        if frame.kind == "name":
+            span = _name_span(text, tokens, end)
+        else:
+            led = verb.i == tokens[0].i and verb.lower_.endswith("ing")  # "Hiking to the top ... was awesome"
+            span = _object_span(text, tokens, end, phrase_from_verb=frame.predicate in ("plans", "goal"), stop_lemmas=_GERUND_VERBS if led else frozenset())
+        if span is None:
+            return None
+        return _claim(entry, base, text, start_tok.idx, span, subject, frame.predicate, polarity)
+    predicate = "activity"
+    if not verb.is_alpha or verb.lower_ in _FUNCTION_WORDS:
+        return None  # "I'm in to help", "I'm here": no verb where one should be
+    if _lemma(verb) == "have" and not negated:
+        predicate = "has"  # "I had a mentor", "we have two kids"
+    elif negated or _lemma(verb) in _NOT_ACTIVITIES or verb.lower_ in _NOT_ACTIVITIES or verb.is_title:
+        return None
+    if speaker is None or subject != speaker:
+        return None  # open activities only from what the speaker says of themself
+    span = _object_span(text, tokens, verb.i + 1 if predicate == "has" else verb.i, phrase_from_verb=True)
+    if span is None or span[1] <= verb.idx + len(verb.text):
+        return None  # a bare verb ("I cried") says too little to be an activity
+    return _claim(entry, base, text, start_tok.idx, span, subject, predicate, "assert")
+
+
+def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: str, predicate: str, polarity: str) -> Proposal | None:
+    first = text[span[0] : span[1]].split(maxsplit=1)[0].lower() if text[span[0] : span[1]].strip() else ""
+    if predicate in ("goal", "plans", "considers", "activity") and (first in _TALK or first in _FUNCTION_WORDS):
+        return None  # "I wanted to tell you ...", "I'll see", "I'm here": talk, not a fact
+    rest = [w.strip("\"'.,!?").lower() for w in text[span[0] : span[1]].split()[1 if predicate in ("activity", "practices") else 0 :]]
+    if first == "no" or not any(len(w) > 2 and w not in _STOPWORDS and w not in _VAGUE_OBJECTS for w in rest):
+        return None  # "watched it", "obsessed with those", "no doubt": nothing named
+    # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
+    return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS)
+
+
+def _with_confidence(p: Proposal | None, confidence: float) -> Proposal | None:
+    return None if p is None else p.model_copy(update={"confidence": min(p.confidence, confidence)})
+
+
+def _frame_at(i: int, matches: dict[int, list[tuple[int, _Frame]]], tokens: list[Any]) -> tuple[_Frame | None, int]:
+    """The frame starting at token ``i``: the longest, then the one written as the turn says it."""
+    last = tokens[-1].i + 1
+    doc = tokens[0].doc
+    found = [
+        (end, f) for end, f in matches.get(i, [])
+        if end <= last and not (f.predicate == "identity" and doc[i].lower_ in ("was", "were", "been"))  # "when I was a kid"
+    ]
+    if not found:
+        return None, i
+    longest = max(end for end, _ in found)
+    best = [f for end, f in found if end == longest]
+    said = tuple(t.lower_ for t in doc[i:longest])
+    exact = [f for f in best if f.surface == said]
+    return (exact or best)[0], longest
+
+
+def _name_span(text: str, tokens: list[Any], start: int) -> tuple[int, int] | None:
+    """The capitalised name right after token ``start`` (character offsets)."""
+    doc = tokens[0].doc
+    if start >= len(doc):
+        return None
+    first = doc[start]
+    m = re.match(rules._PROPER, text[first.idx :])
+    if not m or first.i > tokens[-1].i:
+        return None
+    return first.idx + m.start("obj"), first.idx + m.end("obj")
+
+
+def _object_span(
+    text: str, tokens: list[Any], start: int, *, phrase_from_verb: bool, stop_lemmas: frozenset[str] = frozenset()
+) -> tuple[int, int] | None:
+    """Character offsets of the phrase from token ``start`` to the clause's end, cut at a
+    subordinate clause, an infinitive of purpose or a time phrase; at most six content words."""
+    doc = tokens[0].doc
+    last = tokens[-1].i
+    out: list[Any] = []
+    content = 0
+    times = _time_spans(doc.text)
+    quoted = False
+    for t in doc[start : last + 1]:
+        low = t.lower_
+        if t.text in ('"', "“", "”"):
+            quoted = not quoted
+        if quoted:  # a title in quotes is one name: "Charlotte's Web"
+            out.append(t)
+            continue
+        if any(a <= t.idx < b for a, b in times) or low in _TIME_WORDS_STOP:
+            break  # the time phrase sets the valid time; it is not part of the object
+        if out and (low in _STOPS or (low == "that" and t.i < last and doc[t.i + 1].lower_ in _SUBJECT_WORDS | {"you", "he", "she"}) or _lemma(t) in stop_lemmas):
+            break
+        if out and low == "to" and not phrase_from_verb and len(out) > 1:
+            break  # "made this window to remind myself": the purpose is another clause
+        if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS:
+            break
+        if len(low) > 2 and low not in _STOPWORDS and t.is_alpha:
+            if content == MAX_CONTENT_WORDS:
+                break
+            content += 1
+        out.append(t)
+    while out and (out[-1].lower_ in _STOPWORDS or out[-1].lower_ in ("a", "an", "the", "to", "of", "in", "at", "on", "for", "my", "with", "and", "or")):
+        out.pop()
+    if not out or content == 0:
+        return None
+    first = 0
+    while first < len(out) and out[first].lower_ in ("a", "an", "the", "my", "our", "some", "to", "his", "her", "their"):
+        first += 1
+    if first >= len(out) or out[first].lower_ in _VAGUE_OBJECTS:
+        return None
+    return out[first].idx, out[-1].idx + len(out[-1].text)

@@ -1,0 +1,79 @@
+"""The clause extractor's lexicon (claims/lexicon.toml), read and checked once: every frame
+names a predicate of the ontology, every list is a list of words. A mistake in the file is an
+error naming the file and the field, at load time, never a silently missing pattern."""
+
+from __future__ import annotations
+
+import functools
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from claims.ontology import ONTOLOGY
+
+LEXICON_FILE = Path(__file__).with_name("lexicon.toml")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Frame(_Strict):
+    predicate: str
+    object: Literal["name", "phrase"]
+    phrases: tuple[str, ...] = Field(min_length=1)
+
+    @field_validator("predicate")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in ONTOLOGY:
+            raise ValueError(f"unknown predicate {v!r}: declare it in claims/ontology.py first")
+        return v
+
+
+class Hedges(_Strict):
+    before_verb: tuple[str, ...]
+    clause: tuple[str, ...]
+
+
+class Words(_Strict):
+    words: tuple[str, ...] = Field(min_length=1)
+
+
+class Relations(_Strict):
+    has_relative: tuple[str, ...]
+    has_friend: tuple[str, ...]
+    has_partner: tuple[str, ...]
+    has_pet: tuple[str, ...]
+
+
+class Lexicon(_Strict):
+    version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
+    frame: tuple[Frame, ...] = Field(min_length=1)
+    hedges: Hedges
+    negations: Words
+    feelings: Words
+    relations: Relations
+
+
+class LexiconError(ValueError):
+    """The lexicon file is malformed; the message names the file and the field."""
+
+
+def read_lexicon(path: Path = LEXICON_FILE) -> Lexicon:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise LexiconError(f"{path}: {exc}") from None
+    try:
+        return Lexicon.model_validate(data)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise LexiconError(f"{path}: {where}") from None
+
+
+@functools.cache
+def lexicon() -> Lexicon:
+    return read_lexicon()

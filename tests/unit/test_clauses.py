@@ -1,0 +1,133 @@
+"""The clause extractor (rules 0.3.0): what it reads from a turn, what it refuses to assert, and
+that every claim keeps a verbatim quote; its lexicon is checked when it loads."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from claims.extract import extract
+from claims.extractors import clauses
+from claims.extractors.registry import CLAUSES, RULES, active_extractor
+from claims.lexicon import LexiconError, read_lexicon
+from claims.ontology import ONTOLOGY
+from claims.resolve import Resolver, build_aliases
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claims"
+SAID = datetime(2023, 5, 8, 14, 0, tzinfo=timezone.utc)
+
+
+def entry(text: str, actor: str = "Ana", n: int = 1, kind: str = "message", scope: str = "s", conv: str = "c1") -> dict:
+    return {
+        "entry_id": f"e{n}", "seq": n, "kind": kind, "actor": actor, "content": text, "visibility": ["public"],
+        "confidence": 1.0, "valid_at": SAID, "recorded_at": SAID, "scope": scope, "source_ref": f"D1:{n}",
+        "attributes": f'{{"conversation_id": "{conv}"}}', "session_id": None,
+    }  # fmt: skip
+
+
+def said(text: str, actor: str = "Ana") -> set[tuple[str, str, str, str]]:
+    return {(p.subject, p.predicate, p.object, p.polarity) for p in clauses.propose(entry(text, actor))}
+
+
+def test_hedged_and_hypothetical_statements_never_become_facts() -> None:
+    lines = [line.strip() for line in (FIXTURES / "hedged.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    assert len(lines) >= 30
+    considered = 0
+    for line in lines:
+        proposals = list(clauses.propose(entry(line)))
+        facts = [(p.predicate, p.object) for p in proposals if p.predicate != "considers"]
+        assert facts == [], f"{line!r} asserted {facts}"
+        considered += bool(proposals)
+        assert all(p.confidence <= clauses.HEDGED_CONFIDENCE for p in proposals)
+    assert considered >= len(lines) // 2, "most hedges are kept, as what the speaker considers"
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("I moved to Berlin last month and I love it.", ("Ana", "lives_in", "Berlin", "assert")),
+        ("My home is now Lisbon.", ("Ana", "lives_in", "Lisbon", "assert")),
+        ("I relocated to Porto for the job.", ("Ana", "lives_in", "Porto", "assert")),
+        ("I got a job at Helio Labs!", ("Ana", "works_at", "Helio Labs", "assert")),
+        ("I no longer live in Berlin.", ("Ana", "lives_in", "Berlin", "retract")),
+        ("I don't work at Globex anymore.", ("Ana", "works_at", "Globex", "retract")),
+        ("Yesterday I painted a sunrise over the lake.", ("Ana", "created", "sunrise over the lake", "assert")),
+        ("Last week I went to a LGBTQ support group.", ("Ana", "attended", "LGBTQ support group", "assert")),
+        ("I'm thrilled about the new studio.", ("Ana", "feels", "thrilled about the new studio", "assert")),
+        ("I'm going to paint the kitchen.", ("Ana", "plans", "paint the kitchen", "assert")),
+        ("Just finished a painting of a castle on a hill.", ("Ana", "finished", "painting of a castle on a hill", "assert")),
+        ("My sister Mira lives in Oslo.", ("Ana", "has_relative", "Mira", "assert")),
+        ("I loved reading \"Charlotte's Web\" as a kid.", ("Ana", "likes", "reading \"Charlotte's Web", "assert")),
+    ],
+)
+def test_clauses_say_typed_facts(text, want) -> None:
+    assert want in said(text)
+
+
+def test_questions_and_other_peoples_pronouns_are_not_read() -> None:
+    assert said("Did you move to Berlin?") == set()
+    assert said("They moved to Berlin.") == set()  # who "they" are is not in the turn
+    assert said("You went to a concert.") == set()
+
+
+def test_he_and_she_resolve_only_to_the_one_person_named() -> None:
+    assert ("Mira", "lives_in", "Oslo", "assert") in said("My sister Mira called. She moved to Oslo.")
+    assert not any(s in ("Mira", "Tom") for s, *_ in said("My sister Mira and my brother Tom called. She moved to Oslo."))
+
+
+def test_every_claim_quotes_its_source_and_passes_the_validators() -> None:
+    texts = [
+        "I moved to Berlin last month and I love it.",
+        "Yeah actually - creating gaming content for YouTube.",
+        "I made this stained glass window to remind myself of my potential.",
+        "Last week, we had a blast at a live music event.",
+        "I might adopt a dog, but I finished my first marathon!",
+    ]
+    entries = [entry(t, n=i) for i, t in enumerate(texts, 1)]
+    result = extract(entries, CLAUSES, Resolver())
+    assert result.rejections.num_rows == 0, result.rejections.to_pylist()
+    by_id = {e["entry_id"]: e for e in entries}
+    rows = result.claims.to_pylist()
+    assert len(rows) >= len(texts)
+    for c in rows:
+        assert c["quote"] in by_id[c["source_entry_id"]]["content"]
+        assert c["extractor_version"] == clauses.VERSION and c["predicate"] in ONTOLOGY
+
+
+def test_two_people_who_share_a_first_name_stay_two() -> None:
+    turns = [
+        entry("Hi, I'm Ana Lima, I moved to Porto.", actor="Ana Lima", n=1),
+        entry("Hey Ana! I'm Ana Costa and I live in Braga.", actor="Ana Costa", n=2),
+        entry("Ana, did you both move?", actor="Rui", n=3),
+    ]
+    resolver = Resolver(build_aliases(turns))
+    lima, costa = resolver.entity_id("s", "Ana Lima"), resolver.entity_id("s", "Ana Costa")
+    assert lima != costa
+    assert resolver.entity_id("s", "Ana") not in (lima, costa), "a bare first name two people share is no one of them"
+    claims = extract(turns, CLAUSES, resolver).claims.to_pylist()
+    homes = {(c["subject_id"], c["object"]) for c in claims if c["predicate"] == "lives_in"}
+    assert homes == {(lima, "Porto"), (costa, "Braga")}
+
+
+def test_versions_live_side_by_side() -> None:
+    assert active_extractor("rules") is RULES and RULES.version == "0.2.0"
+    assert active_extractor(CLAUSES.key) is CLAUSES and CLAUSES.key == "rules-0.3.0"
+    # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
+    e = entry("I moved to Berlin last month and I love it.")
+    assert extract([e], RULES).claims.column("predicate").to_pylist() == ["lives_in"]
+
+
+def test_a_malformed_lexicon_names_its_file_and_field(tmp_path) -> None:
+    good = (Path(clauses.__file__).parents[1] / "lexicon.toml").read_text()
+    bad = tmp_path / "lexicon.toml"
+    bad.write_text(good.replace('predicate = "lives_in"', 'predicate = "dwells_in"', 1))
+    with pytest.raises(LexiconError, match=r"lexicon\.toml: frame\.0\.predicate: .*unknown predicate 'dwells_in'"):
+        read_lexicon(bad)
+    bad.write_text(good.replace("[hedges]", "[hedgez]"))
+    with pytest.raises(LexiconError, match=r"lexicon\.toml: .*hedge"):
+        read_lexicon(bad)
+    bad.write_text("version = \n")
+    with pytest.raises(LexiconError, match=r"lexicon\.toml"):
+        read_lexicon(bad)
