@@ -105,6 +105,8 @@ _FUNCTION_WORDS = {
     "last", "only", "also", "too", "really", "very", "such", "more", "no", "yes", "like", "over", "into",
 }  # fmt: skip
 _TALK = {"tell", "say", "ask", "thank", "let", "see", "know", "check", "hear", "talk", "chat", "speak", "catch", "share", "show", "send"}
+_NOT_DOINGS = {"imagine", "root", "end", "think", "look", "hope", "wish", "wonder", "know", "see", "hear", "feel", "keep", "take", "thank"}
+_ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
 _TIME_WORDS_STOP = {"yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
 # The main verb after a gerund subject: "Volunteering at the shelter made me ...".
 _GERUND_VERBS = frozenset({"be", "have", "give", "make", "help", "keep", "mean", "bring", "let", "teach", "show", "remind", "take", "get", "allow", "feel"})
@@ -201,11 +203,12 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
         if speaker:
             yield from once(rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert"))
     if speaker:
-        for obj_start, obj_end, start, end in _favourites(text):
-            p = _claim(entry, base, text, min(start, obj_start), (obj_start, obj_end), speaker, "likes", "assert")
-            if p is not None and p.quote in text[start:end]:
-                p = p.model_copy(update={"quote": text[start:end]})  # the quote says it is a favourite
-            yield from once(p)
+        for predicate, found in (("likes", _favourites(text)), ("values", _values(text))):
+            for obj_start, obj_end, start, end in found:
+                p = _claim(entry, base, text, min(start, obj_start), (obj_start, obj_end), speaker, predicate, "assert")
+                if p is not None and p.quote in text[start:end]:
+                    p = p.model_copy(update={"quote": text[start:end]})  # the quote says why: "... is my favourite"
+                yield from once(p)
     doc = pipeline()(text)
     table = _lemma_table()
     for t in doc:  # the lookup table is case-sensitive: "Loving" at a sentence start is "love" too
@@ -218,7 +221,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
     for sent in doc.sents:
         if sent.text.rstrip().endswith("?"):
             continue  # a question asserts nothing
-        conditional = any(t.lower_ in ("if", "unless") for t in sent)
+        # "If I get the job, ..." makes the whole sentence hypothetical; "even if" concedes, it does not.
+        conditional = any(t.lower_ in ("if", "unless") and not (t.i and t.nbor(-1).lower_ == "even") for t in sent)
         for clause in _clauses(sent):
             read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional)
             if read is not None:
@@ -251,6 +255,21 @@ def _favourites(text: str) -> Iterator[tuple[int, int, int, int]]:
                 continue
             start = m.start("obj") + (len(m.group("obj")) - len(m.group("obj").lstrip()))
             yield start, start + len(obj), m.start(), m.end()
+
+
+# "It's super important to teach kids about veterans", "Family is so important to me".
+_IMPORTANT = r"(?:so\s+|super\s+|really\s+|very\s+|extra\s+|truly\s+)?(?:important|crucial|key|essential|vital|precious|special)"
+_VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+)?(?:to|for)\s+(?P<obj>[^.!?,;:\-–()]{{3,90}})")
+_VALUES_X = re.compile(rf"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w' ]{{2,50}}?)\s+(?:is|are|'s|means)\s+(?:{_IMPORTANT}|the world)\s+to\s+me\b")
+
+
+def _values(text: str) -> Iterator[tuple[int, int, int, int]]:
+    for pattern in (_VALUES_IT, _VALUES_X):
+        for m in pattern.finditer(text):
+            obj = re.split(r"\s+(?:and (?:what|how|why|who)|because|which|so that|when|while)\b", m.group("obj"))[0].rstrip()
+            if obj.lower().split()[0] in ("it", "that", "this", "which", "what", "he", "she", "they", "you"):
+                continue
+            yield m.start("obj"), m.start("obj") + len(obj), m.start(), m.end()
 
 
 def _named_people(entry: dict[str, Any], text: str, resolver: Resolver | None) -> list[str]:
@@ -375,8 +394,11 @@ def _read_clause(
     words = _word_lists()
     if gerund and not _starts_with(tokens, i, words["hedge_before"]) and tokens[i].i not in matches:
         span = _object_span(text, tokens, tokens[i].i, phrase_from_verb=True, stop_lemmas=_GERUND_VERBS)
-        if span is None or len(text[span[0] : span[1]].split()) < 2:
-            return None  # "Rewarding!": an adjective, not a doing
+        if span is None or len(text[span[0] : span[1]].split()) < 2 or _lemma(tokens[i]) in _NOT_DOINGS:
+            return None  # "Rewarding!": an adjective, not a doing; "Imagining ...": not done
+        after = [t for t in tokens if t.idx >= span[1]]
+        if after and not (_lemma(after[0]) in _GERUND_VERBS and len(after) > 1 and after[1].lower_ in ("me", "us")):
+            return None  # "Juggling both passions can be hard": a general remark, not a report
         return _claim(entry, base, text, span[0], span, subject, "practices", "assert")
     # A hedge anywhere in the clause ("I will probably visit ...", "Eventually I hope to ...")
     # makes it hypothetical: precision over recall for facts.
@@ -404,7 +426,7 @@ def _read_clause(
                 i += 1  # an auxiliary: "have moved", "'ve been", "had just"
                 continue
             break  # "have" is the verb: "I have a dog"
-        if (lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")) and i in frames_from:
+        if (lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")) and i in frames_from and i + 1 not in frames_from:
             break  # a frame starts at the auxiliary itself: "been to Paris", "am a nurse"
         if (lem in _AUX and t.lower_ not in ("will",)) or t.lower_ in _ADVERBS or t.lower_ in ("'re", "'s", "'m", "re", "m", "wo", "ca", "gotta"):
             i += 1
@@ -432,7 +454,9 @@ def _read_clause(
             span = _name_span(text, tokens, end)
         else:
             led = verb.i == tokens[0].i and verb.lower_.endswith("ing")  # "Hiking to the top ... was awesome"
-            span = _object_span(text, tokens, end, phrase_from_verb=frame.predicate in ("plans", "goal"), stop_lemmas=_GERUND_VERBS if led else frozenset())
+            # What one practises is the doing itself: "went camping with the kids", "play guitar".
+            first = verb.i if frame.predicate == "practices" else end
+            span = _object_span(text, tokens, first, phrase_from_verb=frame.predicate in ("plans", "goal", "practices"), stop_lemmas=_GERUND_VERBS if led else frozenset())
         if span is None:
             return None
         return _claim(entry, base, text, start_tok.idx, span, subject, frame.predicate, polarity)
@@ -456,8 +480,14 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate in ("goal", "plans", "considers", "activity") and (first in _TALK or first in _FUNCTION_WORDS):
         return None  # "I wanted to tell you ...", "I'll see", "I'm here": talk, not a fact
     rest = [w.strip("\"'.,!?").lower() for w in text[span[0] : span[1]].split()[1 if predicate in ("activity", "practices") else 0 :]]
-    if first == "no" or not any(len(w) > 2 and w not in _STOPWORDS and w not in _VAGUE_OBJECTS for w in rest):
-        return None  # "watched it", "obsessed with those", "no doubt": nothing named
+    named = [w for w in rest if len(w) > 2 and w not in _STOPWORDS and w not in _VAGUE_OBJECTS and w not in _TIME_WORDS]
+    if first == "no" or not named:
+        return None  # "watched it", "obsessed with those", "no doubt", "the other day": nothing named
+    words = text[span[0] : span[1]].split()
+    if predicate in ("considers", "goal", "plans", "activity") and (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS | {"there", "here", "better", "out"} and len(words) <= 3):
+        return None  # "give it a try", "recommend it", "try them out": what "it" is, the clause does not say
+    if predicate == "considers" and first in _ABILITY:
+        return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
     # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
     return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS)
 
@@ -515,7 +545,9 @@ def _object_span(
             continue
         if any(a <= t.idx < b for a, b in times) or low in _TIME_WORDS_STOP:
             break  # the time phrase sets the valid time; it is not part of the object
-        if out and (low in _STOPS or (low == "that" and t.i < last and doc[t.i + 1].lower_ in _SUBJECT_WORDS | {"you", "he", "she"}) or _lemma(t) in stop_lemmas):
+        if (out or t.i > start) and _lemma(t) in stop_lemmas:
+            break
+        if out and (low in _STOPS or (low == "that" and t.i < last and doc[t.i + 1].lower_ in _SUBJECT_WORDS | {"you", "he", "she"})):
             break
         if out and low == "to" and not phrase_from_verb and len(out) > 1:
             break  # "made this window to remind myself": the purpose is another clause
@@ -531,7 +563,7 @@ def _object_span(
     if not out or content == 0:
         return None
     first = 0
-    while first < len(out) and out[first].lower_ in ("a", "an", "the", "my", "our", "some", "to", "his", "her", "their"):
+    while first < len(out) and out[first].lower_ in ("a", "an", "the", "my", "our", "some", "to", "his", "her", "their", "and", "or", "but", "your", "his", "their", "its"):
         first += 1
     if first >= len(out) or out[first].lower_ in _VAGUE_OBJECTS:
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from claims.extract import RULES, Extractor, extract
+from claims.extract import Extractor, extract
 
 T = datetime(2024, 5, 14, 9, 30, tzinfo=timezone.utc)
 

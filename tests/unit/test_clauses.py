@@ -60,6 +60,10 @@ def test_hedged_and_hypothetical_statements_never_become_facts() -> None:
         ("Just finished a painting of a castle on a hill.", ("Ana", "finished", "painting of a castle on a hill", "assert")),
         ("My sister Mira lives in Oslo.", ("Ana", "has_relative", "Mira", "assert")),
         ("I loved reading \"Charlotte's Web\" as a kid.", ("Ana", "likes", "reading \"Charlotte's Web", "assert")),
+        ("Iron Man is my top pick.", ("Ana", "likes", "Iron Man", "assert")),
+        ("Family is so important to me.", ("Ana", "values", "Family", "assert")),
+        ("I love volunteering, it feels like I'm making a difference, even if it's a small one.", ("Ana", "likes", "volunteering", "assert")),
+        ("We went camping with the kids a few weeks ago.", ("Ana", "practices", "went camping with the kids", "assert")),
     ],
 )
 def test_clauses_say_typed_facts(text, want) -> None:
