@@ -8,6 +8,7 @@ import sys
 import click
 
 from claims.extract import ExtractorError
+from claims.extractors.registry import EXTRACTOR_CHOICES
 from cli.common import dump, home_option, resolve_home
 
 
@@ -64,7 +65,7 @@ def build(ctx, quiet, home_dir):
 @click.command("backfill")
 @click.option("--from", "start", required=True, help="First ledger day, YYYY-MM-DD (UTC date of recorded_at).")
 @click.option("--to", "end", required=True, help="Last ledger day, YYYY-MM-DD, inclusive.")
-@click.option("--extractor", type=click.Choice(["rules", "llm"]), default=None, help="Extractor (default: $MEMC_EXTRACTOR or rules).")
+@click.option("--extractor", type=click.Choice(EXTRACTOR_CHOICES), default=None, help="Extractor (default: $MEMC_EXTRACTOR or rules).")
 @click.option("--claims-only", is_flag=True, help="Re-extract only; do not recompile the views below the claims.")
 @click.option("--json", "as_json", is_flag=True)
 @home_option

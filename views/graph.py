@@ -4,7 +4,7 @@ sessions, which entry mentions which entity, and relations between entities from
 
 Callers see :class:`GraphStore` (its in-memory twin for unit tests is views/graph_memory.py, which
 shares ``walk`` and ``name_communities`` below); every Kùzu-specific line lives in :class:`KuzuGraphStore`, one
-room of ~550 lines on purpose: the swap-in rebuild, the connection held across queries and the
+room of ~590 lines on purpose: the swap-in rebuild, the connection held across queries and the
 literal checks of every Cypher text belong to the one store (its input tables are in
 views/graph_tables.py). Kùzu was
 archived upstream in October 2025 (0.11.3 is the last release); its LadybugDB fork is meant as the

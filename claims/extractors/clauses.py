@@ -19,6 +19,10 @@ and each clause is read in four steps:
 4. Its object: a name after a name frame; otherwise the phrase after the frame, cut at the
    clause's end, a time phrase or a subordinate clause, at most six content words.
 
+One room of ~570 lines on purpose: the four steps read the same clause's tokens and positions,
+and splitting them would pass those between modules; the phrasings are data (claims/lexicon.toml)
+and the pipeline is claims/nlp.py. docs/extraction.md says what it gets right and wrong.
+
 Every claim's quote is the clause's span in the entry (stretched over its time phrase), so
 the provenance validator's checks hold by construction; the validators still check them.
 Relations ("my sister Ana", "my dog Max"), identifiers and mentions of known people are read
@@ -203,12 +207,11 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
         if speaker:
             yield from once(rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert"))
     if speaker:
-        for predicate, found in (("likes", _favourites(text)), ("values", _values(text))):
-            for obj_start, obj_end, start, end in found:
-                p = _claim(entry, base, text, min(start, obj_start), (obj_start, obj_end), speaker, predicate, "assert")
-                if p is not None and p.quote in text[start:end]:
-                    p = p.model_copy(update={"quote": text[start:end]})  # the quote says why: "... is my favourite"
-                yield from once(p)
+        for predicate, obj_start, obj_end, start, end in _statements(text):
+            p = _claim(entry, base, text, min(start, obj_start), (obj_start, obj_end), speaker, predicate, "assert")
+            if p is not None and p.quote in text[start:end]:
+                p = p.model_copy(update={"quote": text[start:end]})  # the quote says why: "... is my favourite"
+            yield from once(p)
     doc = pipeline()(text)
     table = _lemma_table()
     for t in doc:  # the lookup table is case-sensitive: "Loving" at a sentence start is "love" too
@@ -246,30 +249,30 @@ _FAVOURITE_BEFORE = re.compile(rf"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>(?:[\"“][
 _FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z]+){{0,2}}\s+(?:is|are|was|were|has to be)\s+(?P<obj>[\"“]?[A-Za-z][\w'\- ]{{1,60}}?[\"”]?)(?=[.!?,;]|\s+(?:and|but|because|by)\b|$)")
 
 
-def _favourites(text: str) -> Iterator[tuple[int, int, int, int]]:
-    """(object start, object end, statement start, statement end) of each favourite named."""
-    for pattern in (_FAVOURITE_BEFORE, _FAVOURITE_AFTER):
-        for m in pattern.finditer(text):
-            obj = m.group("obj").strip()
-            if obj.lower().split()[0] in ("it", "that", "this", "which", "what", "mine", "he", "she", "they"):
-                continue
-            start = m.start("obj") + (len(m.group("obj")) - len(m.group("obj").lstrip()))
-            yield start, start + len(obj), m.start(), m.end()
-
-
 # "It's super important to teach kids about veterans", "Family is so important to me".
 _IMPORTANT = r"(?:so\s+|super\s+|really\s+|very\s+|extra\s+|truly\s+)?(?:important|crucial|key|essential|vital|precious|special)"
 _VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+)?(?:to|for)\s+(?P<obj>[^.!?,;:\-–()]{{3,90}})")
 _VALUES_X = re.compile(rf"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w' ]{{2,50}}?)\s+(?:is|are|'s|means)\s+(?:{_IMPORTANT}|the world)\s+to\s+me\b")
 
 
-def _values(text: str) -> Iterator[tuple[int, int, int, int]]:
-    for pattern in (_VALUES_IT, _VALUES_X):
-        for m in pattern.finditer(text):
-            obj = re.split(r"\s+(?:and (?:what|how|why|who)|because|which|so that|when|while)\b", m.group("obj"))[0].rstrip()
-            if obj.lower().split()[0] in ("it", "that", "this", "which", "what", "he", "she", "they", "you"):
-                continue
-            yield m.start("obj"), m.start("obj") + len(obj), m.start(), m.end()
+# What the whole turn may say of the speaker, beside its clauses.
+_STATEMENTS = (("likes", (_FAVOURITE_BEFORE, _FAVOURITE_AFTER)), ("values", (_VALUES_IT, _VALUES_X)))
+_OBJECT_END = re.compile(r"\s+(?:and (?:what|how|why|who)|because|which|so that|when|while)\b")
+_NOT_OBJECTS = ("it", "that", "this", "which", "what", "mine", "he", "she", "they", "you")
+
+
+def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
+    """(predicate, object start, object end, statement start, statement end) of each favourite
+    named and each thing said to be important."""
+    for predicate, patterns in _STATEMENTS:
+        for pattern in patterns:
+            for m in pattern.finditer(text):
+                raw = m.group("obj")
+                obj = _OBJECT_END.split(raw.strip())[0].rstrip()
+                if not obj or obj.lower().split()[0] in _NOT_OBJECTS:
+                    continue
+                start = m.start("obj") + len(raw) - len(raw.lstrip())
+                yield predicate, start, start + len(obj), m.start(), m.end()
 
 
 def _named_people(entry: dict[str, Any], text: str, resolver: Resolver | None) -> list[str]:
@@ -534,7 +537,7 @@ def _object_span(
     last = tokens[-1].i
     out: list[Any] = []
     content = 0
-    times = _time_spans(doc.text)
+    times = _time_spans(text)  # the entry text (doc.text would rebuild it token by token)
     quoted = False
     for t in doc[start : last + 1]:
         low = t.lower_

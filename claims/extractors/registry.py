@@ -15,6 +15,8 @@ RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True)
 CLAUSES = Extractor(clauses.NAME, clauses.VERSION, clauses.propose, uses_resolver=True)
 # The deterministic extractors by name and by key; "rules" stays 0.2.0 until a home switches.
 _DETERMINISTIC = {"rules": RULES, RULES.key: RULES, CLAUSES.key: CLAUSES}
+# What a command may name as its extractor.
+EXTRACTOR_CHOICES = (*_DETERMINISTIC, "llm")
 
 
 def active_extractor(name: str | None = None) -> Extractor:
@@ -28,7 +30,7 @@ def active_extractor(name: str | None = None) -> Extractor:
         from claims.extractors.llm import llm_extractor  # only when asked for: it reads its server's settings
 
         return llm_extractor()
-    raise ExtractorError(f"unknown extractor {name!r} in MEMC_EXTRACTOR (use one of: {', '.join([*_DETERMINISTIC, 'llm'])})")
+    raise ExtractorError(f"unknown extractor {name!r} in MEMC_EXTRACTOR (use one of: {', '.join(EXTRACTOR_CHOICES)})")
 
 
 def active_extractor_key(name: str | None = None) -> str:
