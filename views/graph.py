@@ -55,8 +55,8 @@ from views.graph_tables import (
     PRINCIPAL_RE,
     SCOPE_RE,
     check_literal,
-    graph_version,
     prepare_graph,
+    prepared_version,
 )
 
 MAX_DEPTH = 4
@@ -276,7 +276,7 @@ class KuzuGraphStore:
         one in, delete the old. Returns ``{"nodes", "edges", "tables", "graph_version", "path"}``."""
 
         tables = prepare_graph(entities, interactions, entries=entries, sessions=sessions, mentions=mentions, relations=relations)
-        version = graph_version(*(tables[t] for t in ("Entity", "INTERACTS", "Session", "Entry", "RELATES", "MENTIONS")))
+        version = prepared_version(tables)
         parent = self.path.parent
         parent.mkdir(parents=True, exist_ok=True)
         self._remove_leftovers()

@@ -23,7 +23,7 @@ import networkx as nx
 import pyarrow as pa
 
 from views.graph import check_pagerank, name_communities, walk
-from views.graph_tables import EDGE_TABLES, NODE_TABLES, SCOPE_RE, check_literal, graph_version, prepare_graph
+from views.graph_tables import EDGE_TABLES, NODE_TABLES, SCOPE_RE, check_literal, prepare_graph, prepared_version
 
 # Louvain is randomised; a fixed seed makes the partition a function of the graph.
 LOUVAIN_SEED = 0
@@ -58,7 +58,7 @@ class MemoryGraphStore:
         relations: pa.Table | None = None,
     ) -> dict[str, Any]:
         tables = prepare_graph(entities, interactions, entries=entries, sessions=sessions, mentions=mentions, relations=relations)
-        version = graph_version(*(tables[t] for t in ("Entity", "INTERACTS", "Session", "Entry", "RELATES", "MENTIONS")))
+        version = prepared_version(tables)
         self._tables = {name: table.to_pylist() for name, table in tables.items()}
         counts = self.counts()
         return {

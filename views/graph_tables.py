@@ -192,6 +192,11 @@ def prepare_graph(
     }
 
 
+def prepared_version(tables: dict[str, pa.Table]) -> str:
+    """The content version of what ``prepare_graph`` returned (every store records this one)."""
+    return graph_version(*(tables[t] for t in ("Entity", "INTERACTS", "Session", "Entry", "RELATES", "MENTIONS")))
+
+
 def graph_version(*tables: pa.Table) -> str:
     """A content version of the graph's input (same input, same version): lineage for derived claims.
 
