@@ -110,6 +110,7 @@ _FUNCTION_WORDS = {
 }  # fmt: skip
 _TALK = {"tell", "say", "ask", "thank", "let", "see", "know", "check", "hear", "talk", "chat", "speak", "catch", "share", "show", "send"}
 _NOT_DOINGS = {"imagine", "root", "end", "think", "look", "hope", "wish", "wonder", "know", "see", "hear", "feel", "keep", "take", "thank"}
+_ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
 _TIME_WORDS_STOP = {"yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
 # The main verb after a gerund subject: "Volunteering at the shelter made me ...".
@@ -406,14 +407,24 @@ def _read_clause(
     # A hedge anywhere in the clause ("I will probably visit ...", "Eventually I hope to ...")
     # makes it hypothetical: precision over recall for facts.
     hedged = conditional or any(
-        _starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"]) for k in range(len(tokens))
+        _starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"])
+        for k in range(len(tokens))
+        if tokens[k].lower_ not in _ABILITY_MODALS  # "can" shares its lemma with "could"; it is read below
     )
-    negated = False
+    negated = future = ability = False
     frames_from = {k for k, t in enumerate(tokens) if t.i in matches}
     # Between the subject and the verb: auxiliaries, adverbs, hedges, negations.
     while i < len(tokens):
         t = tokens[i]
         lem = _lemma(t)
+        if t.lower_ in ("ca", "can", "can't", "cannot") and i in frames_from:
+            break  # "can't wait to", "can't stand": the frame starts at the modal
+        if t.lower_ in _ABILITY_MODALS:
+            ability, i = True, i + 1  # "we can make a difference", "we should cherish it": not a fact
+            continue
+        if t.lower_ in ("will", "'ll", "ll", "wo", "shall"):
+            future, i = True, i + 1  # "I'll get the video": a plan, not a thing done
+            continue
         if n := _starts_with(tokens, i, words["hedge_before"]):
             hedged, i = True, i + n
             continue
@@ -442,6 +453,8 @@ def _read_clause(
     frame, end = _frame_at(verb.i, matches, tokens)
     if frame is None and verb.lower_ in words["feelings"]:
         frame, end = _Frame("feels", "phrase", ()), verb.i  # "I'm thrilled to ...": the feeling is the object
+    if ability and not hedged:
+        return None  # ability, advice and obligation say what could be, not what is
     if hedged:
         # What is considered is the verb phrase itself: "might move to Berlin" -> "move to Berlin".
         span = _object_span(text, tokens, verb.i, phrase_from_verb=True)
@@ -452,6 +465,9 @@ def _read_clause(
             HEDGED_CONFIDENCE,
         )
     polarity = "retract" if negated else "assert"
+    if future and not negated and (frame is None or frame.predicate not in ("plans", "goal")):
+        span = _object_span(text, tokens, verb.i, phrase_from_verb=True)  # "I'll visit my aunt" -> plans "visit my aunt"
+        return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "plans", "assert")
     if frame is not None:
         if frame.kind == "name":
             span = _name_span(text, tokens, end)
@@ -480,7 +496,8 @@ def _read_clause(
 
 def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: str, predicate: str, polarity: str) -> Proposal | None:
     first = text[span[0] : span[1]].split(maxsplit=1)[0].lower() if text[span[0] : span[1]].strip() else ""
-    if predicate in ("goal", "plans", "considers", "activity") and (first in _TALK or first in _FUNCTION_WORDS):
+    talk = first in _TALK and (first not in ("see", "show") or len(text[span[0] : span[1]].split()) == 1)  # "see the Grand Canyon" is a plan
+    if predicate in ("goal", "plans", "considers", "activity") and (talk or first in _FUNCTION_WORDS):
         return None  # "I wanted to tell you ...", "I'll see", "I'm here": talk, not a fact
     rest = [w.strip("\"'.,!?").lower() for w in text[span[0] : span[1]].split()[1 if predicate in ("activity", "practices") else 0 :]]
     named = [w for w in rest if len(w) > 2 and w not in _STOPWORDS and w not in _VAGUE_OBJECTS and w not in _TIME_WORDS]

@@ -64,10 +64,19 @@ def test_hedged_and_hypothetical_statements_never_become_facts() -> None:
         ("Family is so important to me.", ("Ana", "values", "Family", "assert")),
         ("I love volunteering, it feels like I'm making a difference, even if it's a small one.", ("Ana", "likes", "volunteering", "assert")),
         ("We went camping with the kids a few weeks ago.", ("Ana", "practices", "went camping with the kids", "assert")),
+        ("I'll visit my aunt in Lyon.", ("Ana", "plans", "visit my aunt in Lyon", "assert")),
+        ("I can't wait to see the Grand Canyon.", ("Ana", "plans", "see the Grand Canyon", "assert")),
+        ("I can't stand crowds.", ("Ana", "dislikes", "crowds", "assert")),
     ],
 )
 def test_clauses_say_typed_facts(text, want) -> None:
     assert want in said(text)
+
+
+def test_ability_and_advice_assert_nothing() -> None:
+    assert said("We can make a difference.") == set()
+    assert said("We should cherish every moment.") == set()
+    assert said("I can imagine that must be hard.") == set()
 
 
 def test_questions_and_other_peoples_pronouns_are_not_read() -> None:
