@@ -13,10 +13,8 @@ from claims.extractors.base import Extractor, ExtractorError
 
 RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True)
 CLAUSES = Extractor(clauses.NAME, clauses.VERSION, clauses.propose, uses_resolver=True)
-# The deterministic extractors by name and by key; "rules" stays 0.2.0 until a home switches.
-_DETERMINISTIC = {"rules": RULES, RULES.key: RULES, CLAUSES.key: CLAUSES}
-# What a command may name as its extractor.
-EXTRACTOR_CHOICES = (*_DETERMINISTIC, "llm")
+# What a command may name as its extractor: "rules" stays 0.2.0 until a home switches.
+EXTRACTOR_CHOICES = ("rules", RULES.key, CLAUSES.key, "llm")
 
 
 def active_extractor(name: str | None = None) -> Extractor:
@@ -24,8 +22,10 @@ def active_extractor(name: str | None = None) -> Extractor:
 
     Read when definitions are built and when a command starts, never at import."""
     name = (name or os.environ.get("MEMC_EXTRACTOR") or "rules").strip().lower()
-    if name in _DETERMINISTIC:
-        return _DETERMINISTIC[name]
+    # Looked up now, not at import: a new rules version replaces RULES (tests/platform/test_backfill.py).
+    deterministic = {"rules": RULES, RULES.key: RULES, CLAUSES.key: CLAUSES}
+    if name in deterministic:
+        return deterministic[name]
     if name == "llm":
         from claims.extractors.llm import llm_extractor  # only when asked for: it reads its server's settings
 
