@@ -203,8 +203,9 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
             seen.add((p.subject, p.predicate, p.object))
             yield p
 
-    people = _named_people(entry, text, resolver)
-    for pred, obj_start, obj_end, start in _relations(text):
+    relations = list(_relations(text))
+    people = _named_people(entry, text, relations, resolver)
+    for pred, obj_start, obj_end, start in relations:
         if speaker:
             yield from once(rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert"))
     if speaker:
@@ -276,9 +277,9 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
                 yield predicate, start, start + len(obj), m.start(), m.end()
 
 
-def _named_people(entry: dict[str, Any], text: str, resolver: Resolver | None) -> list[str]:
+def _named_people(entry: dict[str, Any], text: str, relations: list[tuple[str, int, int, int]], resolver: Resolver | None) -> list[str]:
     """People named in the turn, in order: relations' names and names the scope knows."""
-    names = [text[s:e] for _, s, e, _ in _relations(text)]
+    names = [text[s:e] for _, s, e, _ in relations]
     if resolver is not None:
         for w in rules._CAP_WORD.finditer(text):
             if w.group(0) not in rules._NOT_PEOPLE and resolver.known(entry["scope"], w.group(0)):
