@@ -83,6 +83,8 @@ def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES, res
                 "polarity": raw.polarity,
                 "time_phrase": raw.time_phrase,
                 "object_id": resolver.entity_id(scope, raw.object) if pred.object_type == "person" else None,
+                "asserted_by": raw.asserted_by,
+                "asserted_by_id": _asserter_id(resolver, scope, raw.asserted_by or entry.get("actor")),
             }
     return ExtractionResult(
         claims=pa.Table.from_pylist(sorted(claims.values(), key=lambda c: (c["source_seq"], c["claim_id"])), schema=CLAIM_SCHEMA),
@@ -91,6 +93,10 @@ def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES, res
         ),
         entries_read=n,
     )
+
+
+def _asserter_id(resolver: Resolver, scope: str, name: str | None) -> str | None:
+    return resolver.entity_id(scope, name) if name and name.strip() else None
 
 
 def _proposals(entry: dict[str, Any], extractor: Extractor, resolver: Resolver, rejections: dict[str, dict[str, Any]]) -> Iterator[Proposal]:

@@ -54,6 +54,7 @@ class Lexicon(_Strict):
     frame: tuple[Frame, ...] = Field(min_length=1)
     hedges: Hedges
     negations: Words
+    reporting: Words
     feelings: Words
     relations: Relations
 

@@ -38,6 +38,12 @@ CLAIM_SCHEMA = pa.schema(
         pa.field("time_phrase", pa.string()),
         # The object's resolved entity id when the object is a person (has_relative, mentions...).
         pa.field("object_id", pa.string()),
+        # Reported speech ("Jonas says Mira teaches at the art school"): who is reported to have
+        # said it. Null when the source's author states it.
+        pa.field("asserted_by", pa.string()),
+        # The entity who asserted the claim: asserted_by's, or the source author's when the author
+        # states it. The fold ranks a subject's own word (asserted_by_id = subject_id) above a report.
+        pa.field("asserted_by_id", pa.string()),
     ]
 )
 
@@ -72,6 +78,8 @@ class Proposal(BaseModel):
     confidence: float = Field(ge=0.0, le=1.0)
     polarity: Literal["assert", "retract"] = "assert"
     time_phrase: str | None = Field(default=None, min_length=1, max_length=64)
+    # Who the source reports as saying it (reported speech); None: the source's author says it.
+    asserted_by: str | None = Field(default=None, min_length=1, max_length=256)
 
     @field_validator("valid_at")
     @classmethod
@@ -92,6 +100,8 @@ class Proposal(BaseModel):
             self.source_entry_id,
             self.quote,
             self.polarity,
+            # Only when set, so that the ids of what authors state themselves stay as they were.
+            *((self.asserted_by,) if self.asserted_by else ()),
         )
 
     def as_json_dict(self) -> dict[str, Any]:

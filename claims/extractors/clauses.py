@@ -170,6 +170,7 @@ def _word_lists() -> dict[str, Any]:
         "hedge_clause": [lemmas(h) for h in lex.hedges.clause],
         "negations": [lemmas(n) for n in lex.negations.words],
         "feelings": set(lex.feelings.words),
+        "reporting": set(lex.reporting.words),
         "relations": {pred: sorted(words, key=len, reverse=True) for pred, words in lex.relations.model_dump().items()},
     }
 
@@ -229,6 +230,10 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
         # "If I get the job, ..." makes the whole sentence hypothetical; "even if" concedes, it does not.
         conditional = any(t.lower_ in ("if", "unless") and not (t.i and t.nbor(-1).lower_ == "even") for t in sent)
         for clause in _clauses(sent):
+            report = _report(clause, people)
+            if report is not None:
+                yield from once(_reported(entry, base, text, report, people, matches, conditional))  # fmt: skip
+                continue
             read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional)
             if read is not None:
                 yield from once(read)
@@ -285,6 +290,66 @@ def _named_people(entry: dict[str, Any], text: str, relations: list[tuple[str, i
             if w.group(0) not in rules._NOT_PEOPLE and resolver.known(entry["scope"], w.group(0)):
                 names.append(w.group(0))
     return names
+
+
+@dataclass(frozen=True)
+class _Report:
+    reporter: str  # who is reported to have said it, as written
+    start: int  # where the report starts in the entry ("Jonas says ...")
+    said: list[Any]  # the tokens of what was said
+
+
+def _report(tokens: list[Any], people: list[str]) -> _Report | None:
+    """Reported speech: "Jonas says Mira teaches at the art school", "Ana told me (that) she moved
+    to Porto", "He mentioned he's moving" (for the one person named). The reporter is a name as
+    written (one or two capitalised words), the verb one of the lexicon's `reporting` words."""
+    i = 0
+    while i < len(tokens) and (tokens[i].lower_ in _OPENERS or tokens[i].lower_ in _TIME_WORDS):
+        i += 1
+    if i + 2 >= len(tokens):
+        return None
+    t, j = tokens[i], i + 1
+    if t.lower_ in ("he", "she"):
+        distinct = sorted(set(people))
+        if len(distinct) != 1:
+            return None
+        reporter = distinct[0]
+    elif t.lower_ == "my" and tokens[i + 2].text in people:
+        reporter, j = tokens[i + 2].text, i + 3  # "my sister Ana said ..."
+    elif t.is_title and t.is_alpha and t.text not in rules._NOT_PEOPLE and t.lower_ not in _SUBJECT_WORDS and t.lower_ not in _OPENERS:
+        reporter = t.text
+        if tokens[j].is_title and tokens[j].is_alpha and tokens[j].text not in rules._NOT_PEOPLE:
+            reporter, j = f"{reporter} {tokens[j].text}", j + 1  # "Mira Jovanovic says ..."
+    else:
+        return None
+    while j < len(tokens) and tokens[j].lower_ in _ADVERBS:
+        j += 1
+    if j >= len(tokens) or _lemma(tokens[j]) not in _word_lists()["reporting"]:
+        return None
+    j += 1
+    if j < len(tokens) and tokens[j].lower_ in ("me", "us", "him", "her", "them", "everyone", "everybody"):
+        j += 1
+    if j < len(tokens) and tokens[j].lower_ == "that":
+        j += 1
+    return _Report(reporter, tokens[i].idx, tokens[j:]) if j < len(tokens) else None
+
+
+def _reported(
+    entry: dict[str, Any], base: dict[str, Any], text: str, report: _Report, people: list[str],
+    matches: dict[int, list[tuple[int, _Frame]]], conditional: bool,
+) -> Proposal | None:
+    """The claim of what was reported, asserted by the reporter: read as a clause with no speaker
+    (so "I" inside it is nobody, and no open activity is guessed), its subject a name that opens
+    it or "he"/"she" for the one person named; its quote starts at the reporter."""
+    said = report.said
+    first = said[0]
+    named = [first.text] if first.is_title and first.is_alpha and first.text not in rules._NOT_PEOPLE and first.text != "I" else []
+    p = _read_clause(entry, base, text, said, None, [*people, report.reporter, *named], matches, conditional)
+    if p is None or p.predicate == "identity" and p.subject not in people:
+        return None  # "Jonas says Berlin is a city": a name never met as a person is not given an identity
+    pos = text.find(p.quote, report.start)
+    quote = text[report.start : pos + len(p.quote)] if pos >= 0 else p.quote
+    return p.model_copy(update={"asserted_by": report.reporter, "quote": quote})
 
 
 def _clauses(sent: Any) -> Iterator[list[Any]]:
@@ -540,6 +605,8 @@ def _name_span(text: str, tokens: list[Any], start: int) -> tuple[int, int] | No
     if start >= len(doc):
         return None
     first = doc[start]
+    if first.lower_ == "the" and start + 1 < len(doc) and doc[start + 1].is_title:
+        first = doc[start + 1]  # "work at the Art School": the name is what follows the article
     m = re.match(rules._PROPER, text[first.idx :])
     if not m or first.i > tokens[-1].i:
         return None

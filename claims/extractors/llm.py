@@ -111,6 +111,7 @@ Answer with one JSON object: {"claims": [ ... ]}, nothing else. Each claim is an
   "quote": the shortest span of the text that states the fact, copied verbatim (it must contain the object),
   "polarity": "assert", or "retract" when the text says the fact no longer holds ("I don't live in X anymore"),
   "time_phrase": the relative time phrase in the quote that dates the fact ("last month", "yesterday"), or null,
+  "asserted_by": for reported speech ("Jonas says Mira teaches ..."), the name of who is reported to have said it, else null,
   "confidence": a number from 0 to 1.
 State only what the text says; no guesses. If nothing qualifies, answer {"claims": []}.
 Predicates:
@@ -168,7 +169,7 @@ def parse_answer(content: str) -> list[Any]:
     return items
 
 
-_FIELDS = ("subject", "predicate", "object", "quote", "polarity", "time_phrase", "visibility", "source_entry_id")
+_FIELDS = ("subject", "predicate", "object", "quote", "polarity", "time_phrase", "asserted_by", "visibility", "source_entry_id")
 
 
 def to_proposal(item: Any, entry: dict[str, Any]) -> Any:

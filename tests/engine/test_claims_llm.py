@@ -67,6 +67,17 @@ def test_hallucinated_quote_and_unsupported_fact_are_rejected_by_provenance():
     assert rej["validator"] == "provenance" and "not supported" in rej["reason"]
 
 
+def test_reported_speech_goes_through_the_same_validators():
+    said = "Tomasz says my sister Ana moved to Berlin last month"
+    with FakeLLM(claims_answer({**GOOD, "subject": "Ana", "quote": said, "asserted_by": "Tomasz"})) as fake:
+        r = extract([entry(said)], llm_extractor(cfg(fake)))
+    assert r.rejections.num_rows == 0, r.rejections.to_pylist()
+    (claim,) = r.claims.to_pylist()
+    assert claim["asserted_by"] == "Tomasz" and claim["subject"] == "Ana"
+    (rej,) = _rejections(claims_answer({**GOOD, "asserted_by": "Jonas"}))
+    assert rej["validator"] == "provenance" and "asserted_by 'Jonas'" in rej["reason"]
+
+
 def test_visibility_broader_than_the_source_is_rejected_by_policy():
     (rej,) = _rejections(claims_answer({**GOOD, "visibility": ["public"]}))
     assert rej["validator"] == "policy" and "broader" in rej["reason"]

@@ -195,7 +195,7 @@ def test_dbt_build_runs_the_fold_unit_tests_and_every_data_test(fold_home):
     units = {r["unique_id"].split(".")[-1]: r["status"] for r in results if r["unique_id"].startswith("unit_test.")}
     assert len(units) >= 12, units
     assert all(s == "pass" for s in units.values()), units
-    for scenario in ("move", "correction", "conflict", "retraction"):
+    for scenario in ("move", "correction", "conflict", "retraction", "own_word"):
         assert any(name.startswith(scenario) for name in units), scenario
     tests = [r for r in results if r["unique_id"].startswith("test.")]
     assert tests and all(r["status"] == "pass" for r in tests), [r["unique_id"] for r in tests if r["status"] != "pass"]

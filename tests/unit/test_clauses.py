@@ -12,8 +12,10 @@ from claims.extract import extract
 from claims.extractors import clauses
 from claims.extractors.registry import CLAUSES, RULES, active_extractor
 from claims.lexicon import LexiconError, read_lexicon
+from claims.model import Proposal
 from claims.ontology import ONTOLOGY
 from claims.resolve import Resolver, build_aliases
+from claims.validate import first_failure
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claims"
 SAID = datetime(2023, 5, 8, 14, 0, tzinfo=timezone.utc)
@@ -88,6 +90,39 @@ def test_questions_and_other_peoples_pronouns_are_not_read() -> None:
 def test_he_and_she_resolve_only_to_the_one_person_named() -> None:
     assert ("Mira", "lives_in", "Oslo", "assert") in said("My sister Mira called. She moved to Oslo.")
     assert not any(s in ("Mira", "Tom") for s, *_ in said("My sister Mira and my brother Tom called. She moved to Oslo."))
+
+
+def test_reported_speech_records_who_said_it() -> None:
+    turns = [
+        entry("Jonas says Mira works at the Art School.", actor="Ana", n=1),
+        entry("My sister Lea told me she moved to Porto.", actor="Ana", n=2),
+        entry("I moved to Braga.", actor="Ana", n=3),
+        entry("I told Jonas I moved to Braga.", actor="Ana", n=4),
+        entry("Jonas thinks Mira works at Foundry.", actor="Ana", n=5),  # a belief, not a statement
+    ]
+    resolver = Resolver()
+    result = extract(turns, CLAUSES, resolver)
+    assert result.rejections.num_rows == 0, result.rejections.to_pylist()
+    rows = {(c["source_entry_id"], c["subject"], c["predicate"], c["object"]): c for c in result.claims.to_pylist()}
+    mira = rows[("e1", "Mira", "works_at", "Art School")]
+    assert mira["asserted_by"] == "Jonas" and mira["quote"] == "Jonas says Mira works at the Art School"
+    assert mira["asserted_by_id"] == resolver.entity_id("s", "Jonas") != mira["subject_id"]  # a report
+    lea = rows[("e2", "Lea", "lives_in", "Porto")]
+    assert lea["asserted_by"] == "Lea" and lea["asserted_by_id"] == lea["subject_id"]  # her own word, relayed
+    own = rows[("e3", "Ana", "lives_in", "Braga")]
+    assert own["asserted_by"] is None and own["asserted_by_id"] == own["subject_id"]  # the author's own word
+    assert all(c["asserted_by"] is None for k, c in rows.items() if k[0] == "e4")
+    assert not any(k[0] == "e5" for k in rows)
+
+
+def test_a_reporter_who_is_not_in_the_source_is_rejected() -> None:
+    e = entry("Mira works at the Art School, I heard.", actor="Ana")
+    forged = Proposal(
+        subject="Ana", predicate="likes", object="Art School", valid_at=SAID, source_entry_id="e1",
+        quote="Mira works at the Art School", visibility=("public",), confidence=0.9, asserted_by="Jonas",
+    )  # fmt: skip
+    failure = first_failure(forged, e, Resolver())
+    assert failure is not None and failure[0] == "provenance" and "asserted_by 'Jonas'" in failure[1]
 
 
 def test_every_claim_quotes_its_source_and_passes_the_validators() -> None:

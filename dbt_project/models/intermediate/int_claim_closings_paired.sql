@@ -1,4 +1,4 @@
-{{ config(materialized='incremental', incremental_strategy='append') }}
+{{ config(materialized='incremental', incremental_strategy='append', on_schema_change='append_new_columns') }}
 -- Which claim closes which. The fold is pairwise, so it can be stored once and appended to:
 --   * functional predicates: a claim newer by valid time, then by transaction time, closes an
 --     older one from its own valid time (a move; a user's correction recorded later about an
@@ -7,7 +7,11 @@
 --   * any predicate: a retraction (polarity 'retract') closes the matching claim (same subject,
 --     predicate and normalised object) from the retraction's valid time, if it is not older
 --     (valid time, transaction time, then seq: a retraction in the same entry closes);
---   * multi-valued assertions accumulate and close nothing.
+--   * multi-valued assertions accumulate and close nothing;
+--   * who said it: a subject's own word outranks another's report. A report ("Jonas says Mira
+--     works at X", hearsay below) closes nothing the subject said themself, and the subject's
+--     own word closes a report of another value even when the report is newer: from the
+--     report's own valid time (reason 'outranked'), so the report holds for no time.
 -- Because the relation is pairwise and independent of who asks, "what holds for asker P" is
 -- "what P may see, closed by nothing P may see" — exact per asker (state_current, state_as_of).
 --
@@ -40,6 +44,15 @@ candidates as (
 ),
 {% endif %}
 
+ranked as (
+    -- NULL-safe: claims written before asserted_by existed are neither own words nor hearsay.
+    select
+        *,
+        coalesce(own_statement, false) as own_word,
+        coalesce(reported, false) and not coalesce(own_statement, false) as hearsay
+    from candidates
+),
+
 pairs as (
     select
         x.claim_id,
@@ -50,7 +63,9 @@ pairs as (
         x.object as closed_object,
         x.recorded_at as closed_recorded_at,
         x.visibility as closed_visibility,
-        y.valid_at as close_at,
+        -- The closer's valid time; for an own word closing a newer report, the report's own
+        -- (every other closer is not older than what it closes, so greatest() is its own time).
+        greatest(y.valid_at, x.valid_at) as close_at,
         y.recorded_at as closer_recorded_at,
         -- A closer recorded before the claim it closes (it spoke of a later time) is known from
         -- the moment the closed claim is: the claim's first version is already closed.
@@ -58,6 +73,7 @@ pairs as (
         case
             when y.polarity = 'retract' then 'retracted'
             when y.source_kind = 'correction' then 'corrected'
+            when y.valid_at < x.valid_at or (y.valid_at = x.valid_at and y.recorded_at < x.recorded_at) then 'outranked'
             else 'superseded'
         end as reason,
         y.object as closer_object,
@@ -69,18 +85,26 @@ pairs as (
         y.quote as closer_quote,
         y.visibility as closer_visibility,
         greatest(x.source_seq, y.source_seq) as pair_seq
-    from candidates as x
-    inner join candidates as y
+    from ranked as x
+    inner join ranked as y
         on y.scope = x.scope
         and y.subject_id = x.subject_id
         and y.predicate = x.predicate
         and y.claim_id <> x.claim_id
     where x.polarity = 'assert'
+      and not (x.own_word and y.hearsay)
       and (
         (
             x.cardinality = 'functional'
             and y.polarity = 'assert'
             and (y.valid_at > x.valid_at or (y.valid_at = x.valid_at and y.recorded_at > x.recorded_at))
+        )
+        or (
+            x.cardinality = 'functional'
+            and x.hearsay
+            and y.own_word
+            and y.polarity = 'assert'
+            and y.object_key <> x.object_key
         )
         or (
             y.polarity = 'retract'

@@ -1,8 +1,9 @@
-{{ config(materialized='incremental', incremental_strategy='append') }}
+{{ config(materialized='incremental', incremental_strategy='append', on_schema_change='append_new_columns') }}
 -- Every claim with what the fold needs from its source entry: the entry's kind (a user's
--- correction outranks nothing by itself, but is named as the reason it closed a claim) and a
+-- correction outranks nothing by itself, but is named as the reason it closed a claim), a
 -- normalised object, so that "Berlin" and "berlin " are one value when a retraction names it
--- or two claims are compared.
+-- or two claims are compared, and who asserted it: a subject's own word (own_statement) and
+-- another's word reported by the author (reported: "Jonas says Mira teaches ...").
 --
 -- Incremental: the ledger only grows and a claim's row never changes for a given extractor, so
 -- each build appends the claims of entries above the highest seq already here. A new
@@ -34,6 +35,10 @@ select
     c.cardinality,
     c.polarity,
     c.time_phrase,
+    c.asserted_by,
+    c.asserted_by_id,
+    coalesce(c.asserted_by_id = c.subject_id, false) as own_statement,
+    c.asserted_by is not null as reported,
     c.valid_at,
     c.recorded_at,
     c.source_entry_id,

@@ -48,6 +48,7 @@ select
     c.confidence,
     c.object_id,
     c.time_phrase,
+    c.asserted_by,
     c.source_kind,
     coalesce(k.closer_principals, []::varchar[]) as closed_for,
     coalesce(k.closed_by, []::varchar[]) as closed_by,

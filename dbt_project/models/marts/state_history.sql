@@ -26,6 +26,7 @@ select
     c.source_kind,
     c.quote,
     c.time_phrase,
+    c.asserted_by,
     c.visibility,
     c.confidence
 from {{ ref('int_claim_versions_folded') }} as v

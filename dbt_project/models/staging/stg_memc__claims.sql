@@ -1,6 +1,7 @@
 -- Rename and cast only; claims whose source entry is above the build's watermark wait.
--- polarity, time_phrase and object_id are newer claim columns: files written before them read
--- as NULL, and a claim with no polarity is an assertion (what every claim was before).
+-- polarity, time_phrase, object_id, asserted_by and asserted_by_id are newer claim columns:
+-- files written before them read as NULL, and a claim with no polarity is an assertion (what
+-- every claim was before).
 select
     claim_id,
     extractor,
@@ -14,6 +15,8 @@ select
     cardinality,
     coalesce(polarity, 'assert') as polarity,
     time_phrase,
+    asserted_by,
+    asserted_by_id,
     valid_at::timestamptz as valid_at,
     recorded_at::timestamptz as recorded_at,
     source_entry_id,
@@ -22,5 +25,5 @@ select
     quote,
     visibility,
     confidence::double as confidence
-from {{ with_optional_columns(source('memc', 'claims'), {'polarity': 'varchar', 'time_phrase': 'varchar', 'object_id': 'varchar'}) }}
+from {{ with_optional_columns(source('memc', 'claims'), {'polarity': 'varchar', 'time_phrase': 'varchar', 'object_id': 'varchar', 'asserted_by': 'varchar', 'asserted_by_id': 'varchar'}) }}
 where {{ within_watermark('source_seq') }}
