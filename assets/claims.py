@@ -15,26 +15,30 @@ from catalog.keys import CLAIMS, CLAIMS_GROUP, ENTITY_ALIASES, LEDGER
 from catalog.partitions import LEDGER_DAYS, SINGLE_RUN
 from catalog.resources import MemcResource
 from claims.extract import Extractor, active_extractor
-from claims.resolve import build_aliases
+from claims.resolve import build_aliases, build_participants
 from claims.run import extract_days
-from claims.store import aliases_path
+from claims.store import aliases_path, participants_path
 from memc.atomic import write_parquet
 
 
-@dg.asset(key=ENTITY_ALIASES, deps=[LEDGER], group_name=CLAIMS_GROUP, kinds={"parquet"}, code_version="resolve-0.1.0")
+@dg.asset(key=ENTITY_ALIASES, deps=[LEDGER], group_name=CLAIMS_GROUP, kinds={"parquet"}, code_version="resolve-0.2.0")
 def entity_aliases(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
     """Entity resolution: which written names are one entity. Grain: one row per (scope, alias
     as written), with its canonical entity id (per scope: people who share a name in different
     scopes never merge), the canonical name, the rule that merged it ("exact", "case/space",
     "prefix-in-conversation": a nickname a participant is addressed by) and the entry ids that
-    support the merge. Deterministic, rebuilt from the whole ledger; claims resolve their
-    subjects and person objects through it."""
+    support the merge. Beside it, participants.parquet: who speaks in each session (one row
+    per scope, session and speaker, with their turns), which is whom "you" means in a two-party
+    session. Deterministic, rebuilt from the whole ledger; claims resolve their subjects and
+    person objects through it."""
 
     ledger = memc.ledger()
     watermark = ledger.head()
     table = build_aliases(ledger.iter_entries(until_seq=watermark))
+    participants = build_participants(ledger.iter_entries(until_seq=watermark))
     path = aliases_path(memc.home.claims)
     write_parquet(table, path)
+    write_parquet(participants, participants_path(memc.home.claims))
     rules = Counter(table.column("rule").to_pylist())
     entities = len(set(table.column("entity_id").to_pylist()))
     context.log.info(f"{table.num_rows} aliases of {entities} entities at watermark {watermark}")
@@ -44,6 +48,7 @@ def entity_aliases(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.
             "entities": entities,
             "aliases_by_rule": dict(rules),
             "merged_aliases": table.num_rows - rules.get("exact", 0),
+            "sessions": len(set(participants.column("session_id").to_pylist())),
             "ledger_watermark": watermark,
             "path": dg.MetadataValue.path(str(path)),
         }

@@ -142,6 +142,32 @@ def build_aliases(entries: Iterable[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_pylist(ordered, schema=ALIAS_SCHEMA)
 
 
+# Who speaks in each session: what "you" means in a two-party session (the other one).
+PARTICIPANT_SCHEMA = pa.schema(
+    [
+        pa.field("scope", pa.string(), nullable=False),
+        pa.field("session_id", pa.string(), nullable=False),
+        pa.field("participant", pa.string(), nullable=False),  # the speaker's name as most often written
+        pa.field("turns", pa.int64(), nullable=False),
+    ]
+)
+
+
+def build_participants(entries: Iterable[dict[str, Any]]) -> pa.Table:
+    """Every session's speakers (message entries with a person as actor), one row per
+    (scope, session, speaker), sorted."""
+    turns: dict[tuple[str, str, str], Counter] = defaultdict(Counter)  # scope, session, normalized -> forms
+    for e in entries:
+        actor, session = e.get("actor"), e.get("session_id")
+        if e["kind"] == "message" and session and _is_name(actor):
+            turns[(e["scope"], session, normalize_name(actor))][" ".join(actor.split())] += 1
+    rows = [
+        {"scope": scope, "session_id": session, "participant": sorted(forms.items(), key=lambda kv: (-kv[1], kv[0]))[0][0], "turns": sum(forms.values())}
+        for (scope, session, _), forms in sorted(turns.items())
+    ]
+    return pa.Table.from_pylist(rows, schema=PARTICIPANT_SCHEMA)
+
+
 def _title(nick: str) -> str:
     return " ".join(w[:1].upper() + w[1:] for w in nick.split())
 
@@ -149,11 +175,15 @@ def _title(nick: str) -> str:
 class Resolver:
     """Name -> canonical entity, per scope, from an alias table (empty: every name is its own)."""
 
-    def __init__(self, aliases: pa.Table | None = None):
+    def __init__(self, aliases: pa.Table | None = None, participants: pa.Table | None = None):
         self._map: dict[tuple[str, str], tuple[str, str]] = {}
         if aliases is not None:
             for r in aliases.select(["scope", "normalized", "entity_id", "canonical_name"]).to_pylist():
                 self._map[(r["scope"], r["normalized"])] = (r["entity_id"], r["canonical_name"])
+        self._sessions: dict[tuple[str, str], list[str]] = defaultdict(list)
+        if participants is not None:
+            for r in participants.select(["scope", "session_id", "participant"]).to_pylist():
+                self._sessions[(r["scope"], r["session_id"])].append(r["participant"])
 
     def resolve(self, scope: str, name: str) -> tuple[str, str]:
         """(entity_id, canonical name) of ``name`` in ``scope``."""
@@ -168,6 +198,16 @@ class Resolver:
 
     def known(self, scope: str, name: str) -> bool:
         return (scope, normalize_name(name)) in self._map
+
+    def other_participant(self, scope: str, session_id: str | None, speaker: str) -> str | None:
+        """Whom ``speaker`` addresses as "you": the one other speaker of a two-party session; None
+        when the session has more (or fewer) people, or ``speaker`` is not one of them."""
+        names = self._sessions.get((scope, session_id or ""), [])
+        ids = {self.entity_id(scope, n): n for n in names}
+        me = self.entity_id(scope, speaker)
+        if len(ids) != 2 or me not in ids:
+            return None
+        return next(n for i, n in ids.items() if i != me)
 
     def names(self, scope: str) -> list[str]:
         """Every normalized name known in ``scope`` (for mention detection)."""

@@ -11,9 +11,8 @@ from typing import Any, Sequence
 from claims.extract import extract
 from claims.extractors import Extractor
 from claims.ledger_days import entries_by_day, ledger_days
-from claims.resolve import Resolver
 from claims.store import days as stored_days
-from claims.store import read_aliases, write_day, write_run_watermark
+from claims.store import read_resolver, write_day, write_run_watermark
 from memc.home import MemcHome
 
 
@@ -56,7 +55,7 @@ def extract_days(home: MemcHome, ledger, extractor: Extractor, days: Sequence[st
     """Extract the ledger ``days`` (ISO dates, in order) with ``extractor`` up to the ledger's head
     now, writing one partition per day that has entries."""
     watermark = ledger.head()
-    resolver = Resolver(read_aliases(home.claims))
+    resolver = read_resolver(home.claims)
     run = ExtractionRun(extractor=extractor.key, watermark=watermark, days=len(days))
     for day, entries in entries_by_day(ledger, list(days), until_seq=watermark).items():
         if not entries:

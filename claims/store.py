@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from claims.extract import ExtractionResult, Extractor
 from claims.model import CLAIM_SCHEMA, REJECTION_SCHEMA
+from claims.resolve import Resolver
 from memc.atomic import read_parquet, write_parquet
 from memc.watermark import write_watermark
 
@@ -56,6 +57,10 @@ REJECTIONS_FILE = "rejections.parquet"
 
 def aliases_path(claims_root: Path) -> Path:
     return claims_root / "entities" / "aliases.parquet"
+
+
+def participants_path(claims_root: Path) -> Path:
+    return claims_root / "entities" / "participants.parquet"
 
 
 def write_day(claims_root: Path, extractor: Extractor, day: str, result: ExtractionResult, watermark: int) -> Path:
@@ -104,6 +109,16 @@ def read_claims(claims_root: Path, extractor_key: str, *, rejected: bool = False
 def read_aliases(claims_root: Path) -> pa.Table | None:
     path = aliases_path(claims_root)
     return read_parquet(path) if path.exists() else None
+
+
+def read_participants(claims_root: Path) -> pa.Table | None:
+    path = participants_path(claims_root)
+    return read_parquet(path) if path.exists() else None
+
+
+def read_resolver(claims_root: Path) -> Resolver:
+    """Entity resolution as the entity_aliases asset last wrote it (empty before its first run)."""
+    return Resolver(read_aliases(claims_root), read_participants(claims_root))
 
 
 def extractor_keys(claims_root: Path) -> list[str]:

@@ -4,8 +4,9 @@
 - ontology: the predicate is known, and subject and object have its argument types;
 - provenance: the proposal names its source entry, its quote occurs there verbatim, and the quote
   supports the fact: the object (and any time phrase) occurs in the quote, the subject is the
-  speaker or is named in the source, and so is whoever a report says said it (``asserted_by``).
-  A hallucinated quote, an over-inferred object or an unnamed reporter fails here;
+  speaker, named in the source, or the "you" of a two-party session, and whoever a report says
+  said it (``asserted_by``) is named. A hallucinated quote, an over-inferred object or an
+  unnamed reporter fails here;
 - policy: the claim's visibility is never broader than its source's;
 - temporal: the valid time is plausible (1900..2200), matches its time phrase as resolved against
   the source's valid time, and is not later than the source unless the predicate is a plan.
@@ -55,7 +56,7 @@ def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | 
         return f"object {p.object[:60]!r} is not supported: it does not occur in the quote {p.quote[:60]!r}"
     if p.time_phrase and _fold(p.time_phrase) not in quote:
         return f"time phrase {p.time_phrase!r} does not occur in the quote {p.quote[:60]!r}"
-    if not _person_supported(p.subject, source, resolver):
+    if not _person_supported(p.subject, source, resolver, p.quote):
         return f"subject {p.subject!r} is neither the source's speaker ({source.get('actor')!r}) nor named in it"
     if p.asserted_by and not _named(p.asserted_by, source):
         return f"asserted_by {p.asserted_by!r} is not named in entry {p.source_entry_id}: a report names who said it"
@@ -67,15 +68,19 @@ def _named(name: str, source: dict[str, Any]) -> bool:
     return re.search(rf"(?<!\w){re.escape(_fold(name))}(?!\w)", _fold(source["content"])) is not None
 
 
-def _person_supported(name: str, source: dict[str, Any], resolver: Resolver | None) -> bool:
+def _person_supported(name: str, source: dict[str, Any], resolver: Resolver | None, quote: str) -> bool:
     if _named(name, source):
         return True
     own = [v for v in (source.get("actor"), source.get("source_ref"), source.get("entry_id")) if v]
     if any(_fold(name) == _fold(v) for v in own):
         return True
-    if resolver is not None and source.get("actor"):  # "Tom" for a speaker written "Tomasz"
-        scope = source["scope"]
-        return resolver.entity_id(scope, name) == resolver.entity_id(scope, source["actor"])
+    if resolver is not None and source.get("actor"):
+        scope, actor = source["scope"], source["actor"]
+        if resolver.entity_id(scope, name) == resolver.entity_id(scope, actor):
+            return True  # "Tom" for a speaker written "Tomasz"
+        listener = resolver.other_participant(scope, source.get("session_id"), actor)
+        if listener is not None and re.search(r"(?<!\w)you(?!\w)", _fold(quote)):
+            return resolver.entity_id(scope, name) == resolver.entity_id(scope, listener)  # "you" in the quote, two people talking
     return False
 
 

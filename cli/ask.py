@@ -11,8 +11,7 @@ from typing import Any
 import click
 
 from claims.extract import ExtractorError, active_extractor_key
-from claims.resolve import Resolver
-from claims.store import extractor_keys, listed, read_aliases, read_claims
+from claims.store import extractor_keys, listed, read_claims, read_resolver
 from cli.common import dump, home_option, parse_time, principal_arg, resolve_home
 from ledger import Ledger
 from memc.ids import normalize_name
@@ -232,7 +231,7 @@ def claims_command(ctx, entity, extractor_key, rejected, asker, admin, as_json, 
     if asker:
         rows = _visible(rows, home, asker)
     if entity:
-        rows = _match_entity(rows, entity, Resolver(read_aliases(home.claims)), rejected)
+        rows = _match_entity(rows, entity, read_resolver(home.claims), rejected)
     rows = listed(rows, rejected=rejected)
     if as_json:
         dump(rows)

@@ -92,6 +92,9 @@ _NOT_ACTIVITIES = {
     "chat", "ask", "catch", "check",
 }  # fmt: skip
 _SPEAKING = ("message", "correction", "observation")
+# What a speaker says of the one they talk to ("you're so brave", "you'll love it") is their
+# view of them, not the listener's fact: only the typed doings ("you moved to Berlin") are kept.
+_NOT_OF_THE_LISTENER = frozenset({"identity", "feels", "considers", "goal", "plans", "has", "activity", "values"})
 
 
 # Words that may stand before a subject ("last week I ...") and that end an object.
@@ -206,6 +209,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
 
     relations = list(_relations(text))
     people = _named_people(entry, text, relations, resolver)
+    # "you" in a two-party session is the other participant (entity resolution's participants).
+    listener = resolver.other_participant(entry["scope"], entry.get("session_id"), speaker) if resolver is not None and speaker else None
     for pred, obj_start, obj_end, start in relations:
         if speaker:
             yield from once(rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert"))
@@ -234,8 +239,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
             if report is not None:
                 yield from once(_reported(entry, base, text, report, people, matches, conditional))  # fmt: skip
                 continue
-            read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional)
-            if read is not None:
+            read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener)
+            if read is not None and not (read.subject == listener and read.predicate in _NOT_OF_THE_LISTENER):
                 yield from once(read)
     yield from rules._identifiers(entry, base, text, actor)
     if resolver is not None:
@@ -413,9 +418,10 @@ def _starts_with(tokens: list[Any], i: int, seqs: list[tuple[str, ...]]) -> int:
     return best
 
 
-def _subject(tokens: list[Any], speaker: str | None, people: list[str]) -> tuple[str | None, int, bool]:
+def _subject(tokens: list[Any], speaker: str | None, people: list[str], listener: str | None = None) -> tuple[str | None, int, bool]:
     """(subject, index of the first token after it, whether the clause opens with a gerund);
-    (None, 0, False) when the clause names no subject it can trust."""
+    (None, 0, False) when the clause names no subject it can trust. "you" is ``listener``, the
+    other participant of a two-party session, when there is one."""
     i = 0
     while i < len(tokens) and (tokens[i].lower_ in _OPENERS or tokens[i].lower_ in _TIME_WORDS or tokens[i].like_num or tokens[i].lower_ in _LEADS):
         i += 1
@@ -425,6 +431,8 @@ def _subject(tokens: list[Any], speaker: str | None, people: list[str]) -> tuple
     low = t.lower_
     if low in ("i", "we") or t.text in ("I'm", "I've", "Im"):
         return speaker, i + 1, False
+    if low == "you" and listener is not None:
+        return listener, i + 1, False
     if low in ("he", "she"):
         distinct = sorted(set(people))
         return (distinct[0], i + 1, False) if len(distinct) == 1 else (None, 0, False)
@@ -457,8 +465,9 @@ def _read_clause(
     people: list[str],
     matches: dict[int, list[tuple[int, _Frame]]],
     conditional: bool,
+    listener: str | None = None,
 ) -> Proposal | None:
-    subject, i, gerund = _subject(tokens, speaker, people)
+    subject, i, gerund = _subject(tokens, speaker, people, listener)
     if subject is None:
         return None
     words = _word_lists()

@@ -14,7 +14,7 @@ from claims.extractors.registry import CLAUSES, RULES, active_extractor
 from claims.lexicon import LexiconError, read_lexicon
 from claims.model import Proposal
 from claims.ontology import ONTOLOGY
-from claims.resolve import Resolver, build_aliases
+from claims.resolve import Resolver, build_aliases, build_participants
 from claims.validate import first_failure
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "claims"
@@ -113,6 +113,35 @@ def test_reported_speech_records_who_said_it() -> None:
     assert own["asserted_by"] is None and own["asserted_by_id"] == own["subject_id"]  # the author's own word
     assert all(c["asserted_by"] is None for k, c in rows.items() if k[0] == "e4")
     assert not any(k[0] == "e5" for k in rows)
+
+
+def test_you_is_the_other_one_of_a_two_party_session() -> None:
+    def turn(text, actor, n, session="c1:S1"):
+        return {**entry(text, actor=actor, n=n), "session_id": session}
+
+    turns = [
+        turn("Hey Ana, you moved to Porto last month, right? Congrats!", "Rui", 1),
+        turn("You started at Fjord this week. You're so brave!", "Rui", 2),
+        turn("Yes! I did.", "Ana", 3),
+        turn("You moved to Braga.", "Rui", 4, session="c1:S2"),  # three people in that session
+        turn("No, that was Tom.", "Tom", 5, session="c1:S2"),
+        turn("Right.", "Ana", 6, session="c1:S2"),
+    ]
+    resolver = Resolver(build_aliases(turns), build_participants(turns))
+    assert resolver.other_participant("s", "c1:S1", "Rui") == "Ana" and resolver.other_participant("s", "c1:S2", "Rui") is None
+    result = extract(turns, CLAUSES, resolver)
+    assert result.rejections.num_rows == 0, result.rejections.to_pylist()
+    said_of_ana = {(c["source_entry_id"], c["predicate"], c["object"]) for c in result.claims.to_pylist() if c["subject"] == "Ana"}
+    assert ("e2", "works_at", "Fjord") in said_of_ana  # a question is not read: e1 says nothing
+    assert not any(k[0] == "e1" for k in said_of_ana)
+    assert not any(p == "identity" for _, p, _ in said_of_ana), "'you're so brave' is Rui's view of her, not her fact"
+    assert not any(k[0] == "e4" for k in said_of_ana), "with three people in the session, 'you' is no one in particular"
+    # The validator accepts "you" as the listener only in a two-party session.
+    forged = Proposal(
+        subject="Ana", predicate="lives_in", object="Braga", valid_at=SAID, source_entry_id="e4",
+        quote="You moved to Braga", visibility=("public",), confidence=0.9,
+    )  # fmt: skip
+    assert first_failure(forged, turns[3], resolver)[0] == "provenance"
 
 
 def test_a_reporter_who_is_not_in_the_source_is_rejected() -> None:
