@@ -28,6 +28,9 @@ GRAPH_ENTRIES = "graph_entries"
 GRAPH_SESSIONS = "graph_sessions"
 GRAPH_MENTIONS = "graph_mentions"
 GRAPH_RELATIONS = "graph_relations"
+# Two extractor versions on disk, fact by fact (dbt_project/models/marts/extractor_changes*.sql).
+EXTRACTOR_CHANGES = "extractor_changes"
+EXTRACTOR_CHANGES_BY_DAY = "extractor_changes_by_day"
 
 
 def mart_path(home: MemcHome, name: str) -> Path:

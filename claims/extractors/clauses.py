@@ -92,6 +92,8 @@ _NOT_ACTIVITIES = {
     "chat", "ask", "catch", "check",
 }  # fmt: skip
 _SPEAKING = ("message", "correction", "observation")
+_CLAUSE_SUBJECTS = frozenset({"i", "he", "she", "they", "we", "you", "i'm", "he's", "she's", "they're", "we're"})
+_GOT_STATES = frozenset({"sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
 # What a speaker says of the one they talk to ("you're so brave", "you'll love it") is their
 # view of them, not the listener's fact: only the typed doings ("you moved to Berlin") are kept.
 _NOT_OF_THE_LISTENER = frozenset({"identity", "feels", "considers", "goal", "plans", "has", "activity", "values"})
@@ -578,6 +580,10 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     named = [w for w in rest if len(w) > 2 and w not in _STOPWORDS and w not in _VAGUE_OBJECTS and w not in _TIME_WORDS]
     if first == "no" or not named:
         return None  # "watched it", "obsessed with those", "no doubt", "the other day": nothing named
+    if first in _CLAUSE_SUBJECTS and predicate != "feels":
+        return None  # "I heard she joined Helio Labs": a clause, not a thing heard (who said it is unknown)
+    if predicate == "received" and (first.endswith("ed") or first in _GOT_STATES):
+        return None  # "got married", "got sick": a change of state, not a thing received
     words = text[span[0] : span[1]].split()
     if predicate in ("considers", "goal", "plans", "activity") and (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS | {"there", "here", "better", "out"} and len(words) <= 3):
         return None  # "give it a try", "recommend it", "try them out": what "it" is, the clause does not say

@@ -14,12 +14,18 @@ from claims.ledger_days import ledger_days
 from claims.store import days, read_claims
 from ledger import Ledger
 from memc.home import MemcHome
-from views.marts import STATE_CURRENT, mart_path, read_mart
+from memc.ids import normalize_name
+from query.state import run_sql
+from views.marts import EXTRACTOR_CHANGES, EXTRACTOR_CHANGES_BY_DAY, STATE_CURRENT, mart_path, read_mart
 
 
 def _snapshot(home: MemcHome, key: str) -> dict[str, tuple[int, bytes]]:
     root = home.claims / f"extractor={key}"
     return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes()) for p in sorted(root.rglob("*.parquet"))}
+
+
+def _facts(claims) -> set[tuple]:
+    return {(c["source_entry_id"], c["subject_id"], c["predicate"], normalize_name(c["object"]), c["polarity"]) for c in claims.to_pylist()}
 
 
 def test_the_demo_home_moves_to_the_clause_extractor_by_backfill(built_home, tmp_path, monkeypatch):
@@ -54,3 +60,25 @@ def test_the_demo_home_moves_to_the_clause_extractor_by_backfill(built_home, tmp
     state = read_mart(mart_path(home, STATE_CURRENT)).to_pylist()
     ids = set(new_claims.column("claim_id").to_pylist())
     assert state and all(r["claim_id"] in ids for r in state)
+
+    # SQL over both versions: per ledger day, what the new version adds, drops and changes.
+    old_facts, new_facts = _facts(read_claims(home.claims, RULES.key)), _facts(new_claims)
+    by_day = [r for r in read_mart(mart_path(home, EXTRACTOR_CHANGES_BY_DAY)).to_pylist() if r["to_extractor"] == CLAUSES.key]
+    assert {r["from_extractor"] for r in by_day} == {RULES.key}
+    assert sorted(str(r["ledger_day"]) for r in by_day) == ledger_day_list
+    assert sum(r["from_facts"] for r in by_day) == len(old_facts) and sum(r["to_facts"] for r in by_day) == len(new_facts)
+    assert sum(r["kept"] for r in by_day) == len(old_facts & new_facts)
+    assert sum(r["added"] for r in by_day) > 0
+    changes = read_mart(mart_path(home, EXTRACTOR_CHANGES)).to_pylist()
+    for r in changes:
+        to = (r["source_entry_id"], r["subject_id"], r["predicate"], normalize_name(r["to_object"] or ""), r["to_polarity"])
+        was = (r["source_entry_id"], r["subject_id"], r["predicate"], normalize_name(r["from_object"] or ""), r["from_polarity"])
+        if r["change"] in ("added", "changed"):
+            assert to in new_facts and to not in old_facts, r
+        if r["change"] in ("dropped", "changed"):
+            assert was in old_facts and was not in new_facts, r
+    # An analyst asks in SQL; an asker sees only the changes drawn from evidence it may see.
+    _, rows = run_sql(home, "select change, count(*) from extractor_changes group by change order by change", admin=True)
+    assert dict(rows) == {k: sum(1 for r in changes if r["change"] == k) for k in {r["change"] for r in changes}}
+    _, seen = run_sql(home, "select visibility from extractor_changes", principal="nobody-at-all")
+    assert all("public" in v for (v,) in seen)

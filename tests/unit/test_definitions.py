@@ -18,7 +18,9 @@ def test_definitions_load_with_lineage_from_ledger_to_every_view():
     # staging model depends on it with no hand-written deps.
     assert graph.get(keys.LEDGER).is_observable
     assert keys.LEDGER in graph.get(dg.AssetKey("stg_memc__ledger_entries")).parent_keys
-    assert keys.CLAIMS in graph.get(dg.AssetKey("stg_memc__claims")).parent_keys
+    assert keys.CLAIMS in graph.get(dg.AssetKey("stg_memc__claims_all_versions")).parent_keys
+    assert keys.CLAIMS in graph.get(dg.AssetKey("stg_memc__claims_days")).parent_keys  # its depends_on hint
+    assert dg.AssetKey("stg_memc__claims_all_versions") in graph.get(dg.AssetKey("stg_memc__claims")).parent_keys
     assert {keys.ENTITIES, keys.INTERACTIONS} <= graph.get(keys.ENTITY_GRAPH).parent_keys
     assert keys.ENTITY_GRAPH in graph.get(keys.CENTRALITY).parent_keys
     # every materializable asset is downstream of the ledger

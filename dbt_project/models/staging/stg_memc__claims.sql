@@ -1,29 +1,5 @@
--- Rename and cast only; claims whose source entry is above the build's watermark wait.
--- polarity, time_phrase, object_id, asserted_by and asserted_by_id are newer claim columns:
--- files written before them read as NULL, and a claim with no polarity is an assertion (what
--- every claim was before).
-select
-    claim_id,
-    extractor,
-    extractor_version,
-    scope,
-    subject,
-    subject_id,
-    predicate,
-    object,
-    object_id,
-    cardinality,
-    coalesce(polarity, 'assert') as polarity,
-    time_phrase,
-    asserted_by,
-    asserted_by_id,
-    valid_at::timestamptz as valid_at,
-    recorded_at::timestamptz as recorded_at,
-    source_entry_id,
-    source_seq::bigint as source_seq,
-    source_ref,
-    quote,
-    visibility,
-    confidence::double as confidence
-from {{ with_optional_columns(source('memc', 'claims'), {'polarity': 'varchar', 'time_phrase': 'varchar', 'object_id': 'varchar', 'asserted_by': 'varchar', 'asserted_by_id': 'varchar'}) }}
-where {{ within_watermark('source_seq') }}
+-- The active extractor's claims (var extractor_key): what the state is folded from. Other
+-- versions on disk are compared with it in int_extractor_facts_compared, never folded.
+select * exclude (extractor_key, ledger_day)
+from {{ ref('stg_memc__claims_all_versions') }}
+where extractor_key = '{{ var("extractor_key") }}'

@@ -1,0 +1,36 @@
+-- Rename and cast only, over every extractor version on disk, with the version key and the
+-- ledger day its folder names (a flat folder of the older layout names no day: its claims take
+-- their source's UTC recorded date). Claims whose source entry is above the build's watermark
+-- wait. polarity, time_phrase, object_id, asserted_by and asserted_by_id are newer claim
+-- columns: files written before them read as NULL, and a claim with no polarity is an
+-- assertion (what every claim was before).
+select
+    regexp_extract(filename, 'extractor=([^/]+)', 1) as extractor_key,
+    coalesce(
+        try_cast(nullif(regexp_extract(filename, 'day=([0-9]{4}-[0-9]{2}-[0-9]{2})', 1), '') as date),
+        (recorded_at::timestamptz at time zone 'UTC')::date
+    ) as ledger_day,
+    claim_id,
+    extractor,
+    extractor_version,
+    scope,
+    subject,
+    subject_id,
+    predicate,
+    object,
+    object_id,
+    cardinality,
+    coalesce(polarity, 'assert') as polarity,
+    time_phrase,
+    asserted_by,
+    asserted_by_id,
+    valid_at::timestamptz as valid_at,
+    recorded_at::timestamptz as recorded_at,
+    source_entry_id,
+    source_seq::bigint as source_seq,
+    source_ref,
+    quote,
+    visibility,
+    confidence::double as confidence
+from {{ with_optional_columns(source('memc', 'claims'), {'polarity': 'varchar', 'time_phrase': 'varchar', 'object_id': 'varchar', 'asserted_by': 'varchar', 'asserted_by_id': 'varchar'}) }}
+where {{ within_watermark('source_seq') }}
