@@ -89,7 +89,7 @@ _NOT_ACTIVITIES = {
     "imagine", "suppose", "feel", "be", "have", "do", "get", "let", "want", "love", "like", "appreciate",
     "promise", "admit", "realize", "realise", "notice", "hate", "miss", "look", "sound", "seem", "bet",
     "totally", "definitely", "am", "gotta", "gonna", "wanna", "keep", "try", "hope", "will", "speak", "talk",
-    "chat", "ask", "catch", "check",
+    "chat", "ask", "catch", "check", "assume", "figure", "reckon", "expect", "doubt",
 }  # fmt: skip
 _SPEAKING = ("message", "correction", "observation")
 _CLAUSE_SUBJECTS = frozenset({"i", "he", "she", "they", "we", "you", "i'm", "he's", "she's", "they're", "we're"})
@@ -100,6 +100,9 @@ _TIME_NOUNS = frozenset({
 })  # fmt: skip
 _PHRASE_HEADS = frozenset({"by", "with", "for", "to", "in", "on", "at", "from", "about", "that", "who", "which", "and"})
 _TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "for", "my", "with", "and", "or", "by", "about", "from", "like", "as", "into", "me", "us", "him", "her", "them", "some", "so", "that"})
+_DETERMINERS = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "these", "those"})
+_HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point"})
+_GOT_IDIOMS = frozenset({"attitude", "point", "idea", "feeling", "sense", "hang", "vibe", "gist", "message", "impression", "back", "covered"})
 _GOT_STATES = frozenset({"sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
 # What a speaker says of the one they talk to ("you're so brave", "you're making a big impact")
 # is mostly their view of them: only where the listener lives, works and studies and what they
@@ -121,10 +124,10 @@ _FUNCTION_WORDS = {
     "in", "on", "at", "to", "here", "there", "so", "not", "a", "an", "the", "up", "down", "out", "off", "for",
     "with", "about", "from", "all", "just", "this", "that", "it", "sure", "glad", "sorry", "ok", "okay", "back",
     "last", "only", "also", "too", "really", "very", "such", "more", "no", "yes", "like", "over", "into",
-    "around", "through", "near", "after", "part", "off", "before", "inside", "outside", "behind", "without", "within", "always", "never", "together",
+    "around", "through", "near", "after", "part", "off", "before", "ta", "inside", "outside", "behind", "without", "within", "always", "never", "together",
 }  # fmt: skip
 _TALK = {"appreciate", "tell", "say", "ask", "thank", "let", "see", "know", "check", "hear", "talk", "chat", "speak", "catch", "share", "show", "send"}
-_NOT_DOINGS = {"be", "imagine", "root", "end", "think", "look", "hope", "wish", "wonder", "know", "see", "hear", "feel", "keep", "take", "thank"}
+_NOT_DOINGS = {"be", "go", "imagine", "root", "end", "think", "look", "hope", "wish", "wonder", "know", "see", "hear", "feel", "keep", "take", "thank"}
 _ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
 _TIME_WORDS_STOP = {"yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
@@ -145,6 +148,19 @@ def _lemma(t: Any) -> str:
     up in lower case, since the lookup table is case-sensitive."""
     low = t.lower_
     return _lemma_table().get(low, low) if t.lemma_ == t.text else t.lemma_.lower()
+
+
+def _after_adverbs(doc: Any, i: int, last: int) -> list[Any]:
+    """The token at ``i`` or, past adverbs ("and even went"), the first after them (as a list)."""
+    while i <= last and doc[i].lower_ in _ADVERBS:
+        i += 1
+    return [doc[i]] if i <= last else []
+
+
+def _past_verb(t: Any) -> bool:
+    """An inflected verb by its lemma ("supported", "found"), not a plural noun ("trails")."""
+    low, lem = t.lower_, _lemma(t)
+    return t.is_alpha and lem != low and low not in (lem + "s", lem + "es") and not low.endswith("ing")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -301,10 +317,13 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
         for pattern in patterns:
             for m in pattern.finditer(text):
                 raw = m.group("obj")
+                start = m.start("obj") + len(raw) - len(raw.lstrip())
                 obj = _OBJECT_END.split(raw.strip())[0].rstrip()
+                # "..., but contemporary is my top pick": the favourite follows the conjunction.
+                if lead := re.match(r"(?:but|and|so|or|plus|though)\s+", obj, re.I):
+                    start, obj = start + lead.end(), obj[lead.end() :]
                 if not obj or obj.lower().split()[0] in _NOT_OBJECTS:
                     continue
-                start = m.start("obj") + len(raw) - len(raw.lstrip())
                 yield predicate, start, start + len(obj), m.start(), m.end()
 
 
@@ -510,7 +529,7 @@ def _read_clause(
         for k in range(main)  # "I used to be scared of what people would think": the hedge is theirs
         if tokens[k].lower_ not in _ABILITY_MODALS  # "can" shares its lemma with "could"; it is read below
     )
-    negated = future = ability = False
+    negated = future = ability = copula = False
     frames_from = {k for k, t in enumerate(tokens) if t.i in matches}
     # Between the subject and the verb: auxiliaries, adverbs, hedges, negations.
     while i < len(tokens):
@@ -544,6 +563,7 @@ def _read_clause(
         if (lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")) and i in frames_from and i + 1 not in frames_from:
             break  # a frame starts at the auxiliary itself: "been to Paris", "am a nurse"
         if (lem in _AUX and t.lower_ not in ("will",)) or t.lower_ in _ADVERBS or t.lower_ in ("'re", "'s", "'m", "re", "m", "wo", "ca", "gotta"):
+            copula = copula or lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")
             i += 1
             continue
         break
@@ -580,12 +600,16 @@ def _read_clause(
     if future and not negated and (frame is None or frame.predicate not in ("plans", "goal")):
         span = _object_span(text, tokens, verb.i, phrase_from_verb=True)  # "I'll visit my aunt" -> plans "visit my aunt"
         return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "plans", "assert")
+    if frame is not None and gerund and frame.predicate in ("watched", "received"):
+        return None  # "Seeing my students grow ...", "Finding my Zen ...": an experience remarked on
     if frame is not None and frame.predicate == "received" and verb.lower_ in _PRESENT_RECEIPT:
         return None  # "I find other ways to be happy", "I get to see them": nothing received
     if frame is not None:
         if frame.kind == "name":
             span = _name_span(text, tokens, end)
         else:
+            if frame.predicate not in ("plans", "goal", "practices") and end <= tokens[-1].i and verb.doc[end].lower_ == "to" and not frame.surface[-1:] == ("to",):
+                return None  # "painting to keep busy": the purpose, not what was made
             led = verb.i == tokens[0].i and verb.lower_.endswith("ing")  # "Hiking to the top ... was awesome"
             # What one practises is the doing itself: "went camping with the kids", "play guitar".
             first = verb.i if frame.predicate == "practices" else end
@@ -596,12 +620,16 @@ def _read_clause(
     predicate = "activity"
     if not verb.is_alpha or verb.lower_ in _FUNCTION_WORDS:
         return None  # "I'm in to help", "I'm here": no verb where one should be
+    if copula and not verb.lower_.endswith(("ing", "ed", "en")):
+        return None  # "I'm lactose intolerant", "I'm game for ...": a state after "am", not a doing
     if _lemma(verb) == "have" and not negated:
         predicate = "has"  # "I had a mentor", "we have two kids"
     elif negated or _lemma(verb) in _NOT_ACTIVITIES or verb.lower_ in _NOT_ACTIVITIES or verb.is_title:
         return None
     if speaker is None or subject != speaker:
         return None  # open activities only from what the speaker says of themself
+    if verb.i + 2 <= tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("and", "or", "but") and verb.doc[verb.i + 2].lower_ in _DETERMINERS:
+        return None  # "the paths I've taken and the progress I've made": the verb has no object here
     span = _object_span(text, tokens, verb.i + 1 if predicate == "has" else verb.i, phrase_from_verb=True)
     if span is None or span[1] <= verb.idx + len(verb.text):
         return None  # a bare verb ("I cried") says too little to be an activity
@@ -630,6 +658,20 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     words = text[span[0] : span[1]].split()
     if predicate in ("considers", "goal", "plans", "activity") and (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS | {"there", "here", "better", "out"} and len(words) <= 3):
         return None  # "give it a try", "recommend it", "try them out": what "it" is, the clause does not say
+    if predicate == "met" and first in ("at", "in", "on", "during", "through", "with", "up"):
+        return None  # "the people I met at the shelter": whom, the clause does not say
+    if predicate == "feels" and ("me" in rest or "us" in rest):
+        return None  # "so excited to show me their essay": someone else's feeling
+    if predicate == "identity" and words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS:
+        return None  # "I'm a huge fan of it": of what, the clause does not say
+    if words[-1].lower().strip(".,!?") in ("look", "feel", "seem", "sound"):
+        return None  # "make the place look [like ...]": cut before what it looks like
+    if predicate in ("plans", "goal", "considers") and len(named) + (first not in named) < 2:
+        return None  # "I'll get 'em", "I'll have to look": a verb alone plans nothing named
+    if predicate == "has" and any(w in _HAD_IDIOMS for w in named):
+        return None  # "we have each other's back", "we had a blast": a saying, not a thing had
+    if predicate == "received" and named[-1] in _GOT_IDIOMS:
+        return None  # "we've got the right attitude", "got the point": nothing received
     if predicate == "considers" and first in _ABILITY:
         return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
     # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
@@ -699,10 +741,12 @@ def _object_span(
             break  # "made this window to remind myself": the purpose is another clause
         if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS:
             break
-        if out and low in ("and", "but") and t.i + 1 <= last and doc[t.i + 1].lower_.endswith("ed") and _lemma(doc[t.i + 1]) != doc[t.i + 1].lower_:
+        if out and low in ("and", "but") and any(_past_verb(n) for n in _after_adverbs(doc, t.i + 1, last)):
             break  # "met some amazing young folks and supported them": a second doing, another clause
-        if out and low in ("is", "was", "are", "were") and content:
+        if out and low in ("is", "was", "are", "were", "sounds", "looks", "seems") and content:
             break  # "Knowing I'm helping create a more loving world is amazing": what follows is a verdict
+        if out and low == "the" and t.i + 2 <= last and doc[t.i + 1].lower_ == "other" and doc[t.i + 2].lower_ in _TIME_NOUNS | {"day"}:
+            break  # "a classic movie the other day"
         if out and low in ("last", "next", "this", "every") and t.i + 1 <= last and doc[t.i + 1].lower_ in _TIME_NOUNS:
             break  # "on a hike last summer": a time the resolver does not date still ends the object
         if len(low) > 2 and low not in _STOPWORDS and t.is_alpha:
