@@ -100,10 +100,12 @@ _TIME_NOUNS = frozenset({
 })  # fmt: skip
 _PHRASE_HEADS = frozenset({"by", "with", "for", "to", "in", "on", "at", "from", "about", "that", "who", "which", "and"})
 _TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "for", "my", "with", "and", "or", "by", "about", "from", "like", "as", "into", "me", "us", "him", "her", "them", "some", "so", "that"})
+_FEELING_LINKS = frozenset({"about", "for", "to", "with", "of", "by", "and", "at", "that", "in", "when", "from"})
+_PREPOSITIONS = frozenset({"for", "to", "with", "at", "in", "on", "from", "about", "by", "of", "into"})
 _DETERMINERS = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "these", "those"})
 _HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point"})
 _GOT_IDIOMS = frozenset({"attitude", "point", "idea", "feeling", "sense", "hang", "vibe", "gist", "message", "impression", "back", "covered"})
-_GOT_STATES = frozenset({"sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
+_GOT_STATES = frozenset({"allergic", "pregnant", "engaged", "interested", "involved", "sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
 # What a speaker says of the one they talk to ("you're so brave", "you're making a big impact")
 # is mostly their view of them: only where the listener lives, works and studies and what they
 # went to, started or finished are kept ("you moved to Berlin"). In a 50-claim sample before
@@ -126,11 +128,11 @@ _FUNCTION_WORDS = {
     "last", "only", "also", "too", "really", "very", "such", "more", "no", "yes", "like", "over", "into",
     "around", "through", "near", "after", "part", "off", "before", "ta", "inside", "outside", "behind", "without", "within", "always", "never", "together",
 }  # fmt: skip
-_TALK = {"appreciate", "tell", "say", "ask", "thank", "let", "see", "know", "check", "hear", "talk", "chat", "speak", "catch", "share", "show", "send"}
+_TALK = {"appreciate", "remember", "cherish", "tell", "say", "ask", "thank", "let", "see", "know", "check", "hear", "talk", "chat", "speak", "catch", "share", "show", "send"}
 _NOT_DOINGS = {"be", "go", "imagine", "root", "end", "think", "look", "hope", "wish", "wonder", "know", "see", "hear", "feel", "keep", "take", "thank"}
 _ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
-_TIME_WORDS_STOP = {"yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
+_TIME_WORDS_STOP = {"yet", "yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
 # The main verb after a gerund subject: "Volunteering at the shelter made me ...".
 _PRESENT_RECEIPT = frozenset({"find", "finds", "get", "gets", "win", "wins", "buy", "buys", "earn", "earns"})
 _RELATIVES = frozenset({"what", "who", "whom", "which", "whatever", "how"})
@@ -294,7 +296,8 @@ _FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z]+){{0,2}}\s+(?:is|are|
 
 # "It's super important to teach kids about veterans", "Family is so important to me".
 _IMPORTANT = r"(?:so\s+|super\s+|really\s+|very\s+|extra\s+|truly\s+)?(?:important|crucial|key|essential|vital|precious|special)"
-_VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+)?(?:to|for)\s+(?P<obj>[^.!?,;:\-–()]{{3,90}})")
+# Only "to <doing>": "it's important for our community" names no value, "to me that ..." is a clause.
+_VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+)?to\s+(?!me\b)(?P<obj>[^.!?,;:\-–()]{{3,90}})")
 _VALUES_X = re.compile(rf"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w' ]{{2,50}}?)\s+(?:is|are|'s|means)\s+(?:{_IMPORTANT}|the world)\s+to\s+me\b")
 
 
@@ -491,6 +494,8 @@ def _subject(tokens: list[Any], speaker: str | None, people: list[str], listener
     j = i
     while j < len(tokens) and (tokens[j].lower_ in _ADVERBS or tokens[j].lower_ in ("been", "was", "am")):
         j += 1
+    if j + 1 < len(tokens) and tokens[j + 1].lower_ in ("and", "or") and tokens[j].lower_.endswith("ed"):
+        return None, 0, False  # "Focused and resilient": a description, not a doing
     if j < len(tokens) and tokens[j].lower_.endswith(("ing", "ed")) and len(tokens[j]) > 4 and _lemma(tokens[j]) != tokens[j].lower_:
         return speaker, j, j == i and tokens[j].lower_.endswith("ing")
     return None, 0, False
@@ -651,8 +656,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "I heard she joined Helio Labs": a clause, not a thing heard (who said it is unknown)
     if predicate == "created" and named[-1] in _MADE_IDIOMS:
         return None  # "we make a great team", "making a difference": nothing was made
-    if predicate == "likes" and first in ("your", "yours"):
-        return None  # "I appreciate your support", "love your style": politeness, not a taste
+    if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
+        return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
     if predicate == "received" and (first.endswith("ed") or first in _GOT_STATES):
         return None  # "got married", "got sick": a change of state, not a thing received
     words = text[span[0] : span[1]].split()
@@ -660,12 +665,18 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "give it a try", "recommend it", "try them out": what "it" is, the clause does not say
     if predicate == "met" and first in ("at", "in", "on", "during", "through", "with", "up"):
         return None  # "the people I met at the shelter": whom, the clause does not say
+    if predicate == "feels" and len(words) > 1 and words[0].lower() in _word_lists()["feelings"] and words[1].lower() not in _FEELING_LINKS:
+        return _claim(entry, base, text, start, (span[0], span[0] + len(words[0])), subject, predicate, polarity)  # "Glad it [helped]"
     if predicate == "feels" and ("me" in rest or "us" in rest):
         return None  # "so excited to show me their essay": someone else's feeling
     if predicate == "identity" and words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS:
         return None  # "I'm a huge fan of it": of what, the clause does not say
     if words[-1].lower().strip(".,!?") in ("look", "feel", "seem", "sound"):
         return None  # "make the place look [like ...]": cut before what it looks like
+    if first in ("something", "anything", "everything", "nothing") or (predicate in ("created", "received") and first in _PREPOSITIONS):
+        return None  # "I've got something to share", "I made for my family": what, the clause does not say
+    if predicate in ("plans", "goal", "considers") and first == "make" and named[-1] in _MADE_IDIOMS:
+        return None  # "I'll make sure": nothing planned is named
     if predicate in ("plans", "goal", "considers") and len(named) + (first not in named) < 2:
         return None  # "I'll get 'em", "I'll have to look": a verb alone plans nothing named
     if predicate == "has" and any(w in _HAD_IDIOMS for w in named):
@@ -743,6 +754,8 @@ def _object_span(
             break
         if out and low in ("and", "but") and any(_past_verb(n) for n in _after_adverbs(doc, t.i + 1, last)):
             break  # "met some amazing young folks and supported them": a second doing, another clause
+        if out and low in ("what", "how", "whatever") and content:
+            break  # "curious to see what the trail holds": the rest is another clause
         if out and low in ("is", "was", "are", "were", "sounds", "looks", "seems") and content:
             break  # "Knowing I'm helping create a more loving world is amazing": what follows is a verdict
         if out and low == "the" and t.i + 2 <= last and doc[t.i + 1].lower_ == "other" and doc[t.i + 2].lower_ in _TIME_NOUNS | {"day"}:
