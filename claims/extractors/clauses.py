@@ -134,7 +134,7 @@ _ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
 _TIME_WORDS_STOP = {"yet", "yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
 # The main verb after a gerund subject: "Volunteering at the shelter made me ...".
-_PRESENT_RECEIPT = frozenset({"find", "finds", "get", "gets", "win", "wins", "buy", "buys", "earn", "earns"})
+_PRESENT_RECEIPT = frozenset({"find", "finds", "get", "gets", "getting", "finding", "win", "wins", "buy", "buys", "earn", "earns"})
 _RELATIVES = frozenset({"what", "who", "whom", "which", "whatever", "how"})
 _GERUND_SUBJECT_VERBS = frozenset({"is", "was", "looks", "seems", "sounds", "has", "makes", "can", "helps", "gives", "takes", "means", "keeps", "feels", "must", "should"})
 _GERUND_VERBS = frozenset({"be", "have", "give", "make", "help", "keep", "mean", "bring", "let", "teach", "show", "remind", "take", "get", "allow", "feel"})
@@ -474,8 +474,8 @@ def _subject(tokens: list[Any], speaker: str | None, people: list[str], listener
     low = t.lower_
     if low in ("i", "we") or t.text in ("I'm", "I've", "Im"):
         return speaker, i + 1, False
-    if low == "you" and listener is not None:
-        return listener, i + 1, False
+    if low == "you" and listener is not None and not (i and tokens[i - 1].lower_ in _LEADS | {"if", "unless"}):
+        return listener, i + 1, False  # not "when you start questioning": that "you" is anyone
     if low in ("he", "she"):
         distinct = sorted(set(people))
         return (distinct[0], i + 1, False) if len(distinct) == 1 else (None, 0, False)
@@ -654,8 +654,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "Glad you agree", "Seeing your students grow": about the listener, not the speaker
     if first in _CLAUSE_SUBJECTS and predicate != "feels":
         return None  # "I heard she joined Helio Labs": a clause, not a thing heard (who said it is unknown)
-    if predicate == "created" and named[-1] in _MADE_IDIOMS:
-        return None  # "we make a great team", "making a difference": nothing was made
+    if predicate in ("created", "watched") and named[-1] in _MADE_IDIOMS:
+        return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
         return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
     if predicate == "received" and (first.endswith("ed") or first in _GOT_STATES):
@@ -665,7 +665,10 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "give it a try", "recommend it", "try them out": what "it" is, the clause does not say
     if predicate == "met" and first in ("at", "in", "on", "during", "through", "with", "up"):
         return None  # "the people I met at the shelter": whom, the clause does not say
-    if predicate == "feels" and len(words) > 1 and words[0].lower() in _word_lists()["feelings"] and words[1].lower() not in _FEELING_LINKS:
+    if predicate == "feels" and (
+        (len(words) > 1 and words[0].lower() in _word_lists()["feelings"] and words[1].lower() not in _FEELING_LINKS)
+        or (len(words) == 3 and words[1].lower() == "to")  # "excited to see [...]", "blessed to know [them]"
+    ):
         return _claim(entry, base, text, start, (span[0], span[0] + len(words[0])), subject, predicate, polarity)  # "Glad it [helped]"
     if predicate == "feels" and ("me" in rest or "us" in rest):
         return None  # "so excited to show me their essay": someone else's feeling
@@ -673,8 +676,12 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "I'm a huge fan of it": of what, the clause does not say
     if words[-1].lower().strip(".,!?") in ("look", "feel", "seem", "sound"):
         return None  # "make the place look [like ...]": cut before what it looks like
-    if first in ("something", "anything", "everything", "nothing") or (predicate in ("created", "received") and first in _PREPOSITIONS):
+    if first in ("something", "anything", "everything", "nothing", "ta", "tta") or (predicate in ("created", "received", "started", "finished") and first in _PREPOSITIONS):
         return None  # "I've got something to share", "I made for my family": what, the clause does not say
+    if predicate == "practices" and rest[:1] == ["through"]:
+        return None  # "going through a divorce": something undergone, not practised
+    if predicate == "plans" and any(w in ("posted", "updated", "informed") for w in rest):
+        return None  # "I'll keep ya posted": a courtesy, not a plan
     if predicate in ("plans", "goal", "considers") and first == "make" and named[-1] in _MADE_IDIOMS:
         return None  # "I'll make sure": nothing planned is named
     if predicate in ("plans", "goal", "considers") and len(named) + (first not in named) < 2:
@@ -754,9 +761,9 @@ def _object_span(
             break
         if out and low in ("and", "but") and any(_past_verb(n) for n in _after_adverbs(doc, t.i + 1, last)):
             break  # "met some amazing young folks and supported them": a second doing, another clause
-        if out and low in ("what", "how", "whatever") and content:
-            break  # "curious to see what the trail holds": the rest is another clause
-        if out and low in ("is", "was", "are", "were", "sounds", "looks", "seems") and content:
+        if out and low in ("what", "how", "whatever", "that") and content and (low != "that" or out[-1].lower_ not in ("so", "such")):
+            break  # "curious to see what the trail holds", "a list of the ones that suit": another clause
+        if out and low in ("is", "was", "are", "were", "sounds", "looks", "seems", "does", "did") and content:
             break  # "Knowing I'm helping create a more loving world is amazing": what follows is a verdict
         if out and low == "the" and t.i + 2 <= last and doc[t.i + 1].lower_ == "other" and doc[t.i + 2].lower_ in _TIME_NOUNS | {"day"}:
             break  # "a classic movie the other day"
