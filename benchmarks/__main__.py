@@ -211,7 +211,7 @@ def compile_sections(res: dict) -> list[str]:
         return lines
     cols = sorted({k for g in lo["recall"].values() for k in g}, key=lambda c: int(c.split("@")[1]))
     lines += [
-        f"`memc eval locomo ../shared/eval/locomo-dev --json` (run by `make bench` when that directory exists;",
+        "`memc eval locomo ../shared/eval/locomo-dev --json` (run by `make bench` when that directory exists;",
         f"the data is read in place, never copied): {lo['questions']} questions over {lo['conversations']} conversations,",
         "evidence recall@k of the compiled contexts (an item showing a window of turns covers each of them).",
         "",
@@ -224,7 +224,7 @@ def compile_sections(res: dict) -> list[str]:
     lines += [
         "",
         *(
-            [f"The run file scored by `../shared/eval/locomo_score.py` (the scorer every system's run gets): "
+            ["The run file scored by `../shared/eval/locomo_score.py` (the scorer every system's run gets): "
              + ", ".join(f"{g} R@10 {lo['official_scorer_recall'][g]['R@10']:.3f}" for g in order if g in lo["official_scorer_recall"]) + ".", ""]
             if lo.get("official_scorer_recall")
             else []
@@ -317,7 +317,7 @@ def main() -> None:
         "dreaming writes back). The rebuild runs right after in the same process with nothing new:",
         "only content-hash misses are embedded and dreaming appends nothing.",
         "",
-        f"| build | seconds |",
+        "| build | seconds |",
         "|---|---:|",
         f"| cold (includes loading the embedding model) | {build['cold_build_s']} |",
         f"| rebuild, nothing new | {build['rebuild_s']} |",

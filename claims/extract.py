@@ -8,6 +8,9 @@ per extractor key (``<name>-<version>``), so switching or upgrading writes besid
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
@@ -29,7 +32,7 @@ EXTRACTABLE_KINDS = ("message", "document", "event", "observation", "correction"
 # callers that run the pass and pick the extractor in one place.
 __all__ = [
     "EXTRACTABLE_KINDS", "EXTRACTORS", "RULES", "ExtractionResult", "Extractor", "ExtractorError",
-    "UnusableAnswer", "active_extractor", "active_extractor_key", "extract",
+    "UnusableAnswer", "active_extractor", "active_extractor_key", "extract", "extract_workers",
 ]  # fmt: skip
 
 
@@ -40,13 +43,38 @@ class ExtractionResult:
     entries_read: int
 
 
-def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES, resolver: Resolver | None = None) -> ExtractionResult:
+# Below this many entries a pass runs in this process: forking workers and sending them the
+# entries costs ~0.1 s, which ~1,000 entries (0.6 s at the clause extractor's ~1,600/s) do not
+# earn back (benchmarks/bench_extract.py measures both).
+PARALLEL_MIN_ENTRIES = 1_000
+
+
+def extract_workers() -> int:
+    """Worker processes a large pass uses: ``$MEMC_EXTRACT_WORKERS``, else one per core."""
+    raw = os.environ.get("MEMC_EXTRACT_WORKERS", "").strip()
+    if raw:
+        try:
+            return max(1, int(raw))
+        except ValueError:
+            raise ExtractorError(f"MEMC_EXTRACT_WORKERS must be a whole number of processes, got {raw!r}") from None
+    return max(1, os.cpu_count() or 1)
+
+
+def extract(
+    entries: Iterable[dict[str, Any]], extractor: Extractor = RULES, resolver: Resolver | None = None, *, workers: int = 1
+) -> ExtractionResult:
     """Proposals of ``extractor`` for ``entries``, each passed through every validator.
 
     ``resolver`` maps names to canonical entities (subject_id, object_id); without one every
-    name is its own entity (``memc.ids.entity_id``)."""
+    name is its own entity (``memc.ids.entity_id``). With ``workers`` > 1 a deterministic
+    extractor's pass over at least PARALLEL_MIN_ENTRIES entries is split over that many forked
+    processes, in contiguous chunks; the result is the same table as one process gives."""
     if resolver is None:
         resolver = Resolver()
+    if workers > 1 and extractor.parallel and "fork" in multiprocessing.get_all_start_methods():
+        entries = list(entries)
+        if len(entries) >= PARALLEL_MIN_ENTRIES:
+            return _extract_forked(entries, extractor, resolver, workers)
     claims: dict[str, dict[str, Any]] = {}
     rejections: dict[str, dict[str, Any]] = {}
     n = 0
@@ -92,6 +120,23 @@ def extract(entries: Iterable[dict[str, Any]], extractor: Extractor = RULES, res
             sorted(rejections.values(), key=lambda r: (r["source_seq"] or 0, r["proposal_id"])), schema=REJECTION_SCHEMA
         ),
         entries_read=n,
+    )
+
+
+def _extract_forked(entries: list[dict[str, Any]], extractor: Extractor, resolver: Resolver, workers: int) -> ExtractionResult:
+    # fork, not spawn: a worker starts with this process's loaded pipeline and lexicon (spawn
+    # would import spaCy and load its tables again, ~2-4 s per worker). The workers run only
+    # this pure function and exit with the pool.
+    size = -(-len(entries) // workers)
+    chunks = [entries[i : i + size] for i in range(0, len(entries), size)]
+    with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
+        parts = list(pool.map(extract, chunks, [extractor] * len(chunks), [resolver] * len(chunks)))
+    # Chunks hold whole entries and ids name their entry, so no claim comes from two chunks;
+    # sorted as one pass sorts them.
+    return ExtractionResult(
+        claims=pa.concat_tables([p.claims for p in parts]).sort_by([("source_seq", "ascending"), ("claim_id", "ascending")]),
+        rejections=pa.concat_tables([p.rejections for p in parts]).sort_by([("source_seq", "ascending"), ("proposal_id", "ascending")]),
+        entries_read=sum(p.entries_read for p in parts),
     )
 
 

@@ -8,7 +8,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from claims.extract import extract
+from claims.extract import extract, extract_workers
 from claims.extractors import Extractor
 from claims.ledger_days import entries_by_day, ledger_days
 from claims.store import days as stored_days
@@ -56,13 +56,14 @@ def extract_days(home: MemcHome, ledger, extractor: Extractor, days: Sequence[st
     now, writing one partition per day that has entries."""
     watermark = ledger.head()
     resolver = read_resolver(home.claims)
+    workers = extract_workers()
     run = ExtractionRun(extractor=extractor.key, watermark=watermark, days=len(days))
     for day, entries in entries_by_day(ledger, list(days), until_seq=watermark).items():
         if not entries:
             # A day inside the run's range with no ledger entries (the range spans the first
             # to the last ledger day): nothing to write, and no folder to mistake for data.
             continue
-        result = extract(entries, extractor, resolver)
+        result = extract(entries, extractor, resolver, workers=workers)
         write_day(home.claims, extractor, day, result, watermark)
         run.per_day[day] = result.claims.num_rows
         run.totals.update(claims=result.claims.num_rows, rejections=result.rejections.num_rows, entries=result.entries_read)

@@ -33,6 +33,9 @@ class Extractor:
     propose: Callable[..., Iterable[Proposal | dict[str, Any]]]
     # True: ``propose(entry, resolver)`` (the rules extractor names known people it sees).
     uses_resolver: bool = False
+    # True: a pure function of the entry, so a large pass may split its entries over worker
+    # processes (claims.extract); a remote model keeps its client in one process.
+    parallel: bool = False
 
     @property
     def key(self) -> str:

@@ -40,7 +40,7 @@ from claims import timephrase
 from claims.extractors import rules
 from claims.lexicon import lexicon
 from claims.model import Proposal
-from claims.nlp import lemmas, pipeline
+from claims.nlp import lemma_table, lemmas, pipeline, surface_variants
 
 if TYPE_CHECKING:
     from claims.resolve import Resolver
@@ -140,16 +140,11 @@ _GERUND_SUBJECT_VERBS = frozenset({"is", "was", "looks", "seems", "sounds", "has
 _GERUND_VERBS = frozenset({"be", "have", "give", "make", "help", "keep", "mean", "bring", "let", "teach", "show", "remind", "take", "get", "allow", "feel"})
 
 
-@functools.cache
-def _lemma_table() -> Any:
-    return pipeline().get_pipe("lemmatizer").lookups.get_table("lemma_lookup")
-
-
 def _lemma(t: Any) -> str:
-    """A token's lemma, lower-cased; a capitalised word ("Thinking" at a sentence start) is looked
-    up in lower case, since the lookup table is case-sensitive."""
+    """A token's lemma, lower-cased ("Thinking" at a sentence start is "think"); claims.nlp.lemma
+    for a token, on the hot path (~50,000 calls per 2,000 turns)."""
     low = t.lower_
-    return _lemma_table().get(low, low) if t.lemma_ == t.text else t.lemma_.lower()
+    return lemma_table().get(low, low)
 
 
 def _after_adverbs(doc: Any, i: int, last: int) -> list[Any]:
@@ -183,18 +178,21 @@ class _Frame:
 
 @functools.cache
 def _matcher() -> tuple[Any, dict[str, _Frame]]:
-    """spaCy's PhraseMatcher over every frame's lemmas (hash lookups: ~10x faster here than the
-    token-pattern Matcher with 300 frames), keyed by a frame id."""
+    """spaCy's PhraseMatcher over every frame, keyed by a frame id: each phrase as the lower-case
+    forms of its lemmas ("moved to", "moving to", ...: claims/nlp.py), so a turn is matched on
+    its tokens' lower case with hash lookups (~10x faster here than the token-pattern Matcher
+    with 300 frames) and no turn is lemmatized whole."""
     from spacy.matcher import PhraseMatcher  # lazy: with the pipeline
+    from spacy.tokens import Doc
 
     nlp = pipeline()
-    matcher = PhraseMatcher(nlp.vocab, attr="LEMMA")
+    matcher = PhraseMatcher(nlp.vocab, attr="LOWER")
     frames: dict[str, _Frame] = {}
     for i, frame in enumerate(lexicon().frame):
         for j, phrase in enumerate(frame.phrases):
             key = f"f{i}_{j}"
             frames[key] = _Frame(frame.predicate, frame.object, tuple(phrase.lower().split()))
-            matcher.add(key, [nlp(phrase)])
+            matcher.add(key, [Doc(nlp.vocab, words=words) for words in surface_variants(phrase)])
     return matcher, frames
 
 
@@ -254,10 +252,6 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
                 p = p.model_copy(update={"quote": text[start:end]})  # the quote says why: "... is my favourite"
             yield from once(p)
     doc = pipeline()(text)
-    table = _lemma_table()
-    for t in doc:  # the lookup table is case-sensitive: "Loving" at a sentence start is "love" too
-        if t.is_title and t.lemma_ == t.text and t.text != "I":
-            t.lemma_ = table.get(t.lower_, t.lower_)
     matcher, frames = _matcher()
     matches: dict[int, list[tuple[int, _Frame]]] = {}
     for key, start, end in matcher(doc):

@@ -11,8 +11,8 @@ import os
 from claims.extractors import clauses, rules
 from claims.extractors.base import Extractor, ExtractorError
 
-RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True)
-CLAUSES = Extractor(clauses.NAME, clauses.VERSION, clauses.propose, uses_resolver=True)
+RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True, parallel=True)
+CLAUSES = Extractor(clauses.NAME, clauses.VERSION, clauses.propose, uses_resolver=True, parallel=True)
 # What a command may name as its extractor: "rules" stays 0.2.0 until a home switches.
 EXTRACTOR_CHOICES = ("rules", RULES.key, CLAUSES.key, "llm")
 

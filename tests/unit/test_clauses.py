@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from claims.extract import extract
+from claims.extract import PARALLEL_MIN_ENTRIES, extract
 from claims.extractors import clauses
 from claims.extractors.registry import CLAUSES, RULES, active_extractor
 from claims.lexicon import LexiconError, read_lexicon
@@ -186,6 +186,17 @@ def test_two_people_who_share_a_first_name_stay_two() -> None:
     claims = extract(turns, CLAUSES, resolver).claims.to_pylist()
     homes = {(c["subject_id"], c["object"]) for c in claims if c["predicate"] == "lives_in"}
     assert homes == {(lima, "Porto"), (costa, "Braga")}
+
+
+def test_a_large_pass_split_over_workers_gives_the_same_claims() -> None:
+    lines = [line.strip() for line in (FIXTURES / "hedged.txt").read_text().splitlines() if line.strip() and not line.startswith("#")]
+    lines += ["I moved to Berlin last month and I love it.", "I got a job at Helio Labs!", "I no longer live in Porto.", "Did you move?"]
+    entries = [entry(lines[n % len(lines)], actor=("Ana", "Rui")[n % 2], n=n) for n in range(1, PARALLEL_MIN_ENTRIES + 201)]
+    resolver = Resolver(build_aliases(entries), build_participants(entries))
+    one = extract(entries, CLAUSES, resolver)
+    two = extract(entries, CLAUSES, resolver, workers=2)
+    assert one.claims.num_rows > PARALLEL_MIN_ENTRIES // 2 and one.entries_read == two.entries_read == len(entries)
+    assert two.claims.equals(one.claims) and two.rejections.equals(one.rejections)
 
 
 def test_versions_live_side_by_side() -> None:
