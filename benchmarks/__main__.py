@@ -4,7 +4,8 @@ Numbers are reported as ratios against a baseline measured in the same process w
 exists, so that they compare across machines; the absolute figures are for this machine only.
 
 `python -m benchmarks compile` runs only the compile-latency benchmark and the LoCoMo evaluation
-and splices their sections into the existing docs/benchmarks.md.
+and splices their sections into the existing docs/benchmarks.md; `python -m benchmarks
+bench_extract` (or any other module of SECTIONS) does the same for that one benchmark.
 """
 
 from __future__ import annotations
@@ -81,9 +82,38 @@ def _flat(d: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def _section(title: str, intro: str, result: dict) -> list[str]:
-    """A results table of every scalar the benchmark reported, and the raw JSON."""
+def _plot_extract(res: dict) -> str | None:
+    """Entries/s of each extractor, and of the clause extractor over two worker processes."""
+    if "clauses" not in res:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    c = res["clauses"]
+    names = [res["extractor"], f"{c['extractor']}\none process", f"{c['extractor']}\ntwo workers"]
+    values = [res["extract_entries_per_s"], c["extract_entries_per_s"], c["two_workers_entries_per_s"]]
+    fig, ax = plt.subplots(figsize=(6, 3.2))
+    ax.bar(names, values, color=["#999999", "#4c72b0", "#55a868"])
+    ax.axhline(2000, color="#c44e52", linestyle="--", linewidth=1, label="2,000 entries/s")
+    ax.set_ylabel("entries / s")
+    ax.legend()
+    fig.tight_layout()
+    IMG.mkdir(parents=True, exist_ok=True)
+    fig.savefig(IMG / "extract_throughput.png", dpi=110)
+    plt.close(fig)
+    return "img/extract_throughput.png"
+
+
+# Plots of the generic sections, by benchmark module.
+PLOTS = {"bench_extract": _plot_extract}
+
+
+def _section(title: str, intro: str, result: dict, module: str | None = None) -> list[str]:
+    """A results table of every scalar the benchmark reported (and its plot, if it has one)."""
     rows = [(k, v) for k, v in _flat(result) if not isinstance(v, str) or len(v) < 80][:60]
+    plot = PLOTS[module](result) if module in PLOTS else None
     return [
         f"## {title}",
         "",
@@ -93,6 +123,7 @@ def _section(title: str, intro: str, result: dict) -> list[str]:
         "|---|---:|",
         *(f"| {k} | {v:,.3f} |" if isinstance(v, float) else f"| {k} | {v} |" for k, v in rows),
         "",
+        *([f"![{title}]({plot})", ""] if plot else []),
     ]
 
 
@@ -100,7 +131,7 @@ def _section(title: str, intro: str, result: dict) -> list[str]:
 # its baseline is.
 SECTIONS = [
     ("bench_extract", "Rule-based extraction on the LoCoMo dev conversations",
-     "Entries/s of the rule-based extractors (0.2.0, and the clause extractor 0.3.0 under `clauses`) against a baseline in the same process that only splits the same entries into sentences (read from ../shared/eval/locomo-dev in place)."),
+     "Entries/s of the rule-based extractors (0.2.0, and the clause extractor 0.3.0 under `clauses`, in one process and split over two forked workers as the claims asset runs it on two cores) against a baseline in the same process that only splits the same entries into sentences (read from ../shared/eval/locomo-dev in place)."),
     ("bench_state", "State models (dbt on DuckDB) at 10k and 100k ledger entries",
      "dbt build time of the state models: full build, then incremental and full refresh after a 1% append."),
     ("bench_views", "Retrieval and graph views",
@@ -265,6 +296,15 @@ def splice(doc: str, sections: list[str], key: str, result: dict) -> str:
 def main() -> None:
     import importlib
 
+    sections = {module: (title, intro) for module, title, intro in SECTIONS}
+    if len(sys.argv) == 2 and sys.argv[1] in sections:
+        # One benchmark (python -m benchmarks bench_extract), spliced into the existing report.
+        module = sys.argv[1]
+        res = importlib.import_module(f"benchmarks.{module}").run()
+        doc = DOCS / "benchmarks.md"
+        doc.write_text(splice(doc.read_text(), _section(*sections[module], res, module), module, res))
+        print(f"written to {doc}", file=sys.stderr)
+        return
     if sys.argv[1:] == ["compile"]:
         # Only the compile benchmark (and the LoCoMo evaluation), spliced into the existing report.
         from benchmarks import bench_compile
@@ -328,7 +368,7 @@ def main() -> None:
     ]
     for module, title, intro in SECTIONS:
         if module in extra:
-            lines += _section(title, intro, extra[module])
+            lines += _section(title, intro, extra[module], module)
     print("running bench_compile...", file=sys.stderr)
     from benchmarks import bench_compile
 
