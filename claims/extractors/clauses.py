@@ -4,9 +4,11 @@ Each turn is split into sentences and clauses (spaCy's tokenizer and sentencizer
 and each clause is read in four steps:
 
 1. Its subject: "I"/"we" is the speaker; "he"/"she" the one person named earlier in the turn,
-   if there is exactly one; a known name (or "my sister Ana") that person; a clause that starts
-   with a verb ("Just finished a painting") the speaker. Anything else ("you", "they", "it")
-   is not read: no claim rather than a guess.
+   if there is exactly one; a known name (or "my sister Ana") that person; "you" the other
+   participant of a two-party session (their whereabouts and doings only); a clause that starts
+   with a verb ("Just finished a painting") the speaker. Anything else ("they", "it") is not
+   read: no claim rather than a guess. Reported speech ("Jonas says Mira works at ...") is read
+   as the reported clause, asserted by the reporter.
 2. Its modality and polarity, from the words before the verb and the clause's opener:
    hedges ("might", "maybe", "thinking about", "would love to", a condition, ...) make the
    claim a low-confidence `considers` instead of a fact; a negation ("not", "never", "no
@@ -19,7 +21,7 @@ and each clause is read in four steps:
 4. Its object: a name after a name frame; otherwise the phrase after the frame, cut at the
    clause's end, a time phrase or a subordinate clause, at most six content words.
 
-One room of ~570 lines on purpose: the four steps read the same clause's tokens and positions,
+One room of ~800 lines on purpose: the four steps read the same clause's tokens and positions,
 and splitting them would pass those between modules; the phrasings are data (claims/lexicon.toml)
 and the pipeline is claims/nlp.py. docs/extraction.md says what it gets right and wrong.
 
@@ -92,19 +94,27 @@ _NOT_ACTIVITIES = {
     "chat", "ask", "catch", "check", "assume", "figure", "reckon", "expect", "doubt",
 }  # fmt: skip
 _SPEAKING = ("message", "correction", "observation")
+# Word lists of the rules below, each with the sentence it was written for at its use. They
+# are heuristics of this reader, not phrasings of the ontology (those are claims/lexicon.toml).
+# An object that opens with a subject pronoun is a clause: "I heard she joined Helio Labs".
 _CLAUSE_SUBJECTS = frozenset({"i", "he", "she", "they", "we", "you", "i'm", "he's", "she's", "they're", "we're"})
+# Sayings of "make", "see", "have", "get": nothing made, seen, had or received.
 _MADE_IDIOMS = frozenset({"team", "pair", "difference", "impact", "point", "sense", "progress", "memories", "memory", "time", "effort", "decision", "mistake", "change", "living", "money", "sure", "friends", "choice", "plans", "way", "day", "night"})
+# Times the resolver does not date still end an object: "last Tues", "the other day".
 _TIME_NOUNS = frozenset({
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue", "tues", "wed",
     "thu", "thur", "thurs", "fri", "sat", "sun", "summer", "winter", "spring", "fall", "autumn", "weekend", "week", "month", "year", "night", "morning", "evening", "time", "semester", "season",
 })  # fmt: skip
+# Where an object cut at the word cap backs off to; what an object does not end with.
 _PHRASE_HEADS = frozenset({"by", "with", "for", "to", "in", "on", "at", "from", "about", "that", "who", "which", "and"})
 _TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "for", "my", "with", "and", "or", "by", "about", "from", "like", "as", "into", "me", "us", "him", "her", "them", "some", "so", "that"})
+# What may follow a feeling in its object ("glad about the news"); anything else is a clause.
 _FEELING_LINKS = frozenset({"about", "for", "to", "with", "of", "by", "and", "at", "that", "in", "when", "from"})
 _PREPOSITIONS = frozenset({"for", "to", "with", "at", "in", "on", "from", "about", "by", "of", "into"})
 _DETERMINERS = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "these", "those"})
 _HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point"})
 _GOT_IDIOMS = frozenset({"attitude", "point", "idea", "feeling", "sense", "hang", "vibe", "gist", "message", "impression", "back", "covered"})
+# "got married", "got sick": a change of state.
 _GOT_STATES = frozenset({"allergic", "pregnant", "engaged", "interested", "involved", "sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
 # What a speaker says of the one they talk to ("you're so brave", "you're making a big impact")
 # is mostly their view of them: only where the listener lives, works and studies and what they
@@ -133,10 +143,13 @@ _NOT_DOINGS = {"be", "go", "imagine", "root", "end", "think", "look", "hope", "w
 _ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
 _TIME_WORDS_STOP = {"yet", "yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
-# The main verb after a gerund subject: "Volunteering at the shelter made me ...".
+# "I find other ways", "I'm getting there": nothing received.
 _PRESENT_RECEIPT = frozenset({"find", "finds", "get", "gets", "getting", "finding", "win", "wins", "buy", "buys", "earn", "earns"})
+# A hedge after these belongs to a subordinate clause.
 _RELATIVES = frozenset({"what", "who", "whom", "which", "whatever", "how"})
+# A gerund followed by these is the subject of a remark: "Painting looks like a great outlet".
 _GERUND_SUBJECT_VERBS = frozenset({"is", "was", "looks", "seems", "sounds", "has", "makes", "can", "helps", "gives", "takes", "means", "keeps", "feels", "must", "should"})
+# The main verb after a gerund subject: "Volunteering at the shelter made me ...".
 _GERUND_VERBS = frozenset({"be", "have", "give", "make", "help", "keep", "mean", "bring", "let", "teach", "show", "remind", "take", "get", "allow", "feel"})
 
 
@@ -264,7 +277,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
         for clause in _clauses(sent):
             report = _report(clause, people)
             if report is not None:
-                yield from once(_reported(entry, base, text, report, people, matches, conditional))  # fmt: skip
+                yield from once(_reported(entry, base, text, report, people, matches, conditional))
                 continue
             read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener)
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
