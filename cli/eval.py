@@ -22,27 +22,45 @@ def eval_group():
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write a run file (question_id, retrieved source_refs).")
 @click.option("--conversation", "conversations", multiple=True, help="Only these conversation ids (repeatable).")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default=None)
+@click.option(
+    "--budget", "budgets", default=None, metavar="N[,N...]",
+    help="Context token budget(s), e.g. 500,1000,2000: one build, every question compiled at each (default: the preset's).",
+)  # fmt: skip
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), help="Keep the per-conversation memory homes here.")
 @click.option("--json", "as_json", is_flag=True)
-def locomo(data_dir, ks, out, conversations, preset, work_dir, as_json):
+def locomo(data_dir, ks, out, conversations, preset, budgets, work_dir, as_json):
     """Ingest each conversation of DATA_DIR (LoCoMo format) into a fresh memory home, build, ask
-    every question scoped to its conversation, and report evidence recall@k per category."""
-    from evaluation.locomo import run_locomo  # lazy: loads Dagster and dbt (cli/__init__.py)
+    every question scoped to its conversation, and report evidence recall per category: of the
+    whole context (the headline, comparable with ../shared/eval/budget_baseline.py at the same
+    budget) and of the top k items. With several budgets, --out run.jsonl writes run.b500.jsonl, ..."""
+    from evaluation.locomo import render_sweep, run_locomo_sweep  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     cutoffs = tuple(sorted({int(k) for k in ks.split(",") if k.strip()}))
-    result = run_locomo(
+    try:
+        sweep = tuple(int(b) for b in budgets.split(",") if b.strip()) if budgets else ()
+    except ValueError:
+        raise click.BadParameter(f"a comma-separated list of token counts, got {budgets!r}", param_hint="--budget") from None
+    if any(b < 50 for b in sweep):
+        raise click.BadParameter("a context budget is at least 50 tokens", param_hint="--budget")
+    outs: tuple[Path, ...] = ()
+    if out:
+        outs = (out,) if len(sweep) <= 1 else tuple(out.with_name(f"{out.stem}.b{b}{out.suffix}") for b in sweep)
+    results = run_locomo_sweep(
         data_dir,
+        budgets=sweep,
         ks=cutoffs,
-        out=out,
+        outs=outs,
         work_dir=work_dir,
         conversations=list(conversations) or None,
         preset=preset,
         on_progress=lambda msg: click.echo(msg, err=True),
     )
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2))
+        click.echo(json.dumps(results[0].to_dict() if len(results) == 1 else {"sweep": [r.to_dict() for r in results]}, indent=2))
+    elif len(results) == 1:
+        click.echo(results[0].render())
     else:
-        click.echo(result.render())
+        click.echo("\n\n".join([render_sweep(results), *(r.render() for r in results)]))
 
 
 @eval_group.command("observations")

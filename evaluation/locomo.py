@@ -3,8 +3,14 @@
 For each conversation: a fresh memory home, the conversation ingested with scope =
 conversation_id, every view built through Dagster, every question asked scoped to its
 conversation. Recall@k is the share of a question's evidence turns among the top k items
-(matched by source_ref = turn id; an item that shows a window of turns covers each of them), averaged over questions that have evidence — the same
-definition as ../shared/eval/locomo_score.py, which can score the run file this writes.
+(matched by source_ref = turn id; an item that shows a window of turns covers each of them),
+averaged over questions that have evidence — the same definition as
+../shared/eval/locomo_score.py, which can score the run file this writes.
+
+The headline is the recall of the whole context (``context``: every item the budget let in), at
+a token budget: an item showing five turns is not one BM25 turn, so memc is compared with plain
+retrieval given the same tokens (../shared/eval/budget_baseline.py packs BM25 hits, alone or
+with +-2 turns, into the same budget). ``budgets`` sweeps several budgets over one build.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 @dataclass
 class EvalResult:
     ks: tuple[int, ...]
+    budget: int = 0  # the context's token budget (QueryConfig.budget_tokens)
     recall: dict[str, dict[str, float]] = field(default_factory=dict)  # group -> "R@k" -> mean
     counts: dict[str, int] = field(default_factory=dict)
     median_tokens: float = 0.0
@@ -51,9 +58,10 @@ class EvalResult:
         return self.__dict__.copy()
 
     def render(self) -> str:
-        cols = [f"R@{k}" for k in self.ks]
+        cols = ["context", *(f"R@{k}" for k in self.ks)]
         lines = [
-            f"LoCoMo evidence recall over {self.questions} questions in {len(self.conversations)} conversations",
+            f"LoCoMo evidence recall over {self.questions} questions in {len(self.conversations)} conversations, "
+            f"at a budget of {self.budget:,} tokens (context: everything the context shows)",
             "",
             "| group | n | " + " | ".join(cols) + " |",
             "|---|---:|" + "---:|" * len(cols),
@@ -91,16 +99,36 @@ def recall_at(evidence: Iterable[str], retrieved: list[list[str]], k: int) -> fl
     return len(ev & covered) / len(ev)
 
 
-def run_locomo(
+def render_sweep(results: list[EvalResult]) -> str:
+    """One line per budget: recall of the whole context, overall and multi-hop, and its tokens."""
+    lines = [
+        "| budget (tokens) | context recall | multi-hop | temporal | single-hop | median context tokens |",
+        "|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in results:
+        g = {k: r.recall.get(k, {}).get("context", float("nan")) for k in ("overall", "multi-hop", "temporal", "single-hop")}
+        lines.append(f"| {r.budget:,} | {g['overall']:.3f} | {g['multi-hop']:.3f} | {g['temporal']:.3f} | {g['single-hop']:.3f} | {r.median_tokens:.0f} |")
+    return "\n".join(lines)
+
+
+def run_locomo(data_dir: Path, *, budget: int | None = None, out: Path | None = None, **kwargs: Any) -> EvalResult:
+    """One budget (default: the preset's)."""
+    return run_locomo_sweep(data_dir, budgets=(budget,) if budget else (), outs=(out,) if out else (), **kwargs)[0]
+
+
+def run_locomo_sweep(
     data_dir: Path,
     *,
+    budgets: tuple[int, ...] = (),
     ks: tuple[int, ...] = (1, 5, 10),
-    out: Path | None = None,
+    outs: tuple[Path, ...] = (),
     work_dir: Path | None = None,
     conversations: list[str] | None = None,
     preset: str | None = None,
     on_progress: Callable[[str], None] | None = None,
-) -> EvalResult:
+) -> list[EvalResult]:
+    """One result per budget (none given: the preset's budget), every conversation built once
+    and every question compiled once per budget; ``outs`` the run files, one per budget."""
     data_dir = Path(data_dir)
     turns = read_jsonl(data_dir / "conversations.jsonl")
     questions = read_jsonl(data_dir / "questions.jsonl")
@@ -108,48 +136,69 @@ def run_locomo(
     for t in turns:
         by_conv[t["conversation_id"]].append(t)
     conv_ids = conversations or sorted(by_conv)
-    config = QueryConfig.preset(preset) if preset else QueryConfig()
-    config = config.model_copy(update={"k": max(config.k, max(ks))})
+    base = QueryConfig.preset(preset) if preset else QueryConfig()
+    base = base.model_copy(update={"k": max(base.k, max(ks))})
+    configs = [base.model_copy(update={"budget_tokens": b}) for b in budgets] or [base]
+    if outs and len(outs) != len(configs):
+        raise ValueError(f"{len(outs)} run files for {len(configs)} budgets")
     embedder = Embedder()
 
     tmp = tempfile.TemporaryDirectory(prefix="memc-eval-") if work_dir is None else None
     root = Path(tmp.name) if tmp else Path(work_dir)
-    result = EvalResult(ks=tuple(ks), conversations=conv_ids)
-    per_group: dict[str, list[dict[str, float]]] = defaultdict(list)
-    latencies: list[float] = []
-    tokens: list[int] = []
-    run_lines: list[str] = []
+    runs = [_Run(EvalResult(ks=tuple(ks), budget=c.budget_tokens, conversations=conv_ids)) for c in configs]
     try:
         for conv in conv_ids:
-            home, result.build_seconds[conv] = conversation_home(root, conv, by_conv[conv])
+            home, seconds = conversation_home(root, conv, by_conv[conv])
+            for run in runs:
+                run.result.build_seconds[conv] = seconds
             if on_progress:
-                on_progress(f"{conv}: built in {result.build_seconds[conv]} s")
+                on_progress(f"{conv}: built in {seconds} s")
             for q in (q for q in questions if q["conversation_id"] == conv):
-                t1 = time.perf_counter()
-                ctx = compile_context(q["question"], EVAL_ASKER, home=home, scope=conv, config=config, embedder=embedder)
-                latencies.append((time.perf_counter() - t1) * 1000)
-                tokens.append(ctx.tokens)
-                # each item lists every turn it shows (a hit with its neighbours in the session)
-                retrieved = [[r for r in (it.source_refs or [it.source_ref]) if r] for it in ctx.items]
-                run_lines.append(json.dumps({"question_id": q["question_id"], "retrieved": retrieved}))
-                if not q.get("evidence"):
-                    continue
-                metrics = {f"R@{k}": recall_at(q["evidence"], retrieved, k) for k in ks}
-                per_group[CATEGORIES.get(q["category"], str(q["category"]))].append(metrics)
-                per_group["overall"].append(metrics)
+                for run, config in zip(runs, configs):
+                    run.ask(q, home, conv, config, embedder, ks)
     finally:
         if tmp:
             tmp.cleanup()
-    for group, ms in per_group.items():
-        result.recall[group] = {c: sum(m[c] for m in ms) / len(ms) for c in ms[0]}
-        result.counts[group] = len(ms)
-    result.questions = len(run_lines)
-    if tokens:
-        result.median_tokens = statistics.median(tokens)
-    if latencies:
-        latencies.sort()
-        result.latency_ms_p50 = statistics.median(latencies)
-        result.latency_ms_p95 = latencies[min(len(latencies) - 1, int(round(0.95 * (len(latencies) - 1))))]
-    if out:
-        Path(out).write_text("\n".join(run_lines) + "\n")
-    return result
+    for i, run in enumerate(runs):
+        run.finish()
+        if outs:
+            Path(outs[i]).write_text("\n".join(run.lines) + "\n")
+    return [run.result for run in runs]
+
+
+@dataclass
+class _Run:
+    """What one budget's questions gave, while the sweep goes."""
+
+    result: EvalResult
+    per_group: dict[str, list[dict[str, float]]] = field(default_factory=lambda: defaultdict(list))
+    latencies: list[float] = field(default_factory=list)
+    tokens: list[int] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+
+    def ask(self, q: dict[str, Any], home: MemcHome, conv: str, config: QueryConfig, embedder: Embedder, ks: tuple[int, ...]) -> None:
+        t1 = time.perf_counter()
+        ctx = compile_context(q["question"], EVAL_ASKER, home=home, scope=conv, config=config, embedder=embedder)
+        self.latencies.append((time.perf_counter() - t1) * 1000)
+        self.tokens.append(ctx.tokens)
+        # each item lists every turn it shows (a hit with its neighbours in the session)
+        retrieved = [[r for r in (it.source_refs or [it.source_ref]) if r] for it in ctx.items]
+        self.lines.append(json.dumps({"question_id": q["question_id"], "retrieved": retrieved}))
+        if not q.get("evidence"):
+            return
+        metrics = {"context": recall_at(q["evidence"], retrieved, len(retrieved)), **{f"R@{k}": recall_at(q["evidence"], retrieved, k) for k in ks}}
+        self.per_group[CATEGORIES.get(q["category"], str(q["category"]))].append(metrics)
+        self.per_group["overall"].append(metrics)
+
+    def finish(self) -> None:
+        r = self.result
+        for group, ms in self.per_group.items():
+            r.recall[group] = {c: sum(m[c] for m in ms) / len(ms) for c in ms[0]}
+            r.counts[group] = len(ms)
+        r.questions = len(self.lines)
+        if self.tokens:
+            r.median_tokens = statistics.median(self.tokens)
+        if self.latencies:
+            lat = sorted(self.latencies)
+            r.latency_ms_p50 = statistics.median(lat)
+            r.latency_ms_p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))]
