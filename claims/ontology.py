@@ -29,6 +29,9 @@ class Predicate:
     description: str
     # Plans and scheduled events may lie after the entry that states them; facts may not.
     future_allowed: bool = False
+    # Computed from other claims (dreaming's graph analytics), not said by anyone: the context
+    # shows it only when a question asks about importance or groups (query/intent.py).
+    derived: bool = False
 
 
 ONTOLOGY: dict[str, Predicate] = {
@@ -66,8 +69,8 @@ ONTOLOGY: dict[str, Predicate] = {
         Predicate("activity", "multi", "person", "text", "something the subject did (no typed predicate fits)"),
         Predicate("mentions", "multi", "any", "person", "a known person named in the entry"),
         Predicate("mentions_identifier", "multi", "any", "identifier", "an order, booking or ticket id"),
-        Predicate("centrality", "functional", "person", "number", "PageRank in the interaction graph (derived)"),
-        Predicate("community", "functional", "person", "text", "the interaction community the subject belongs to (derived)"),
+        Predicate("centrality", "functional", "person", "number", "PageRank in the interaction graph (derived)", derived=True),
+        Predicate("community", "functional", "person", "text", "the interaction community the subject belongs to (derived)", derived=True),
     ]
 }
 

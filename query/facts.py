@@ -11,6 +11,7 @@ from typing import Any
 
 from memc.home import MemcHome
 from memc.visibility import may_see
+from query import intent
 from query.config import QueryConfig
 from query.context import StateFact, iso
 from query.state import StateQueryError, state_for_entity
@@ -76,8 +77,9 @@ def state_facts(
         STATE_SOURCE.set("none")
         return [], []
     words = set(re.findall(r"[\w'-]+", question.casefold()))
+    words |= {w[:-2] for w in words if w.endswith(("'s", "’s"))}  # "Elena's employer" names Elena
     source, conflict_rows = state_rows(home, words)
-    rows = [r for r in source if holds_for(r, asker, scope)]
+    rows = [r for r in source if holds_for(r, asker, scope) and intent.shown(r["predicate"], question)]
     mentioned = {r["subject_id"] for r in rows if r["subject"].casefold() in words}
     if as_of is not None or known_at is not None:
         return state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at)
@@ -96,7 +98,7 @@ def state_facts(
                 newest[key] = r
         else:
             facts.append(r)
-    facts = rank_facts([*newest.values(), *facts], words)
+    facts = rank_facts([*newest.values(), *facts], words, intent.asked(question))
     conflicts = [
         conflict_of(c)
         for c in conflict_rows
@@ -130,15 +132,17 @@ def state_source() -> str:
     return STATE_SOURCE.get()
 
 
-def rank_facts(rows: list[dict[str, Any]], words: set[str]) -> list[dict[str, Any]]:
-    """Facts about the entities the question names, those sharing words with the question first
-    (a question about Elena's job wants works_at before likes), then the most recent."""
+def rank_facts(rows: list[dict[str, Any]], words: set[str], asked: dict[str, int] | None = None) -> list[dict[str, Any]]:
+    """Facts about the entities the question names: of the predicates it asks for first
+    (query/intent.py: "Where does Elena work?" asks for works_at, through the lexicon's lemmas),
+    then those sharing words with the question, then the most recent."""
+    asked = asked or {}
 
     def overlap(r: dict[str, Any]) -> int:
         said = set(re.findall(r"[\w'-]+", f"{r['predicate'].replace('_', ' ')} {r['object']} {r['quote']}".casefold()))
         return len((said & words) - _STOP)
 
-    return sorted(rows, key=lambda r: (-overlap(r), -r["valid_from"].timestamp(), r["claim_id"]))
+    return sorted(rows, key=lambda r: (-asked.get(r["predicate"], 0), -overlap(r), -r["valid_from"].timestamp(), r["claim_id"]))
 
 
 # Words that say nothing about which fact is wanted.

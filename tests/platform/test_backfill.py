@@ -4,7 +4,7 @@ bump and backfills that re-extract exactly the out-of-date days, beside the old 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import pytest
