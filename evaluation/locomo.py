@@ -7,7 +7,8 @@ conversation. Recall@k is the share of a question's evidence turns among the top
 averaged over questions that have evidence — the same definition as
 ../shared/eval/locomo_score.py, which can score the run file this writes.
 
-The headline is the recall of the whole context (``context``: every item the budget let in), at
+The headline is the recall of the whole context (``context``: every turn the context shows, in
+its items and in the quotes of its state facts, whose refs the run file keeps under ``facts``), at
 a token budget: an item showing five turns is not one BM25 turn, so memc is compared with plain
 retrieval given the same tokens (../shared/eval/budget_baseline.py packs BM25 hits, alone or
 with +-2 turns, into the same budget). ``budgets`` sweeps several budgets over one build.
@@ -183,10 +184,14 @@ class _Run:
         self.tokens.append(ctx.tokens)
         # each item lists every turn it shows (a hit with its neighbours in the session)
         retrieved = [[r for r in (it.source_refs or [it.source_ref]) if r] for it in ctx.items]
-        self.lines.append(json.dumps({"question_id": q["question_id"], "retrieved": retrieved}))
+        # The state facts quote turns too, with their refs: the whole context shows those turns.
+        # Kept apart in the run file, so that R@k (and scorers of `retrieved`) count items only.
+        facts = sorted({f.source_ref for f in ctx.state if f.source_ref})
+        self.lines.append(json.dumps({"question_id": q["question_id"], "retrieved": retrieved, "facts": facts}))
         if not q.get("evidence"):
             return
-        metrics = {"context": recall_at(q["evidence"], retrieved, len(retrieved)), **{f"R@{k}": recall_at(q["evidence"], retrieved, k) for k in ks}}
+        whole = [*retrieved, facts]
+        metrics = {"context": recall_at(q["evidence"], whole, len(whole)), **{f"R@{k}": recall_at(q["evidence"], retrieved, k) for k in ks}}
         self.per_group[CATEGORIES.get(q["category"], str(q["category"]))].append(metrics)
         self.per_group["overall"].append(metrics)
 
