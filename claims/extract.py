@@ -43,6 +43,11 @@ class ExtractionResult:
     entries_read: int
 
 
+# The order of a pass's tables, whether one process or several wrote them (a rejection always
+# carries its entry's seq).
+CLAIM_ORDER = [("source_seq", "ascending"), ("claim_id", "ascending")]
+REJECTION_ORDER = [("source_seq", "ascending"), ("proposal_id", "ascending")]
+
 # Below this many entries a pass runs in this process: forking workers and sending them the
 # entries costs ~0.1 s, which ~1,000 entries (0.6 s at the clause extractor's ~1,600/s) do not
 # earn back (benchmarks/bench_extract.py measures both).
@@ -115,10 +120,8 @@ def extract(
                 "asserted_by_id": _asserter_id(resolver, scope, raw.asserted_by or entry.get("actor")),
             }
     return ExtractionResult(
-        claims=pa.Table.from_pylist(sorted(claims.values(), key=lambda c: (c["source_seq"], c["claim_id"])), schema=CLAIM_SCHEMA),
-        rejections=pa.Table.from_pylist(
-            sorted(rejections.values(), key=lambda r: (r["source_seq"] or 0, r["proposal_id"])), schema=REJECTION_SCHEMA
-        ),
+        claims=pa.Table.from_pylist(list(claims.values()), schema=CLAIM_SCHEMA).sort_by(CLAIM_ORDER),
+        rejections=pa.Table.from_pylist(list(rejections.values()), schema=REJECTION_SCHEMA).sort_by(REJECTION_ORDER),
         entries_read=n,
     )
 
@@ -134,8 +137,8 @@ def _extract_forked(entries: list[dict[str, Any]], extractor: Extractor, resolve
     # Chunks hold whole entries and ids name their entry, so no claim comes from two chunks;
     # sorted as one pass sorts them.
     return ExtractionResult(
-        claims=pa.concat_tables([p.claims for p in parts]).sort_by([("source_seq", "ascending"), ("claim_id", "ascending")]),
-        rejections=pa.concat_tables([p.rejections for p in parts]).sort_by([("source_seq", "ascending"), ("proposal_id", "ascending")]),
+        claims=pa.concat_tables([p.claims for p in parts]).sort_by(CLAIM_ORDER),
+        rejections=pa.concat_tables([p.rejections for p in parts]).sort_by(REJECTION_ORDER),
         entries_read=sum(p.entries_read for p in parts),
     )
 

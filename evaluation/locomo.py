@@ -112,11 +112,6 @@ def render_sweep(results: list[EvalResult]) -> str:
     return "\n".join(lines)
 
 
-def run_locomo(data_dir: Path, *, budget: int | None = None, out: Path | None = None, **kwargs: Any) -> EvalResult:
-    """One budget (default: the preset's)."""
-    return run_locomo_sweep(data_dir, budgets=(budget,) if budget else (), outs=(out,) if out else (), **kwargs)[0]
-
-
 def run_locomo_sweep(
     data_dir: Path,
     *,

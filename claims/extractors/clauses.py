@@ -347,6 +347,12 @@ def _named_people(entry: dict[str, Any], text: str, relations: list[tuple[str, i
     return names
 
 
+def _the_one(people: list[str]) -> str | None:
+    """Whom "he"/"she" means: the one person named in the turn, or no one when two are."""
+    distinct = set(people)
+    return next(iter(distinct)) if len(distinct) == 1 else None
+
+
 @dataclass(frozen=True)
 class _Report:
     reporter: str  # who is reported to have said it, as written
@@ -365,10 +371,9 @@ def _report(tokens: list[Any], people: list[str]) -> _Report | None:
         return None
     t, j = tokens[i], i + 1
     if t.lower_ in ("he", "she"):
-        distinct = sorted(set(people))
-        if len(distinct) != 1:
+        reporter = _the_one(people)
+        if reporter is None:
             return None
-        reporter = distinct[0]
     elif t.lower_ == "my" and tokens[i + 2].text in people:
         reporter, j = tokens[i + 2].text, i + 3  # "my sister Ana said ..."
     elif t.is_title and t.is_alpha and t.text not in rules._NOT_PEOPLE and t.lower_ not in _SUBJECT_WORDS and t.lower_ not in _OPENERS:
@@ -484,8 +489,8 @@ def _subject(tokens: list[Any], speaker: str | None, people: list[str], listener
     if low == "you" and listener is not None and not (i and tokens[i - 1].lower_ in _LEADS | {"if", "unless"}):
         return listener, i + 1, False  # not "when you start questioning": that "you" is anyone
     if low in ("he", "she"):
-        distinct = sorted(set(people))
-        return (distinct[0], i + 1, False) if len(distinct) == 1 else (None, 0, False)
+        one = _the_one(people)
+        return (one, i + 1, False) if one is not None else (None, 0, False)
     if low == "my" and i + 1 < len(tokens) and tokens[i + 1].lower_ == "home":
         return speaker, i + 1, False  # "My home is now Lisbon": the frame starts at "home"
     if low == "my" and i + 2 < len(tokens) and tokens[i + 2].text in people:

@@ -52,3 +52,14 @@
         (DuckDB's single-writer lock would make the next dbt build fail). -#}
     {{ env_var('MEMC_HOME') }}/warehouse/marts/{{ name }}.parquet
 {%- endmacro %}
+
+{% macro claims_path_extractor(path) -%}
+    {#- The extractor key a claims file's path names: claims/extractor=<key>/... -#}
+    regexp_extract({{ path }}, 'extractor=([^/]+)', 1)
+{%- endmacro %}
+
+{% macro claims_path_day(path) -%}
+    {#- The ledger day a claims file's path names (claims/.../day=YYYY-MM-DD/...), as a date;
+        NULL for a file of the flat layout, which names none. -#}
+    try_cast(nullif(regexp_extract({{ path }}, 'day=([0-9]{4}-[0-9]{2}-[0-9]{2})', 1), '') as date)
+{%- endmacro %}

@@ -5,11 +5,8 @@
 -- columns: files written before them read as NULL, and a claim with no polarity is an
 -- assertion (what every claim was before).
 select
-    regexp_extract(filename, 'extractor=([^/]+)', 1) as extractor_key,
-    coalesce(
-        try_cast(nullif(regexp_extract(filename, 'day=([0-9]{4}-[0-9]{2}-[0-9]{2})', 1), '') as date),
-        (recorded_at::timestamptz at time zone 'UTC')::date
-    ) as ledger_day,
+    {{ claims_path_extractor('filename') }} as extractor_key,
+    coalesce({{ claims_path_day('filename') }}, (recorded_at::timestamptz at time zone 'UTC')::date) as ledger_day,
     claim_id,
     extractor,
     extractor_version,

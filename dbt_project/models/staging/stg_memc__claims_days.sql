@@ -5,6 +5,6 @@
 -- claims asset (a backfill) rebuilds it.
 -- depends_on: {{ source('memc', 'claims') }}
 select distinct
-    regexp_extract(file, 'extractor=([^/]+)', 1) as extractor_key,
-    regexp_extract(file, 'day=([0-9]{4}-[0-9]{2}-[0-9]{2})', 1)::date as ledger_day
+    {{ claims_path_extractor('file') }} as extractor_key,
+    {{ claims_path_day('file') }} as ledger_day
 from glob('{{ env_var("MEMC_HOME") }}/claims/extractor=*/day=*/claims.parquet')
