@@ -42,7 +42,7 @@ from claims import timephrase
 from claims.extractors import rules
 from claims.lexicon import lexicon
 from claims.model import Proposal
-from claims.nlp import lemma_table, lemmas, pipeline, surface_variants
+from claims.nlp import lemma, lemma_table, lemmas, pipeline, surface_variants
 
 if TYPE_CHECKING:
     from claims.resolve import Resolver
@@ -297,8 +297,8 @@ def _relations(text: str) -> Iterator[tuple[str, int, int, int]]:
 
 # "Iron Man is my top pick", "Coconut ice cream is one of my favorites", "my favorite band is X".
 _FAVOURITE = r"(?:one of\s+)?[Mm]y\s+(?:all-time\s+|absolute\s+|top\s+|very\s+)?(?:favou?rites?|faves?|top picks?|go-tos?)"
-_FAVOURITE_BEFORE = re.compile(rf"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>(?:[\"“][^\"”]{{2,60}}[\"”]|[A-Za-z][\w'\- ]{{1,60}}?))\s+(?:is|are|was|were|'s)\s+(?:\w+\s+)?{_FAVOURITE}\b")
-_FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z]+){{0,2}}\s+(?:is|are|was|were|has to be)\s+(?P<obj>[\"“]?[A-Za-z][\w'\- ]{{1,60}}?[\"”]?)(?=[.!?,;]|\s+(?:and|but|because|by)\b|$)")
+_FAVOURITE_BEFORE = re.compile(rf"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>(?:[\"“][^\"”]{{2,60}}[\"”]|[A-Za-z][\w'\- ]{{1,60}}?))\s+(?:is|are|was|were|'s)\s+(?:(?:\w+\s+)?{_FAVOURITE}|at the top of my list)\b")
+_FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z][a-z\-]*){{0,3}}\s+(?:is|are|was|were|has to be)\s+(?:this\s+|that\s+|these\s+)?(?:amazing\s+|awesome\s+|great\s+|delicious\s+)?(?P<obj>[\"“]?[A-Za-z][\w'\- ]{{1,60}}?[\"”]?)(?=[.!?,;]|\s+(?:and|but|because|by)\b|$)")
 
 
 # "It's super important to teach kids about veterans", "Family is so important to me".
@@ -314,8 +314,30 @@ _JOY = re.compile(
     r"(?:me|us)\s+(?:so\s+much\s+|a\s+lot\s+of\s+|such\s+|great\s+|real\s+)?(?:joy|happiness|peace|comfort|calm)\b"
 )
 
+# Thanks for something named: "Thanks for the advice", "Your support is greatly appreciated",
+# "Your kind words mean a lot". A bare "Thanks!" names nothing and gives no claim; "thanks for
+# asking" names only talk (cut in _statements).
+_THANKS_FOR = re.compile(r"\b(?:[Tt]hanks|[Tt]hank you|[Tt]hank u)(?:\s+(?:so|very)\s+much|\s+a\s+lot|\s+again)?,?\s+(?:[A-Z]\w+,?\s+)?for\s+(?P<obj>[^.!?,;:\-–()]{3,80})")
+_APPRECIATED = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>[Yy]our\s+[\w'\- ]{3,50}?)\s+(?:is|are|was|were)\s+(?:\w+\s+)?(?:appreciated|priceless)\b"
+    r"|(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj2>[Yy]our\s+[\w'\- ]{3,50}?)\s+(?:really\s+|truly\s+)?(?:means?|meant)\s+(?:a\s+lot|so\s+much|the\s+world|everything)\b"
+)
+
+_COURTESIES = _TALK | {"have", "be", "reach", "listen", "help", "come", "understand", "care", "think"}
+_LEAD_OWNER = re.compile(r"(?:all the|all|your|the)\s+", re.I)
+
+# "Dancing makes me so happy", "Their words touched me": the feeling, caused by what is named.
+_CAUSE = r"(?:^|(?<=[.!?;]\s))(?:[^.!?;]{0,80}?\s)?"  # the quote keeps the cause: from the sentence's start
+_MAKES_ME = re.compile(_CAUSE + r"(?:makes?|made|making)\s+me\s+(?:feel\s+)?(?:so\s+|really\s+|super\s+|very\s+|extremely\s+|incredibly\s+)?(?P<obj>[a-z]+)\b")
+_TOUCHED_ME = re.compile(_CAUSE + r"(?P<obj>touched|moved|inspired|amazed|humbled)\s+me\b")
+
 # What the whole turn may say of the speaker, beside its clauses.
-_STATEMENTS = (("likes", (_FAVOURITE_BEFORE, _FAVOURITE_AFTER, _JOY)), ("values", (_VALUES_IT, _VALUES_X)))
+_STATEMENTS = (
+    ("likes", (_FAVOURITE_BEFORE, _FAVOURITE_AFTER, _JOY)),
+    ("values", (_VALUES_IT, _VALUES_X)),
+    ("appreciates", (_THANKS_FOR, _APPRECIATED)),
+    ("feels", (_MAKES_ME, _TOUCHED_ME)),
+)
 _OBJECT_END = re.compile(r"\s+(?:and (?:what|how|why|who)|because|which|so that|when|while)\b")
 _NOT_OBJECTS = ("it", "that", "this", "which", "what", "mine", "he", "she", "they", "you")
 
@@ -326,14 +348,22 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     for predicate, patterns in _STATEMENTS:
         for pattern in patterns:
             for m in pattern.finditer(text):
-                raw = m.group("obj")
-                start = m.start("obj") + len(raw) - len(raw.lstrip())
+                group = "obj" if m.group("obj") is not None else "obj2"
+                raw = m.group(group)
+                start = m.start(group) + len(raw) - len(raw.lstrip())
                 obj = _OBJECT_END.split(raw.strip())[0].rstrip()
                 # "..., but contemporary is my top pick": the favourite follows the conjunction.
                 if lead := re.match(r"(?:but|and|so|or|plus|though)\s+", obj, re.I):
                     start, obj = start + lead.end(), obj[lead.end() :]
                 if not obj or obj.lower().split()[0] in _NOT_OBJECTS:
                     continue
+                if predicate == "feels" and obj.lower() not in _word_lists()["feelings"]:
+                    continue  # "makes me think", "made me realize": not a feeling
+                if predicate == "appreciates":
+                    if lemma(obj.split()[0].lower()) in _COURTESIES and len(obj.split()) < 3:
+                        continue  # "thanks for asking", "thanks for having me": courtesy, nothing named
+                    if lead := _LEAD_OWNER.match(obj):
+                        start, obj = start + lead.end(), obj[lead.end() :]  # "your support" -> "support"
                 yield predicate, start, start + len(obj), m.start(), m.end()
 
 
@@ -758,7 +788,8 @@ def _object_span(
         low = t.lower_
         if t.text in ('"', "“", "”"):
             quoted = not quoted
-        if quoted:  # a title in quotes is one name: "Charlotte's Web"
+        if quoted:  # a title in quotes is one name, never cut: "Charlotte's Web"
+            content += len(low) > 2 and low not in _STOPWORDS and t.is_alpha
             out.append(t)
             continue
         if any(a <= t.idx < b for a, b in times) or low in _TIME_WORDS_STOP:

@@ -69,10 +69,24 @@ def test_hedged_and_hypothetical_statements_never_become_facts() -> None:
         ("I'll visit my aunt in Lyon.", ("Ana", "plans", "visit my aunt in Lyon", "assert")),
         ("I can't wait to see the Grand Canyon.", ("Ana", "plans", "see the Grand Canyon", "assert")),
         ("I can't stand crowds.", ("Ana", "dislikes", "crowds", "assert")),
+        ('I just watched "Little Women" and it was amazing!', ("Ana", "watched", "Little Women", "assert")),
+        ("My favorite dairy-free treat is this amazing chocolate raspberry tart.", ("Ana", "likes", "chocolate raspberry tart", "assert")),
+        ("Coconut milk ice cream is at the top of my list.", ("Ana", "likes", "Coconut milk ice cream", "assert")),
+        ("Thanks so much for the advice on flooring!", ("Ana", "appreciates", "advice on flooring", "assert")),
+        ("Your kind words mean a lot.", ("Ana", "appreciates", "kind words", "assert")),
+        ("I really appreciate your help and motivation.", ("Ana", "appreciates", "help and motivation", "assert")),
+        ("Dancing makes me so happy.", ("Ana", "feels", "happy", "assert")),
+        ("Last week, we had a blast at a live music event.", ("Ana", "attended", "live music event", "assert")),
     ],
 )
 def test_clauses_say_typed_facts(text, want) -> None:
     assert want in said(text)
+
+
+def test_courtesy_and_thought_are_not_facts() -> None:
+    assert said("Thanks for asking!") == set()
+    assert said("Thanks, Jonas!") == set()
+    assert said("It makes me think of home.") == set()
 
 
 def test_ability_and_advice_assert_nothing() -> None:
