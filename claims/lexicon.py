@@ -42,6 +42,16 @@ class Words(_Strict):
     words: tuple[str, ...] = Field(min_length=1)
 
 
+class Encouraging(Words):
+    @field_validator("words")
+    @classmethod
+    def _said_to_someone(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        # The claim's object is the listener, supported by "you" in the quote (claims/validate.py).
+        if bad := [w for w in v if not ({"you", "your", "you're", "you'll", "you've"} & set(w.lower().split()))]:
+            raise ValueError(f"{bad[0]!r} does not say 'you': whom it backs would not be in the quote")
+        return v
+
+
 class Relations(_Strict):
     has_relative: tuple[str, ...]
     has_friend: tuple[str, ...]
@@ -56,6 +66,7 @@ class Lexicon(_Strict):
     negations: Words
     reporting: Words
     feelings: Words
+    encouraging: Encouraging
     relations: Relations
 
 

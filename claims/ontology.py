@@ -58,6 +58,7 @@ ONTOLOGY: dict[str, Predicate] = {
         Predicate("watched", "multi", "person", "text", "something the subject watched, read or listened to"),
         Predicate("met", "multi", "person", "text", "someone the subject met or spent time with"),
         Predicate("feels", "multi", "person", "text", "how the subject feels, and about what"),
+        Predicate("encourages", "multi", "person", "person", "someone the subject encourages or backs (said to them)"),
         Predicate("appreciates", "multi", "person", "text", "something the subject is grateful for (help, kind words, a gift)"),
         Predicate("values", "multi", "person", "text", "something the subject holds important"),
         Predicate("has", "multi", "person", "text", "something or someone the subject has or had (a thing, a mentor, an experience)"),

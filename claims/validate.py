@@ -52,7 +52,9 @@ def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | 
     if p.quote not in source["content"]:
         return f"quote {p.quote[:60]!r} does not occur verbatim in entry {p.source_entry_id}"
     quote = _fold(p.quote)
-    if _fold(p.object) not in quote:
+    person_object = ONTOLOGY[p.predicate].object_type == "person" if p.predicate in ONTOLOGY else False
+    if _fold(p.object) not in quote and not (person_object and _person_supported(p.object, source, resolver, p.quote)):
+        # A person object may be the "you" of a two-party session, as a subject may.
         return f"object {p.object[:60]!r} is not supported: it does not occur in the quote {p.quote[:60]!r}"
     if p.time_phrase and _fold(p.time_phrase) not in quote:
         return f"time phrase {p.time_phrase!r} does not occur in the quote {p.quote[:60]!r}"

@@ -69,7 +69,7 @@ _ADVERBS = {
     "just", "really", "finally", "recently", "also", "already", "still", "now", "actually", "totally", "always",
     "usually", "often", "sometimes", "even", "currently", "definitely", "truly", "seriously", "officially",
     "kinda", "lately", "again", "both", "all", "absolutely", "so", "too", "super", "literally", "honestly",
-    "mostly", "recently", "regularly", "constantly", "ever", "only", "once", "more",
+    "mostly", "recently", "regularly", "constantly", "ever", "only", "once", "more", "first",
     "very", "pretty", "quite", "extra", "incredibly", "extremely", "genuinely", "feeling",
 }  # fmt: skip
 # Objects end where another clause starts.
@@ -94,6 +94,7 @@ _NOT_ACTIVITIES = {
     "chat", "ask", "catch", "check", "assume", "figure", "reckon", "expect", "doubt",
 }  # fmt: skip
 _SPEAKING = ("message", "correction", "observation")
+_ASKING = frozenset({"ask", "see", "wonder", "know", "check", "decide", "tell"})
 # Word lists of the rules below, each with the sentence it was written for at its use. They
 # are heuristics of this reader, not phrasings of the ontology (those are claims/lexicon.toml).
 # An object that opens with a subject pronoun is a clause: "I heard she joined Helio Labs".
@@ -107,13 +108,13 @@ _TIME_NOUNS = frozenset({
 })  # fmt: skip
 # Where an object cut at the word cap backs off to; what an object does not end with.
 _PHRASE_HEADS = frozenset({"by", "with", "for", "to", "in", "on", "at", "from", "about", "that", "who", "which", "and"})
-_TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "for", "my", "with", "and", "or", "by", "about", "from", "like", "as", "into", "me", "us", "him", "her", "them", "some", "so", "that"})
+_TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "for", "my", "with", "and", "or", "by", "about", "from", "like", "as", "into", "me", "us", "him", "her", "them", "some", "so", "that", "will", "would", "can", "could", "should"})
 # What may follow a feeling in its object ("glad about the news"); anything else is a clause.
 _FEELING_LINKS = frozenset({"about", "for", "to", "with", "of", "by", "and", "at", "that", "in", "when", "from"})
 _PREPOSITIONS = frozenset({"for", "to", "with", "at", "in", "on", "from", "about", "by", "of", "into"})
 _DETERMINERS = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "these", "those"})
 _HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point"})
-_GOT_IDIOMS = frozenset({"attitude", "point", "idea", "feeling", "sense", "hang", "vibe", "gist", "message", "impression", "back", "covered"})
+_GOT_IDIOMS = frozenset({"attitude", "point", "idea", "feeling", "sense", "hang", "vibe", "gist", "message", "impression", "back", "covered", "chance", "opportunity"})
 # "got married", "got sick": a change of state.
 _GOT_STATES = frozenset({"allergic", "pregnant", "engaged", "interested", "involved", "sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
 # What a speaker says of the one they talk to ("you're so brave", "you're making a big impact")
@@ -127,7 +128,7 @@ _OF_THE_LISTENER = frozenset({"lives_in", "works_at", "studies_at", "attended", 
 _TIME_WORDS = {
     "last", "this", "next", "week", "month", "year", "yesterday", "today", "tonight", "morning", "afternoon",
     "evening", "weekend", "night", "ago", "few", "days", "weeks", "months", "years", "couple", "of", "the",
-    "other", "day", "earlier", "later", "then", "recently", "lately", "finally", "btw", "also", "just",
+    "other", "day", "earlier", "later", "then", "recently", "lately", "finally", "btw", "also", "just", "ages", "times", "once", "twice", "every",
 }  # fmt: skip
 # Subordinators that open a clause: "when I shared my book ...".
 _LEADS = {"when", "while", "because", "since", "after", "before", "as", "once", "cause", "cuz", "whenever", "now", "especially"}
@@ -218,6 +219,9 @@ def _word_lists() -> dict[str, Any]:
         "negations": [lemmas(n) for n in lex.negations.words],
         "feelings": set(lex.feelings.words),
         "reporting": set(lex.reporting.words),
+        "encouraging": re.compile(
+            r"(?<!\w)(?:" + "|".join(re.escape(w).replace("'", "['’]") for w in sorted(lex.encouraging.words, key=len, reverse=True)) + r")(?!\w)", re.I
+        ),
         "relations": {pred: sorted(words, key=len, reverse=True) for pred, words in lex.relations.model_dump().items()},
     }
 
@@ -264,6 +268,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
             if p is not None and p.quote in text[start:end]:
                 p = p.model_copy(update={"quote": text[start:end]})  # the quote says why: "... is my favourite"
             yield from once(p)
+    if speaker and listener:
+        yield from once(_encouragement(entry, base, text, speaker, listener))
     doc = pipeline()(text)
     matcher, frames = _matcher()
     matches: dict[int, list[tuple[int, _Frame]]] = {}
@@ -273,7 +279,10 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
         if sent.text.rstrip().endswith("?"):
             continue  # a question asserts nothing
         # "If I get the job, ..." makes the whole sentence hypothetical; "even if" concedes, it does not.
-        conditional = any(t.lower_ in ("if", "unless") and not (t.i and t.nbor(-1).lower_ == "even") for t in sent)
+        # "asked if they needed volunteers", "see if it fits": an indirect question, not a condition.
+        conditional = any(
+            t.lower_ in ("if", "unless") and not (t.i and (t.nbor(-1).lower_ == "even" or _lemma(t.nbor(-1)) in _ASKING)) for t in sent
+        )
         for clause in _clauses(sent):
             report = _report(clause, people)
             if report is not None:
@@ -287,6 +296,22 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
         yield from rules._mentions(entry, base, text, actor, resolver)
 
 
+def _encouragement(entry: dict[str, Any], base: dict[str, Any], text: str, speaker: str, listener: str) -> Proposal | None:
+    """"You've got this!", "I'm rooting for you": the speaker backs the listener (`encourages`),
+    quoted from the sentence's start to the phrase's end. Not in a question ("Are you proud of
+    you?"), and one claim a turn: the fact is that they back them, not how often they say so."""
+    for m in _word_lists()["encouraging"].finditer(text):
+        start, end = rules._sentence_span(text, m.start())
+        if text[m.end() : end].lstrip().startswith("?") or text[start:end].rstrip().endswith("?"):
+            continue
+        if re.search(r"\b(?:hope|hoping|if|wish)\s+$", text[start : m.start()], re.I):
+            continue  # "hope you're doing great": a wish, "if you can do it": a condition
+        quote = text[start : m.end()].strip(" \t-–—")
+        quote = quote[len(quote) - len(quote.lstrip("!.,;: ")) :]
+        return Proposal(subject=speaker, predicate="encourages", object=listener, quote=quote, valid_at=entry["valid_at"], **base)
+    return None
+
+
 def _relations(text: str) -> Iterator[tuple[str, int, int, int]]:
     for pred, pattern in _relation_pattern():
         for m in pattern.finditer(text):
@@ -297,7 +322,7 @@ def _relations(text: str) -> Iterator[tuple[str, int, int, int]]:
 
 # "Iron Man is my top pick", "Coconut ice cream is one of my favorites", "my favorite band is X".
 _FAVOURITE = r"(?:one of\s+)?[Mm]y\s+(?:all-time\s+|absolute\s+|top\s+|very\s+)?(?:favou?rites?|faves?|top picks?|go-tos?)"
-_FAVOURITE_BEFORE = re.compile(rf"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>(?:[\"“][^\"”]{{2,60}}[\"”]|[A-Za-z][\w'\- ]{{1,60}}?))\s+(?:is|are|was|were|'s)\s+(?:(?:\w+\s+)?{_FAVOURITE}|at the top of my list)\b")
+_FAVOURITE_BEFORE = re.compile(rf"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>(?:[\"“][^\"”]{{2,60}}[\"”]|[A-Za-z][\w'\- ]{{1,60}}?))\s+(?:is|are|was|were|'s|has\s+(?:always\s+)?been|have\s+(?:always\s+)?been)\s+(?:(?:\w+\s+)?{_FAVOURITE}|at the top of my list|(?:a|one)\s+(?:\w+\s+)?(?:favou?rite|fave)s?\s+of\s+mine)\b")
 _FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z][a-z\-]*){{0,3}}\s+(?:is|are|was|were|has to be)\s+(?:this\s+|that\s+|these\s+)?(?:amazing\s+|awesome\s+|great\s+|delicious\s+)?(?P<obj>[\"“]?[A-Za-z][\w'\- ]{{1,60}}?[\"”]?)(?=[.!?,;]|\s+(?:and|but|because|by)\b|$)")
 
 
@@ -328,7 +353,7 @@ _LEAD_OWNER = re.compile(r"(?:all the|all|your|the)\s+", re.I)
 
 # "Dancing makes me so happy", "Their words touched me": the feeling, caused by what is named.
 _CAUSE = r"(?:^|(?<=[.!?;]\s))(?:[^.!?;]{0,80}?\s)?"  # the quote keeps the cause: from the sentence's start
-_MAKES_ME = re.compile(_CAUSE + r"(?:makes?|made|making)\s+me\s+(?:feel\s+)?(?:so\s+|really\s+|super\s+|very\s+|extremely\s+|incredibly\s+)?(?P<obj>[a-z]+)\b")
+_MAKES_ME = re.compile(_CAUSE + r"(?:makes?|made|making)\s+me\s+(?:feel\s+)?(?:so\s+|really\s+|super\s+|very\s+|extremely\s+|incredibly\s+)?(?P<obj>[a-z]+(?:\s+and\s+[a-z]+)?)\b")
 _TOUCHED_ME = re.compile(_CAUSE + r"(?P<obj>touched|moved|inspired|amazed|humbled)\s+me\b")
 
 # What the whole turn may say of the speaker, beside its clauses.
@@ -357,7 +382,7 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
                     start, obj = start + lead.end(), obj[lead.end() :]
                 if not obj or obj.lower().split()[0] in _NOT_OBJECTS:
                     continue
-                if predicate == "feels" and obj.lower() not in _word_lists()["feelings"]:
+                if predicate == "feels" and obj.lower().split()[0] not in _word_lists()["feelings"]:
                     continue  # "makes me think", "made me realize": not a feeling
                 if predicate == "appreciates":
                     if lemma(obj.split()[0].lower()) in _COURTESIES and len(obj.split()) < 3:
@@ -626,13 +651,16 @@ def _read_clause(
         if k is not None and tokens[k].lower_ in words["feelings"]:
             # "I've been getting so stressed", "I feel so lucky": the feeling is the object
             verb, i, frame = tokens[k], k, None
-    if frame is None and verb.lower_ in words["feelings"]:
+    moving = verb.lower_ == "moved" and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in _PREPOSITIONS | {"back", "away", "here", "there", "abroad"}
+    if frame is None and verb.lower_ in words["feelings"] and not moving:  # "moved from my home country" is not a feeling
         frame, end = _Frame("feels", "phrase", ()), verb.i  # "I'm thrilled to ...": the feeling is the object
     if ability and not hedged:
         return None  # ability, advice and obligation say what could be, not what is
     if gerund and hedged:
         return None  # "Making a switch could open up new opportunities": a general remark
     if hedged:
+        if negated:
+            return None  # "I would never be able to beat them", "I might not go": nothing considered
         if verb.i and verb.doc[verb.i - 1].lower_ in ("about", "of") and not verb.lower_.endswith("ing"):
             return None  # "I think about the paths I've taken": a thought, not a plan considered
         # What is considered is the verb phrase itself: "might move to Berlin" -> "move to Berlin".
@@ -665,6 +693,8 @@ def _read_clause(
             return None
         return _claim(entry, base, text, start_tok.idx, span, subject, frame.predicate, polarity)
     predicate = "activity"
+    if verb.lower_ == "used" and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ == "to":
+        return None  # "when I used to be able to hold it": what once was, not a thing done
     if not verb.is_alpha or verb.lower_ in _FUNCTION_WORDS:
         return None  # "I'm in to help", "I'm here": no verb where one should be
     if copula and not verb.lower_.endswith(("ing", "ed", "en")):
@@ -696,7 +726,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "Glad you agree", "Seeing your students grow": about the listener, not the speaker
     if first in _CLAUSE_SUBJECTS and predicate != "feels":
         return None  # "I heard she joined Helio Labs": a clause, not a thing heard (who said it is unknown)
-    if predicate in ("created", "watched") and named[-1] in _MADE_IDIOMS:
+    if predicate in ("created", "watched") and (named[-1] in _MADE_IDIOMS or named[0] == "friends"):
         return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
         return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
@@ -714,7 +744,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return _claim(entry, base, text, start, (span[0], span[0] + len(words[0])), subject, predicate, polarity)  # "Glad it [helped]"
     if predicate == "feels" and ("me" in rest or "us" in rest):
         return None  # "so excited to show me their essay": someone else's feeling
-    if predicate == "identity" and words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS:
+    if predicate == "identity" and (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS or first in ("mix", "bit", "little")):
         return None  # "I'm a huge fan of it": of what, the clause does not say
     if words[-1].lower().strip(".,!?") in ("look", "feel", "seem", "sound"):
         return None  # "make the place look [like ...]": cut before what it looks like

@@ -158,6 +158,32 @@ def test_you_is_the_other_one_of_a_two_party_session() -> None:
     assert first_failure(forged, turns[3], resolver)[0] == "provenance"
 
 
+def test_backing_the_listener_is_a_claim_about_both() -> None:
+    def turn(text, actor, n, session="c1:S1"):
+        return {**entry(text, actor=actor, n=n), "session_id": session}
+
+    turns = [
+        turn("Wow, the audition is tomorrow? You've got this, I'm rooting for you!", "Rui", 1),
+        turn("Good luck!", "Rui", 2),  # says "you" to no one: no claim
+        turn("Are you proud of you?", "Rui", 3),
+        turn("Thanks Rui!", "Ana", 4),
+        turn("I believe in you.", "Rui", 5, session="c1:S2"),
+        turn("Me too.", "Tom", 6, session="c1:S2"),  # three people in that session: whom, unknown
+        turn("Hi.", "Ana", 7, session="c1:S2"),
+    ]
+    resolver = Resolver(build_aliases(turns), build_participants(turns))
+    result = extract(turns, CLAUSES, resolver)
+    assert result.rejections.num_rows == 0, result.rejections.to_pylist()
+    backing = [(c["source_entry_id"], c["subject"], c["object"], c["quote"]) for c in result.claims.to_pylist() if c["predicate"] == "encourages"]
+    assert backing == [("e1", "Rui", "Ana", "You've got this")]
+    # The validator takes the listener as a person object only when the quote says "you".
+    forged = Proposal(
+        subject="Rui", predicate="encourages", object="Ana", valid_at=SAID, source_entry_id="e2",
+        quote="Good luck", visibility=("public",), confidence=0.9,
+    )  # fmt: skip
+    assert first_failure(forged, turns[1], resolver)[0] == "provenance"
+
+
 def test_a_reporter_who_is_not_in_the_source_is_rejected() -> None:
     e = entry("Mira works at the Art School, I heard.", actor="Ana")
     forged = Proposal(
@@ -229,6 +255,9 @@ def test_a_malformed_lexicon_names_its_file_and_field(tmp_path) -> None:
         read_lexicon(bad)
     bad.write_text(good.replace("[hedges]", "[hedgez]"))
     with pytest.raises(LexiconError, match=r"lexicon\.toml: .*hedge"):
+        read_lexicon(bad)
+    bad.write_text(good.replace('words = ["you got this",', 'words = ["good luck", "you got this",', 1))
+    with pytest.raises(LexiconError, match=r"lexicon\.toml: encouraging\.words: .*'good luck' does not say 'you'"):
         read_lexicon(bad)
     bad.write_text("version = \n")
     with pytest.raises(LexiconError, match=r"lexicon\.toml"):
