@@ -129,6 +129,10 @@ class ContextItemOut(_Out):
     entry_ids: list[str] = []
     duplicates: list[str] = []
     ingested_by: list[str | None] = Field(default_factory=list, description="Who wrote each entry shown (aligned with entry_ids): a principal, or memc:cli / memc:inbox / a producer.")
+    superseded: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Values this evidence states that no longer hold: subject, predicate, object, now (the current value), by_entry_id / by_source_ref (the entry that superseded it), since, reason.",
+    )
 
 
 class StateFactOut(_Out):
@@ -142,6 +146,8 @@ class StateFactOut(_Out):
     scope: str
     valid_to: str | None = None
     source_ingested_by: str | None = Field(default=None, description="Who wrote the source entry.")
+    subject_id: str | None = None
+    claim_id: str | None = None
 
 
 class ContextOut(_Out):

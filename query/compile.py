@@ -2,9 +2,10 @@
 pipeline, top to bottom; each stage is a module of its own:
 
 1. staleness: each view's watermark against the ledger head (query/staleness.py);
-2. retrieval: full text, vectors, the time window and the graph, fused (query/retrieve.py),
-   with conversation windows (query/windows.py) and named entities (query/entities.py);
-3. state facts and conflicts from the fold or a dossier (query/facts.py);
+2. state facts and conflicts from the fold or a dossier (query/facts.py);
+3. retrieval: full text, vectors, the time window, the graph and the asked facts' own turns,
+   fused (query/retrieve.py), with conversation windows (query/windows.py) and named entities
+   (query/entities.py); superseded values' evidence below the current one's (query/current.py);
 4. erased entries out, then the independent visibility check against the ledger (query/acl.py);
 5. packing into the token budget (query/pack.py), then the query log (query/log.py).
 
@@ -22,6 +23,7 @@ from claims.store import extractor_dir
 from ledger import Ledger, shared_reader
 from memc.home import MemcHome
 from memc.watermark import read_watermark
+from query import current
 from query.acl import check_context
 from query.config import QueryConfig
 from query.context import Context
@@ -79,9 +81,12 @@ def compile_context(
     patch = None
     if ctx.staleness.get("evidence_index", {}).get("decision") == "patched":
         patch = (ctx.watermarks.get("evidence_index") or 0, head)
-    ctx.items, window = retrieve(home, question, asker, scope, config, embedder, ledger=ledger, patch=patch, when=(as_of, known_at))
-    ctx.time_window = window.to_dict() if window else None
+    # State first: the facts the question asks for are keys to their evidence (query/current.py).
     ctx.state, ctx.conflicts = state_facts(home, question, asker, scope, config, as_of=as_of, known_at=known_at)
+    fold = current.plan(home, ctx.state, question, ctx) if config.state_weight else current.NO_PLAN
+    ctx.items, window = retrieve(home, question, asker, scope, config, embedder, ledger=ledger, patch=patch, when=(as_of, known_at), keys=fold.keys)
+    ctx.time_window = window.to_dict() if window else None
+    current.order(ctx, fold, question)
     _exclude(ctx, set(erased))
     _recheck_visibility(ctx, ledger)
     pack(ctx, config.budget_tokens, config.state_share)

@@ -47,6 +47,11 @@ class QueryConfig(BaseModel):
     # The time-window route: evidence valid inside the window the question names ("in May
     # 2023", "last week", "before she moved"), ranked by full text and vectors within it.
     time_weight: float = Field(default=1.0, ge=0)
+    # The state route (query/current.py): the source turns of the current facts the question asks
+    # for ("Where does Elena live now?" -> her lives_in fact's turn), so the current value's
+    # evidence is in the context even when no search ranks it; superseded values' evidence then
+    # ranks below it. 0 turns both off.
+    state_weight: float = Field(default=1.0, ge=0)
 
     @classmethod
     def preset(cls, name: str) -> "QueryConfig":

@@ -27,6 +27,9 @@ class ContextItem:
     entry_ids: list[str] = field(default_factory=list)
     duplicates: list[str] = field(default_factory=list)  # entries saying the same words, not shown again
     ingested_by: list[str | None] = field(default_factory=list)  # who wrote each entry shown (from the ledger)
+    # Values this item is the evidence of that no longer hold: each names the value, the entry
+    # that superseded it and since when (query/current.py). Such items rank below the current one's.
+    superseded: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -41,6 +44,8 @@ class StateFact:
     quote: str
     scope: str
     source_ingested_by: str | None = None  # who wrote the source entry (from the ledger)
+    subject_id: str | None = None
+    claim_id: str | None = None
 
 
 @dataclass
@@ -122,11 +127,21 @@ def item_lines(i: int, it: ContextItem, asker: str) -> list[str]:
     head = f"  {i:>2}. {it.valid_at[:10]}"
     writers = it.ingested_by or [None] * max(1, len(it.entry_ids))
     if len(it.entry_ids) <= 1:
-        return [f"{head} [{_cite(it.source_ref, it.entry_id)}{_via(writers[0], asker)}]", f"      {one_line(it.text, 600)}"]
+        return [f"{head} [{_cite(it.source_ref, it.entry_id)}{_via(writers[0], asker)}]", *superseded_lines(it), f"      {one_line(it.text, 600)}"]
     # a window: one line per turn, the hit marked
-    return [head] + [
+    return [head, *superseded_lines(it)] + [
         f"    {'>' if eid == it.entry_id else ' '} [{_cite(ref, eid)}{_via(by, asker)}] {one_line(line, 600)}"
         for ref, eid, by, line in zip(it.source_refs, it.entry_ids, writers, it.text.split("\n"))
+    ]
+
+
+def superseded_lines(it: ContextItem) -> list[str]:
+    """"(superseded: Elena lives_in Lisbon -> Berlin, by D2:5 since 2024-03-01)": what this
+    evidence says no longer holds, so a reader does not take the old value for now."""
+    return [
+        f"      (superseded: {s['subject']} {s['predicate']} {s['object']} -> {s['now'] or 'retracted'}, "
+        f"by {_cite(s['by_source_ref'], s['by_entry_id'])} since {s['since'][:10]})"
+        for s in it.superseded
     ]
 
 

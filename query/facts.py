@@ -163,6 +163,8 @@ def fact_of(r: dict[str, Any]) -> StateFact:
         source_ref=r["source_ref"],
         quote=r["quote"],
         scope=r["scope"],
+        subject_id=r.get("subject_id"),
+        claim_id=r.get("claim_id"),
     )
 
 

@@ -54,8 +54,12 @@ def retrieve(
     ledger: Ledger,
     patch: tuple[int, int] | None = None,
     when: tuple[datetime | None, datetime | None] = (None, None),
+    keys: list[str] | None = None,
 ) -> tuple[list[ContextItem], TimeWindow | None]:
-    """The evidence items, best first, and the time window the question named (if any)."""
+    """The evidence items, best first, and the time window the question named (if any).
+
+    ``keys``: source entries of the state facts the question asks for (query/current.py),
+    ranked in that order as the `state` route: evidence reached through the fact drawn from it."""
 
     named = named_entities(home, question, asker, scope)
     window = question_window(question, anchor=when[0], event_time=event_lookup(home, asker, scope, named))
@@ -88,7 +92,14 @@ def retrieve(
             if "/" not in how:
                 plan[f"graph/{how}"] = (w * config.graph_weight, {**kw, "entity_ids": related})
 
+    if keys and config.state_weight:
+        plan["state"] = (config.state_weight, {"entry_ids": keys})
+
     def search(kw: dict[str, Any]) -> list[dict[str, Any]]:
+        if "entry_ids" in kw:  # the state route: the turns the asked facts were drawn from, in the facts' order
+            rank = {e: i for i, e in enumerate(kw["entry_ids"])}
+            rows = [r for st in stores for r in st.entry_rows(principals=principals, scope=scope, kinds=EVIDENCE_KINDS, **kw) if within_time(r, when)]
+            return sorted(rows, key=lambda r: (rank[r["entry_id"]], r["id"]))
         # Each store ranks on its own; the patch store's hits interleave by score within a route.
         hits = [
             h

@@ -158,6 +158,19 @@ class VectorStore(Protocol):
         """Every row of these sessions the principals may see: a hit's conversation window."""
         ...
 
+    def entry_rows(
+        self,
+        *,
+        entry_ids: Sequence[str],
+        principals: Sequence[str],
+        scope: str | None,
+        kinds: Sequence[str] | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> list[dict[str, Any]]:
+        """The rows of these ledger entries the principals may see: evidence reached through a
+        fact drawn from it (the compiler's state route), not through a search."""
+        ...
+
     def count(self, table: str = DEFAULT_TABLE) -> int: ...
 
     def ids(self, table: str = DEFAULT_TABLE) -> list[str]:
@@ -690,30 +703,48 @@ class LanceVectorStore:
         """Every row of these sessions the principals may see (no ranking): what the query module
         shows around a hit as its conversation window. Visibility, scope and kinds are pushed into
         LanceDB as in :meth:`search` and checked again here. Rows carry :data:`HIT_COLUMNS`."""
-        if isinstance(session_ids, str):
-            raise TypeError("session_ids must be a list of strings, not a string")
-        wanted = sorted({s for s in session_ids if s})
+        return self._rows_in("session_id", session_ids, principals, scope, kinds, table)
+
+    def entry_rows(
+        self,
+        *,
+        entry_ids: Sequence[str],
+        principals: Sequence[str],
+        scope: str | None,
+        kinds: Sequence[str] | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> list[dict[str, Any]]:
+        """The rows of these ledger entries the principals may see, filtered as in
+        :meth:`session_rows`: the turns the compiler's state route reaches through a fact."""
+        return self._rows_in("entry_id", entry_ids, principals, scope, kinds, table)
+
+    def _rows_in(
+        self, column: str, values: Sequence[str], principals: Sequence[str], scope: str | None, kinds: Sequence[str] | None, table: str
+    ) -> list[dict[str, Any]]:
+        if isinstance(values, str):
+            raise TypeError(f"{column}s must be a list of strings, not a string")
+        wanted = sorted({s for s in values if s})
         tbl = self._open(table)
         if tbl is None or not wanted:
             return []
         base = search_filter(principals, scope, kinds)
         allowed = set(allowed_principals(principals))
-        # Session ids come from sources (up to 512 chars of anything): only those that pass the
+        # Session ids come from sources (up to 512 chars of anything): only values that pass the
         # id pattern are inlined into the filter; the others are matched here after a scan.
         inline = [s for s in wanted if ID_RE.match(s)]
         rest = [s for s in wanted if not ID_RE.match(s)]
-        parts = [f"session_id IN ({sql_list(part)})" for part in chunks(inline)] if inline else []
+        parts = [f"{column} IN ({sql_list(part)})" for part in chunks(inline)] if inline else []
         wheres = [f"({base}) AND ({p})" for p in parts] + ([base] if rest else [])
         want = set(wanted)
         out: dict[str, dict[str, Any]] = {}
         for where in wheres:
             for r in self._scan(tbl, list(HIT_COLUMNS), where).to_pylist():
-                if r["session_id"] not in want or not allowed.intersection(r.get("visibility") or ()):
+                if r[column] not in want or not allowed.intersection(r.get("visibility") or ()):
                     continue
                 if scope is not None and r.get("scope") != scope:
                     continue
                 out[r["id"]] = r
-        return sorted(out.values(), key=lambda r: (r["session_id"], r["valid_at"] is None, r["valid_at"], r["seq"] or 0, r["id"]))
+        return sorted(out.values(), key=lambda r: (r["session_id"] or "", r["valid_at"] is None, r["valid_at"], r["seq"] or 0, r["id"]))
 
     def _vector_route(self, tbl: Any, vector: Any, where: str, k: int) -> list[dict[str, Any]]:
         dim = (self._meta(tbl) or {}).get("embedding_dim") or tbl.schema.field("vector").type.list_size

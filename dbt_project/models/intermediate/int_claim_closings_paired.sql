@@ -63,6 +63,11 @@ pairs as (
         x.object as closed_object,
         x.recorded_at as closed_recorded_at,
         x.visibility as closed_visibility,
+        -- The closed claim's source: the compiler ranks the evidence of a superseded value below
+        -- the current one's and labels it (query/current.py).
+        x.source_entry_id as closed_source_entry_id,
+        x.source_ref as closed_source_ref,
+        x.valid_at as closed_valid_at,
         -- The closer's valid time; for an own word closing a newer report, the report's own
         -- (every other closer is not older than what it closes, so greatest() is its own time).
         greatest(y.valid_at, x.valid_at) as close_at,

@@ -1,0 +1,140 @@
+"""Current first: when the fold has a current value for what a question asks, the evidence of
+the values it superseded ranks below the evidence of the current one, and says so.
+
+Asked "Where does Elena live now?", retrieval alone ranks the old Lisbon turn first (it shares
+the most words with the question) and the move to Berlin below it: the context would mislead
+about now. Here the state fold decides instead:
+
+* the *keys* are the current facts of the predicates the question asks for (query/intent.py);
+  their source turns join retrieval as the `state` route (query/retrieve.py), so the current
+  value's evidence is in the context even when no search ranks it;
+* the *superseded* are the claims of those subjects and predicates that a closer the asker may
+  see has closed (the state_closings mart: a newer value, a correction, a retraction); every
+  item showing such a claim's source turn, and not the current value's, is labelled with the
+  value, the entry that superseded it and since when, and moves below the current value's item;
+* history first only when the question asks for it: as-of / known-at, a time window it names,
+  or words of the past ("used to", "before", "previously", "originally", ...). Then the order
+  is retrieval's, and the labels stay.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from claims.ontology import ONTOLOGY
+from memc.filecache import cached
+from memc.home import MemcHome
+from memc.visibility import may_see
+from query import intent
+from query.context import Context, ContextItem, StateFact, iso
+from views.marts import STATE_CLOSINGS, mart_path, read_mart
+
+# A question about the past: the superseded values are what it asks for.
+_HISTORY = re.compile(
+    r"\b(?:used to|use to|before|previous(?:ly)?|former(?:ly)?|original(?:ly)?|earlier|in the past|history|ago|prior|"
+    r"first|back then|at the time|until|anymore|no longer|change[ds]?|old|older|past)\b",
+    re.I,
+)
+# At most this many asked facts become keys: a question names a few predicates of a few people.
+MAX_KEYS = 4
+
+
+def asks_history(question: str, ctx: Context) -> bool:
+    return bool(ctx.as_of or ctx.known_at or ctx.time_window or _HISTORY.search(question))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the state fold says of a question's evidence, before retrieval."""
+
+    current: list[StateFact]  # the current facts of the predicates asked for, most asked first
+    old: dict[str, list[dict[str, Any]]]  # source entry -> the superseded values it states
+    keys: list[str]  # source entries the state route ranks, in order
+
+
+def plan(home: MemcHome, state: list[StateFact], question: str, ctx: Context) -> Plan:
+    """The keys: the current facts' turns, or, when the question asks about the past, the
+    superseded values' turns instead (the newest change first)."""
+    asked = intent.asked(question)
+    picked = [f for f in state if f.predicate in asked and f.predicate in ONTOLOGY and not ONTOLOGY[f.predicate].derived]
+    current = sorted(picked, key=lambda f: -asked[f.predicate])[:MAX_KEYS]
+    old = superseded(home, current, ctx.asker)
+    keys = [f.source_entry_id for f in current]
+    if old and (ctx.as_of or ctx.known_at or _HISTORY.search(question)):
+        newest = sorted(old, key=lambda e: max(s["since"] for s in old[e]), reverse=True)
+        keys = newest[:MAX_KEYS]  # the past is what is asked: the current value needs no help
+    return Plan(current=current, old=old, keys=list(dict.fromkeys(keys)))
+
+
+def _closings(home: MemcHome) -> dict[tuple[str, str, str], list[dict[str, Any]]] | None:
+    path = mart_path(home, STATE_CLOSINGS)
+
+    def load() -> dict[tuple[str, str, str], list[dict[str, Any]]]:
+        out: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
+        for r in read_mart(path).to_pylist():
+            if r.get("closed_source_entry_id"):  # pairs stored before the column existed carry none
+                out.setdefault((r["scope"], r["subject_id"], r["predicate"]), []).append(r)
+        return out
+
+    return cached("state_closings", [path], load)
+
+
+def superseded(home: MemcHome, current: list[StateFact], asker: str) -> dict[str, list[dict[str, Any]]]:
+    """source entry id -> what it said that no longer holds, for the subjects and predicates of
+    ``current``: claims the asker may see, closed by a claim the asker may see (the first such
+    closer names the change), never the current claim itself."""
+    index = _closings(home) if current else None
+    if not index:
+        return {}
+    out: dict[str, list[dict[str, Any]]] = {}
+    for fact in current:
+        first: dict[str, dict[str, Any]] = {}
+        for r in index.get((fact.scope, fact.subject_id or "", fact.predicate), ()):
+            if r["claim_id"] == fact.claim_id or r["closed_source_entry_id"] == fact.source_entry_id:
+                continue
+            if not (may_see(asker, r["closed_visibility"]) and may_see(asker, r["closer_visibility"])):
+                continue
+            seen = first.get(r["claim_id"])
+            if seen is None or (r["close_at"], r["closer_claim_id"]) < (seen["close_at"], seen["closer_claim_id"]):
+                first[r["claim_id"]] = r
+        for r in first.values():
+            out.setdefault(r["closed_source_entry_id"], []).append(
+                {
+                    "subject": fact.subject,
+                    "predicate": fact.predicate,
+                    "object": r["closed_object"],
+                    "now": fact.object,
+                    "since": iso(r["close_at"]),
+                    "reason": r["reason"],
+                    "by_entry_id": r["closer_source_entry_id"],
+                    "by_source_ref": r["closer_source_ref"],
+                }
+            )
+    return out
+
+
+def order(ctx: Context, plan: Plan, question: str) -> None:
+    """Label the items that show superseded values and, unless the question asks about the past,
+    move them below the first item that shows a current value's evidence (to the end when no
+    item does). Stable: every other item keeps retrieval's order."""
+    old = plan.old
+    if not old:
+        return
+    now = {f.source_entry_id for f in plan.current}
+    stale: list[ContextItem] = []
+    for it in ctx.items:
+        shown = it.entry_ids or [it.entry_id]
+        labels = [s for e in shown for s in old.get(e, ())]
+        if labels and not now.intersection(shown):
+            it.superseded = labels
+            stale.append(it)
+    if not stale or asks_history(question, ctx):
+        return
+    rest = [it for it in ctx.items if not it.superseded]
+    at = next((i + 1 for i, it in enumerate(rest) if now.intersection(it.entry_ids or [it.entry_id])), len(rest))
+    ctx.items = rest[:at] + stale + rest[at:]
+
+
+NO_PLAN = Plan(current=[], old={}, keys=[])  # the state route off (QueryConfig.state_weight 0)
