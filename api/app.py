@@ -150,16 +150,22 @@ def _caller(
 Auth = Annotated[Caller, Depends(_caller)]
 
 
-def create_app(home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, warm: bool = False) -> FastAPI:
+def create_app(home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, warm: bool = False, keep_fresh: bool = False) -> FastAPI:
     """The API over one memory home. ``warm`` loads the embedding model in the background at
-    start-up, so the first ask does not pay for it (about 10 s on 2 cores)."""
+    start-up, so the first ask does not pay for it (about 10 s on 2 cores). ``keep_fresh`` builds
+    the views whenever the ledger is ahead of them (api/keeper.py), so an application that only
+    ingests and asks gets contexts from built views."""
     service = Service(home)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         if warm:
             threading.Thread(target=_warm, args=(service,), name="memc-warm", daemon=True).start()
+        if keep_fresh:
+            service.keep_fresh()
         yield
+        if service.keeper is not None:
+            service.keeper.stop()
 
     app = FastAPI(
         lifespan=lifespan,

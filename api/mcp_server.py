@@ -60,12 +60,15 @@ class KeyVerifier:
         return AccessToken(token=token, client_id=who.key_id or who.principal, scopes=[], subject=who.principal)
 
 
-def build_mcp_server(home: MemcHome, caller: Caller | None, *, url: str | None = None):
+def build_mcp_server(home: MemcHome, caller: Caller | None, *, url: str | None = None, keep_fresh: bool = False):
     """An MCPServer whose every tool acts as ``caller`` (stdio: fixed here, never by the tool
     arguments), or, with ``caller=None`` (streamable HTTP at ``url``), as the principal of the
-    API key each request carries."""
+    API key each request carries. ``keep_fresh``: build the views whenever the ledger is ahead
+    of them (api/keeper.py), as `memc serve` does."""
 
     service = Service(home)
+    if keep_fresh:
+        service.keep_fresh()
     auth: dict[str, Any] = {}
     if caller is None:
         if url is None:

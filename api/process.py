@@ -25,11 +25,16 @@ class ServerProcess:
 
     The server's stderr (uvicorn's log, tracebacks of internal errors) goes to ``log_path``."""
 
-    def __init__(self, home: str | os.PathLike[str], *, args: Sequence[str] = (), log_path: str | os.PathLike[str] | None = None, timeout: float = 120):
+    def __init__(
+        self, home: str | os.PathLike[str], *, args: Sequence[str] = (), log_path: str | os.PathLike[str] | None = None, timeout: float = 120,
+        keep_fresh: bool = False,
+    ):  # fmt: skip
         self.home = Path(home)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.args = list(args)
+        # Tests and benchmarks decide when views are built: a server building by itself would
+        # race them (``keep_fresh=True`` is the default `memc serve`, tested on its own).
+        self.args = list(args) + ([] if keep_fresh else ["--no-keep-fresh"])
         self.log_path = Path(log_path) if log_path else self.home.parent / f"serve-{self.port}.log"
         self.timeout = timeout
         self.proc: subprocess.Popen | None = None

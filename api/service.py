@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from api.auth import Caller, KeyStore
 from api.errors import ApiError, forbidden, invalid, stale_view, view_unavailable
+from api.keeper import ViewKeeper
 from catalog.keys import EVIDENCE_INDEX
 from forgetting import forget
 from ingestion import IngestError, parse_file
@@ -78,6 +79,19 @@ class Service:
         self._embedder = None
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
+        self.keeper: ViewKeeper | None = None
+
+    def keep_fresh(self, **kw: Any) -> ViewKeeper:
+        """Build the views by itself whenever the ledger is ahead of them (api/keeper.py): what
+        `memc serve` and `memc mcp` do unless told --no-keep-fresh."""
+
+        def run_build():
+            with self._build_lock:
+                return build(self.home)
+
+        if self.keeper is None:
+            self.keeper = ViewKeeper(run_build, self.watermarks, **kw).start()
+        return self.keeper
 
     # ------------------------------------------------------------------ shared pieces
 
@@ -170,6 +184,8 @@ class Service:
         }
         if refresh:
             out["watermarks"] = self.refresh_index()
+        if self.keeper is not None and result.appended:
+            self.keeper.poke()
         return out
 
     def ingest_entries(

@@ -32,6 +32,11 @@ class Predicate:
     # Computed from other claims (dreaming's graph analytics), not said by anyone: the context
     # shows it only when a question asks about importance or groups (query/intent.py).
     derived: bool = False
+    # The context compiler's graph route walks a relation to reach what the other one said
+    # ("where does Elena's cousin work?"). Not one that holds between any two people who talk
+    # (a name mentioned, encouragement said to the listener): in a conversation everyone is one
+    # such hop from everyone, and walking them floods every question with the other speaker's turns.
+    walked: bool = True
 
 
 ONTOLOGY: dict[str, Predicate] = {
@@ -58,7 +63,7 @@ ONTOLOGY: dict[str, Predicate] = {
         Predicate("watched", "multi", "person", "text", "something the subject watched, read or listened to"),
         Predicate("met", "multi", "person", "text", "someone the subject met or spent time with"),
         Predicate("feels", "multi", "person", "text", "how the subject feels, and about what"),
-        Predicate("encourages", "multi", "person", "person", "someone the subject encourages or backs (said to them)"),
+        Predicate("encourages", "multi", "person", "person", "someone the subject encourages or backs (said to them)", walked=False),
         Predicate("appreciates", "multi", "person", "text", "something the subject is grateful for (help, kind words, a gift)"),
         Predicate("values", "multi", "person", "text", "something the subject holds important"),
         Predicate("has", "multi", "person", "text", "something or someone the subject has or had (a thing, a mentor, an experience)"),
@@ -69,7 +74,7 @@ ONTOLOGY: dict[str, Predicate] = {
         Predicate("considers", "multi", "person", "text", "something the subject considers (hedged or hypothetical)", future_allowed=True),
         # Open: a first-person statement of something done that no typed predicate fits.
         Predicate("activity", "multi", "person", "text", "something the subject did (no typed predicate fits)"),
-        Predicate("mentions", "multi", "any", "person", "a known person named in the entry"),
+        Predicate("mentions", "multi", "any", "person", "a known person named in the entry", walked=False),
         Predicate("mentions_identifier", "multi", "any", "identifier", "an order, booking or ticket id"),
         Predicate("centrality", "functional", "person", "number", "PageRank in the interaction graph (derived)", derived=True),
         Predicate("community", "functional", "person", "text", "the interaction community the subject belongs to (derived)", derived=True),

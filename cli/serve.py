@@ -29,9 +29,13 @@ def _loopback(host: str) -> bool:
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535))
 @click.option("--max-body-mb", default=8.0, show_default=True, type=click.FloatRange(0.001), help="Largest request body accepted (413 above).")
 @click.option("--log-level", default="info", show_default=True, type=click.Choice(["critical", "error", "warning", "info", "debug"]))
+@click.option(
+    "--keep-fresh/--no-keep-fresh", default=True, show_default=True,
+    help="Build the views whenever the ledger is ahead of them (after ingests, and every minute); off when a `memc up` daemon keeps this home.",
+)  # fmt: skip
 @home_option
 @click.pass_context
-def serve(ctx, host, port, max_body_mb, log_level, home_dir):
+def serve(ctx, host, port, max_body_mb, log_level, keep_fresh, home_dir):
     """Serve the HTTP API (FastAPI under uvicorn): ingest, ask, state, forget, health and
     watermarks, with the OpenAPI document at /openapi.json and its pages at /docs.
 
@@ -45,7 +49,7 @@ def serve(ctx, host, port, max_body_mb, log_level, home_dir):
         click.echo(f"warning: binding {host}: the API will be reachable from other machines (keys travel in clear without TLS)", err=True)
     if not any(not k.get("revoked_at") for k in KeyStore(home).list()):
         click.echo("note: no API keys yet; make one with `memc keys add --principal NAME`", err=True)
-    app = create_app(home, max_body_bytes=int(max_body_mb * 1024 * 1024), warm=True)
+    app = create_app(home, max_body_bytes=int(max_body_mb * 1024 * 1024), warm=True, keep_fresh=keep_fresh)
     click.echo(f"memc API on http://{host}:{port} (memory home {home.root}); OpenAPI at /openapi.json; Ctrl-C stops it", err=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
@@ -56,9 +60,10 @@ def serve(ctx, host, port, max_body_mb, log_level, home_dir):
 @click.option("--scope", "scopes", multiple=True, help="With --as: limit the server to these scopes (repeatable).")
 @click.option("--http", "http_port", default=None, type=click.IntRange(0, 65535), help="Serve streamable HTTP on this port instead of stdio; every request then needs an API key.")
 @click.option("--host", default="127.0.0.1", show_default=True, help="With --http: address to bind.")
+@click.option("--keep-fresh/--no-keep-fresh", default=True, show_default=True, help="Build the views whenever the ledger is ahead of them, as `memc serve` does.")
 @home_option
 @click.pass_context
-def mcp_command(ctx, principal, key, admin, scopes, http_port, host, home_dir):
+def mcp_command(ctx, principal, key, admin, scopes, http_port, host, keep_fresh, home_dir):
     """Serve the MCP server (tools remember, recall, state, forget) over stdio, or streamable
     HTTP at http://HOST:PORT/mcp with --http.
 
@@ -77,7 +82,7 @@ def mcp_command(ctx, principal, key, admin, scopes, http_port, host, home_dir):
         if not _loopback(host):
             click.echo(f"warning: binding {host}: reachable from other machines (keys travel in clear without TLS)", err=True)
         url = f"http://{host}:{http_port}"
-        server = build_mcp_server(home, None, url=url)
+        server = build_mcp_server(home, None, url=url, keep_fresh=keep_fresh)
         click.echo(f"memc MCP server on {url}/mcp (memory home {home.root}); each request needs an API key", err=True)
         server.run("streamable-http", host=host, port=http_port)
         return
@@ -96,7 +101,7 @@ def mcp_command(ctx, principal, key, admin, scopes, http_port, host, home_dir):
             caller = Caller(principal=check_principal(principal), admin=admin, scopes=check_scopes(scopes or None))
         except KeyError_ as exc:
             raise click.BadParameter(str(exc), param_hint="--as/--scope") from None
-    build_mcp_server(home, caller).run("stdio")
+    build_mcp_server(home, caller, keep_fresh=keep_fresh).run("stdio")
 
 @click.group("keys")
 def keys():

@@ -8,6 +8,7 @@ import logging
 import re
 from typing import Any
 
+from claims.ontology import ONTOLOGY
 from memc.filecache import cached
 from memc.home import MemcHome
 from memc.ids import entity_id
@@ -54,6 +55,10 @@ def named_entities(home: MemcHome, question: str, asker: str, scope: str | None)
     return out
 
 
+# Relations that hold between any two people who talk (ontology: walked=False).
+NOT_WALKED = frozenset(name for name, p in ONTOLOGY.items() if not p.walked)
+
+
 def related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: str | None) -> list[str]:
     """Entities one typed relation away from the known entities the question names, walked in
     the graph view (GraphStore.neighbours, visibility pushed into the walk). ``mentions`` edges
@@ -66,7 +71,7 @@ def related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: s
         return []
 
     path = mart_path(home, GRAPH_RELATIONS)
-    typed = cached("typed_relations", [path], lambda: bool(set(read_mart(path, columns=["predicate"]).column("predicate").to_pylist()) - {"mentions", None}))
+    typed = cached("typed_relations", [path], lambda: bool(set(read_mart(path, columns=["predicate"]).column("predicate").to_pylist()) - NOT_WALKED - {None}))
     if not typed:
         return []
 
@@ -77,4 +82,4 @@ def related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: s
     except RuntimeError as exc:  # the file is locked by a build: answer without the route
         log.warning("graph route skipped: %s", exc)
         return []
-    return sorted(n["entity_id"] for n in found if set(n["relations"]) - {"mentions"})
+    return sorted(n["entity_id"] for n in found if set(n["relations"]) - NOT_WALKED)

@@ -5,7 +5,8 @@ Per view, a policy:
   and searches the few newest entries in memory), so a fact ingested a second ago is answerable;
 - ``tolerate``: answer from the view as it is while the lag is within its SLO, and say so;
 - ``fail``: refuse, with an error naming the view, its watermark, the head and the lag.
-A lag beyond a patch or tolerate limit fails closed too. Erasures recorded above a view's
+A lag beyond a patch or tolerate limit fails closed too. A tolerated view that was never built
+(a fresh home) is reported as ``never_built`` rather than refused: it holds nothing stale. Erasures recorded above a view's
 watermark are reported as pending, and the compiler must exclude their ids: a pending erasure is
 never tolerated.
 """
@@ -82,7 +83,12 @@ def assess(ledger, head: int, watermarks: dict[str, int | None], policies: dict[
         status = {"watermark": watermark, "lag_entries": lag_entries, "lag_seconds": round(lag_seconds, 1), "policy": policy.policy}
         if not lag_entries:
             status["decision"] = "fresh"
-        elif watermark is None and policy.policy != "patch":
+        elif watermark is None and policy.policy == "tolerate":
+            # A fresh home's first ask: nothing was compiled into this view yet, so nothing in it
+            # can be stale. The compile answers from the views that exist (the evidence index is
+            # patched from the ledger) and says which were never built; `memc serve` builds them.
+            status["decision"] = "never_built"
+        elif watermark is None and policy.policy == "fail":
             raise StaleViewError(view, watermark, head, lag_entries, lag_seconds, "never built")
         elif policy.policy == "fail":
             raise StaleViewError(view, watermark, head, lag_entries, lag_seconds, "policy is fail-closed")

@@ -31,7 +31,8 @@ def _params(home, *args: str):
 
     env = {k: v for k, v in os.environ.items() if k.startswith(("PATH", "PYTHON", "HOME", "VIRTUAL_ENV", "LANG", "LC_"))}
     env.update({"HF_HUB_OFFLINE": "1", "DAGSTER_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"})
-    return StdioServerParameters(command=MEMC[0], args=[*MEMC[1:], "--home", str(home.root), "mcp", *args], env=env)
+    # The tests decide when views are built (a server building by itself would race them).
+    return StdioServerParameters(command=MEMC[0], args=[*MEMC[1:], "--home", str(home.root), "mcp", "--no-keep-fresh", *args], env=env)
 
 
 def _data(result) -> dict:
@@ -118,7 +119,7 @@ def test_streamable_http_admin_forget_and_principal_is_required(scratch):
     token, _ = KeyStore(scratch).add("ops", admin=True)
     port = free_port()
     proc = subprocess.Popen(
-        [*MEMC, "--home", str(scratch.root), "mcp", "--http", str(port)],
+        [*MEMC, "--home", str(scratch.root), "mcp", "--no-keep-fresh", "--http", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     try:
