@@ -283,6 +283,9 @@ def create_app(home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, 
             preset=body.preset,
             k=body.k,
             max_lag=body.max_lag,
+            goal=body.goal,
+            agent_state=body.agent_state.model_dump() if body.agent_state else None,
+            uncolored=body.uncolored,
         )
 
     @app.get("/v1/state", response_model=m.StateOut, tags=["query"], responses=_errors(403, 422, 503))

@@ -146,7 +146,10 @@ def build_mcp_server(home: MemcHome, caller: Caller | None, *, url: str | None =
         description=(
             "Compile what memory holds about a question: evidence items (verbatim text, ledger entry "
             "id, source ref, valid and recorded time) and current facts with their quotes, within a "
-            "token budget. `rendered` is the context as text."
+            "token budget. `rendered` is the context as text. `goal` (with `goal_entities`, "
+            "`goal_predicates`): the task the answer is for, which ranks its entities and predicates "
+            "first. `uncolored`: leave out every fact about you, for a take not coloured by what "
+            "memory knows of you."
         ),
     )
     def recall(
@@ -155,8 +158,13 @@ def build_mcp_server(home: MemcHome, caller: Caller | None, *, url: str | None =
         preset: PresetName | None = None,
         budget_tokens: int | None = None,
         k: int | None = None,
+        goal: str | None = None,
+        goal_entities: list[str] | None = None,
+        goal_predicates: list[str] | None = None,
+        uncolored: bool = False,
     ) -> dict[str, Any]:
-        return _run(service.ask, question, scope=scope, preset=preset, budget_tokens=budget_tokens, k=k)
+        state = {"entities": goal_entities or [], "predicates": goal_predicates or []}
+        return _run(service.ask, question, scope=scope, preset=preset, budget_tokens=budget_tokens, k=k, goal=goal, agent_state=state, uncolored=uncolored)
 
     @server.tool(
         name="state",

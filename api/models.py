@@ -101,6 +101,14 @@ class IngestResponse(_Out):
 # ---------------------------------------------------------------------------------- ask
 
 
+class AgentState(_In):
+    """What the agent is doing: the compile boosts these entities and predicates and says which goal shaped it."""
+
+    goal: str | None = Field(default=None, min_length=1, max_length=2000)
+    entities: list[str] = Field(default_factory=list, max_length=50, description="Names of people or things the task is about.")
+    predicates: list[str] = Field(default_factory=list, max_length=50, description="Ontology predicates the task needs (e.g. works_at).")
+
+
 class AskRequest(_In):
     question: str = Field(min_length=1, max_length=4000)
     scope: str | None = Field(default=None, pattern=SCOPE_PATTERN)
@@ -112,6 +120,9 @@ class AskRequest(_In):
     max_lag: int | None = Field(
         default=None, ge=0, description="Refuse (503 stale_view) when a view the compiler reads lags the ledger by more entries."
     )
+    goal: str | None = Field(default=None, min_length=1, max_length=2000, description="The agent's current task: it shapes which facts and evidence rank first.")
+    agent_state: AgentState | None = Field(default=None, description="The agent's task as structure (instead of, or beside, `goal`).")
+    uncolored: bool = Field(default=False, description="Leave out every fact about the asker (their profile and dossier facts).")
 
 
 class ContextItemOut(_Out):
@@ -166,6 +177,8 @@ class ContextOut(_Out):
     latency_ms: float | None = None
     acl_dropped: int | None = None
     time_window: dict[str, str | None] | None = Field(default=None, description="The window the question named (phrase, start, end), searched as the time route.")
+    goal: dict[str, Any] | None = Field(default=None, description="The goal that shaped the compile: text, entities, predicates.")
+    uncolored: bool = Field(default=False, description="True when facts about the asker were left out.")
     rendered: str = Field(description="The context as text, with provenance lines.")
 
 

@@ -30,6 +30,7 @@ from ingestion.formats import DEFAULT_LIMITS, Source, check_visibility, event_en
 from ledger import Ledger
 from memc.home import MemcHome
 from orchestration.runner import build, rebuild_views
+from query.asking import Goal, GoalError
 from query.compile import compile_context, view_watermarks
 from query.config import QueryConfig
 from query.staleness import StaleViewError
@@ -293,8 +294,12 @@ class Service:
         preset: str | None = None,
         k: int | None = None,
         max_lag: int | None = None,
+        goal: str | None = None,
+        agent_state: Mapping[str, Any] | None = None,
+        uncolored: bool = False,
     ) -> dict[str, Any]:
-        """A context compiled for the caller's own principal (never another's)."""
+        """A context compiled for the caller's own principal (never another's). ``goal`` or
+        ``agent_state`` (goal, entities, predicates): the task that shapes the compile."""
 
         scope = caller.resolve_scope(scope)
         try:
@@ -306,10 +311,20 @@ class Service:
             config = QueryConfig(**{**config.model_dump(), **update})
         if max_lag is not None:
             self._check_lag(max_lag)
+        state = dict(agent_state or {})
+        try:
+            wanted = Goal(
+                text=" ".join(t for t in (goal, state.get("goal")) if t) or None,
+                entities=tuple(state.get("entities") or ()),
+                predicates=tuple(state.get("predicates") or ()),
+            )
+        except GoalError as exc:
+            raise invalid(str(exc), {"field": "agent_state.predicates"}) from None
         try:
             ctx = compile_context(
                 question, caller.principal, home=self.home, scope=scope, config=config, embedder=self.embedder,
                 as_of=_utc(as_of) if as_of is not None else None, known_at=_utc(known_at) if known_at is not None else None,
+                goal=wanted, uncolored=uncolored,
             )  # fmt: skip
         except StaleViewError as exc:  # the compiler failed closed on a stale view
             raise stale_view(str(exc), json_ready(exc.to_dict())) from None

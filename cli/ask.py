@@ -110,10 +110,12 @@ def _visible(rows: list[dict], home, asker: str) -> list[dict]:
 @click.option("--budget", default=None, type=click.IntRange(50), help="Token budget of the context (default: the preset's, 2000).")
 @click.option("--preset", type=click.Choice(list(PRESETS)), default="balanced", show_default=True)
 @click.option("--k", default=None, type=click.IntRange(1, 200), help="Evidence items to return (default: the preset's).")
+@click.option("--goal", default=None, help="The task the answer is for: its entities and predicates rank first, and the context names it.")
+@click.option("--uncolored", is_flag=True, help="Leave out every fact about the asker: a take not coloured by what memory knows of them.")
 @click.option("--json", "as_json", is_flag=True, help="The context as JSON (schema: docs/context.md).")
 @home_option
 @click.pass_context
-def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, as_json, home_dir):
+def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, goal, uncolored, as_json, home_dir):
     """Compile a context for QUESTION as the principal given by --as, with provenance."""
 
     home = resolve_home(ctx, home_dir)
@@ -125,7 +127,7 @@ def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, as_json
     try:
         result = compile_context(
             question, asker, home=home, scope=scope, config=config, budget_tokens=budget,
-            as_of=parse_time(as_of, "--as-of"), known_at=parse_time(known_at, "--known-at"),
+            as_of=parse_time(as_of, "--as-of"), known_at=parse_time(known_at, "--known-at"), goal=goal, uncolored=uncolored,
         )
     except StaleViewError as exc:
         raise click.ClickException(f"{exc}. Run `memc build` (or `memc up` to keep views fresh).") from None

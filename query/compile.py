@@ -25,6 +25,7 @@ from memc.home import MemcHome
 from memc.watermark import read_watermark
 from query import current
 from query.acl import check_context
+from query.asking import Goal
 from query.config import QueryConfig
 from query.context import Context
 from query.facts import state_facts, state_source
@@ -56,11 +57,16 @@ def compile_context(
     budget_tokens: int | None = None,
     config: QueryConfig | None = None,
     embedder: Any = None,
+    goal: Goal | str | None = None,
+    uncolored: bool = False,
 ) -> Context:
     """Compile the context for one question and one asker.
 
     ``as_of`` asks what held at a valid time, ``known_at`` what memc knew at a transaction time
-    (both default to now: the current fold). Raises StaleViewError when a view must fail closed."""
+    (both default to now: the current fold). ``goal`` (a text, or a Goal with entities and
+    predicates) is the agent's current task: it shapes which facts and evidence rank first.
+    ``uncolored`` leaves out every fact about the asker (query/asking.py). Raises
+    StaleViewError when a view must fail closed."""
     started = time.perf_counter()
     home = home or MemcHome.resolve()
     config = config or QueryConfig()
@@ -76,15 +82,21 @@ def compile_context(
         watermarks=view_watermarks(home),
         as_of=as_of.isoformat() if as_of else None,
         known_at=known_at.isoformat() if known_at else None,
+        uncolored=uncolored,
     )
+    wanted = Goal.of(goal)
+    ctx.goal = wanted.to_dict() if wanted else None
     ctx.staleness, erased = assess(ledger, head, ctx.watermarks, config.staleness)
     patch = None
     if ctx.staleness.get("evidence_index", {}).get("decision") == "patched":
         patch = (ctx.watermarks.get("evidence_index") or 0, head)
     # State first: the facts the question asks for are keys to their evidence (query/current.py).
-    ctx.state, ctx.conflicts = state_facts(home, question, asker, scope, config, as_of=as_of, known_at=known_at)
+    ctx.state, ctx.conflicts = state_facts(home, question, asker, scope, config, as_of=as_of, known_at=known_at, goal=wanted, uncolored=uncolored)
     fold = current.plan(home, ctx.state, question, ctx) if config.state_weight else current.NO_PLAN
-    ctx.items, window = retrieve(home, question, asker, scope, config, embedder, ledger=ledger, patch=patch, when=(as_of, known_at), keys=fold.keys)
+    ctx.items, window = retrieve(
+        home, question, asker, scope, config, embedder, ledger=ledger, patch=patch, when=(as_of, known_at), keys=fold.keys,
+        goal=wanted.text if wanted else None,
+    )  # fmt: skip
     ctx.time_window = window.to_dict() if window else None
     current.order(ctx, fold, question)
     _exclude(ctx, set(erased))
@@ -108,6 +120,9 @@ def compile_context(
                 "patched": patch is not None,
                 "state": state_source(),
                 "time_window": {k: v for k, v in (ctx.time_window or {}).items() if k != "phrase"} or None,
+                # whether a goal shaped it and whether the asker's facts were left out, never the goal's words
+                "goal": wanted is not None,
+                "uncolored": uncolored,
             },
             "items": len(ctx.items),
             "state_facts": len(ctx.state),

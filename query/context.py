@@ -65,6 +65,8 @@ class Context:
     latency_ms: float = 0.0
     acl_dropped: int = 0  # items and facts the independent checker (query/acl.py) dropped
     time_window: dict[str, str | None] | None = None  # the window the question named: phrase, start, end
+    goal: dict[str, Any] | None = None  # the agent's task that shaped the compile: text, entities, predicates
+    uncolored: bool = False  # facts about the asker left out (query/asking.py)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,6 +81,14 @@ class Context:
         if self.time_window:
             w = self.time_window
             lines.append(f"time window \"{w['phrase']}\": {(w['start'] or '-')[:10]} .. {(w['end'] or '-')[:10]}")
+        if self.goal:
+            g = self.goal
+            shaped = [f'"{one_line(g["text"], 120)}"'] if g.get("text") else []
+            shaped += [f"entities {', '.join(g['entities'])}"] if g.get("entities") else []
+            shaped += [f"predicates {', '.join(g['predicates'])}"] if g.get("predicates") else []
+            lines.append("shaped by the goal " + "; ".join(shaped))
+        if self.uncolored:
+            lines.append(f"uncolored: no facts about {self.asker}")
         behind = [f"{v} {s['decision']} ({s['lag_entries']} entries behind)" for v, s in self.staleness.items() if s.get("decision") not in (None, "fresh")]
         if behind:
             lines.append("staleness: " + "; ".join(behind))

@@ -12,6 +12,7 @@ from typing import Any
 from memc.home import MemcHome
 from memc.visibility import may_see
 from query import intent
+from query.asking import Goal, asked_with_goal, subject_words
 from query.config import QueryConfig
 from query.context import StateFact, iso
 from query.state import StateQueryError, state_for_entity
@@ -60,10 +61,13 @@ def state_facts(
     *,
     as_of: datetime | None = None,
     known_at: datetime | None = None,
+    goal: Goal | None = None,
+    uncolored: bool = False,
 ) -> tuple[list[StateFact], list[dict[str, Any]]]:
-    """What holds for the entities the question names, for this asker, and the conflicts about
-    them (both sides, each with its source). The current fold by default; with ``as_of`` or
-    ``known_at``, the bi-temporal query over state_history instead.
+    """What holds for the entities the question (and the goal) names, for this asker, and the
+    conflicts about them (both sides, each with its source). The current fold by default; with
+    ``as_of`` or ``known_at``, the bi-temporal query over state_history instead. "I" names the
+    asker; ``uncolored`` leaves every fact about the asker out (query/asking.py).
 
     The rows come from the entity dossiers (views/dossiers.py) when they hold the state build the
     marts hold and every subject the question can name has one; else from the index of
@@ -76,11 +80,12 @@ def state_facts(
     if not path.exists() or config.max_state_facts == 0:
         STATE_SOURCE.set("none")
         return [], []
-    words = set(re.findall(r"[\w'-]+", question.casefold()))
-    words |= {w[:-2] for w in words if w.endswith(("'s", "’s"))}  # "Elena's employer" names Elena
+    words = subject_words(question, asker, goal, uncolored=uncolored)  # "Elena's employer" names Elena
     source, conflict_rows = state_rows(home, words)
     rows = [r for r in source if holds_for(r, asker, scope) and intent.shown(r["predicate"], question)]
     mentioned = {r["subject_id"] for r in rows if r["subject"].casefold() in words}
+    if uncolored:
+        mentioned -= {r["subject_id"] for r in rows if r["subject"].casefold() == asker.casefold()}
     if as_of is not None or known_at is not None:
         return state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at)
     newest: dict[tuple[str, str, str], dict[str, Any]] = {}
@@ -98,7 +103,7 @@ def state_facts(
                 newest[key] = r
         else:
             facts.append(r)
-    facts = rank_facts([*newest.values(), *facts], words, intent.asked(question))
+    facts = rank_facts([*newest.values(), *facts], words, asked_with_goal(question, goal))
     conflicts = [
         conflict_of(c)
         for c in conflict_rows

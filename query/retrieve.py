@@ -55,11 +55,13 @@ def retrieve(
     patch: tuple[int, int] | None = None,
     when: tuple[datetime | None, datetime | None] = (None, None),
     keys: list[str] | None = None,
+    goal: str | None = None,
 ) -> tuple[list[ContextItem], TimeWindow | None]:
     """The evidence items, best first, and the time window the question named (if any).
 
     ``keys``: source entries of the state facts the question asks for (query/current.py),
-    ranked in that order as the `state` route: evidence reached through the fact drawn from it."""
+    ranked in that order as the `state` route: evidence reached through the fact drawn from it.
+    ``goal``: the agent's task, one more full-text route (`goal`)."""
 
     named = named_entities(home, question, asker, scope)
     window = question_window(question, anchor=when[0], event_time=event_lookup(home, asker, scope, named))
@@ -94,6 +96,8 @@ def retrieve(
 
     if keys and config.state_weight:
         plan["state"] = (config.state_weight, {"entry_ids": keys})
+    if goal and goal.strip() and config.goal_weight:
+        plan["goal"] = (config.goal_weight, {"text": goal, "k": config.fulltext_k})
 
     def search(kw: dict[str, Any]) -> list[dict[str, Any]]:
         if "entry_ids" in kw:  # the state route: the turns the asked facts were drawn from, in the facts' order

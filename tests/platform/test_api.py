@@ -193,6 +193,17 @@ def test_state_as_of_and_ask_parameters(built):
         r = c.post("/v1/ask", json={"question": "Where does Elena live?", "as_of": "2024-03-01T00:00:00Z"})
         assert r.status_code == 200, r.text
 
+    with client(srv, keys["elena"]) as c:  # asked as whom, for what (query/asking.py)
+        mine = c.post("/v1/ask", json={"question": "Where do I live now?"}).json()
+        assert any(f["subject"] == "Elena" and f["object"] == "Potsdam" for f in mine["state"]), mine["rendered"]
+        plain = c.post("/v1/ask", json={"question": "Where do I live now?", "uncolored": True}).json()
+        assert plain["uncolored"] and not any(f["subject"] == "Elena" for f in plain["state"])
+        task = {"goal": "onboarding redesign review", "entities": ["Priya"], "predicates": ["works_at"]}
+        shaped = c.post("/v1/ask", json={"question": "What should I prepare?", "agent_state": task, "uncolored": True}).json()
+        assert shaped["goal"] == {"text": task["goal"], "entities": ["Priya"], "predicates": ["works_at"]} and any(f["subject"] == "Priya" and f["predicate"] == "works_at" for f in shaped["state"])
+        e = err(c.post("/v1/ask", json={"question": "x", "agent_state": {"predicates": ["lives_near"]}}), 422, "invalid_request")
+        assert "lives_near" in e["message"]
+
 
 # ---------------------------------------------------------------------------------- ingest
 
