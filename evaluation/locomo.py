@@ -31,6 +31,8 @@ from memc.home import MemcHome
 from orchestration.runner import build
 from query import compile_context
 from query.config import QueryConfig
+from query.context import item_lines
+from query.tokens import count_tokens
 from views.embedder import Embedder
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -49,6 +51,9 @@ class EvalResult:
     recall: dict[str, dict[str, float]] = field(default_factory=dict)  # group -> "R@k" -> mean
     counts: dict[str, int] = field(default_factory=dict)
     median_tokens: float = 0.0
+    # Of the context's tokens, the share in items that show an evidence turn (mean over the
+    # questions with evidence): how much of what the reader is given is worth reading.
+    evidence_token_share: float = 0.0
     latency_ms_p50: float = 0.0
     latency_ms_p95: float = 0.0
     questions: int = 0
@@ -73,7 +78,8 @@ class EvalResult:
                 lines.append(f"| {g} | {self.counts[g]} | " + " | ".join(f"{self.recall[g][c]:.3f}" for c in cols) + " |")
         lines += [
             "",
-            f"median context tokens: {self.median_tokens:.0f}; compile latency p50 {self.latency_ms_p50:.1f} ms, "
+            f"median context tokens: {self.median_tokens:.0f} ({self.evidence_token_share:.0%} of them in items holding evidence); "
+            f"compile latency p50 {self.latency_ms_p50:.1f} ms, "
             f"p95 {self.latency_ms_p95:.1f} ms",
         ]
         return "\n".join(lines)
@@ -103,12 +109,15 @@ def recall_at(evidence: Iterable[str], retrieved: list[list[str]], k: int) -> fl
 def render_sweep(results: list[EvalResult]) -> str:
     """One line per budget: recall of the whole context, overall and multi-hop, and its tokens."""
     lines = [
-        "| budget (tokens) | context recall | multi-hop | temporal | single-hop | median context tokens |",
-        "|---:|---:|---:|---:|---:|---:|",
+        "| budget (tokens) | context recall | multi-hop | temporal | single-hop | median context tokens | evidence token share |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in results:
         g = {k: r.recall.get(k, {}).get("context", float("nan")) for k in ("overall", "multi-hop", "temporal", "single-hop")}
-        lines.append(f"| {r.budget:,} | {g['overall']:.3f} | {g['multi-hop']:.3f} | {g['temporal']:.3f} | {g['single-hop']:.3f} | {r.median_tokens:.0f} |")
+        lines.append(
+            f"| {r.budget:,} | {g['overall']:.3f} | {g['multi-hop']:.3f} | {g['temporal']:.3f} | {g['single-hop']:.3f} "
+            f"| {r.median_tokens:.0f} | {r.evidence_token_share:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -171,6 +180,7 @@ class _Run:
     latencies: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    shares: list[float] = field(default_factory=list)  # per question: share of tokens in evidence-holding items
 
     def ask(self, q: dict[str, Any], home: MemcHome, conv: str, config: QueryConfig, embedder: Embedder, ks: tuple[int, ...]) -> None:
         t1 = time.perf_counter()
@@ -185,6 +195,9 @@ class _Run:
         self.lines.append(json.dumps({"question_id": q["question_id"], "retrieved": retrieved, "facts": facts}))
         if not q.get("evidence"):
             return
+        wanted = set(q["evidence"])
+        holding = [it for it, refs in zip(ctx.items, retrieved) if wanted.intersection(refs)]
+        self.shares.append(sum(count_tokens("\n".join(item_lines(1, it, EVAL_ASKER))) for it in holding) / max(1, ctx.tokens))
         whole = [*retrieved, facts]
         metrics = {"context": recall_at(q["evidence"], whole, len(whole)), **{f"R@{k}": recall_at(q["evidence"], retrieved, k) for k in ks}}
         self.per_group[CATEGORIES.get(q["category"], str(q["category"]))].append(metrics)
@@ -198,6 +211,8 @@ class _Run:
         r.questions = len(self.lines)
         if self.tokens:
             r.median_tokens = statistics.median(self.tokens)
+        if self.shares:
+            r.evidence_token_share = sum(self.shares) / len(self.shares)
         if self.latencies:
             lat = sorted(self.latencies)
             r.latency_ms_p50 = statistics.median(lat)

@@ -101,7 +101,7 @@ def compile_context(
     current.order(ctx, fold, question)
     _exclude(ctx, set(erased))
     _recheck_visibility(ctx, ledger)
-    pack(ctx, config.budget_tokens, config.state_share)
+    pack(ctx, config.budget_tokens, config.state_share, config.relevance_floor)
     ctx.latency_ms = round((time.perf_counter() - started) * 1000, 2)
 
     record_compile(

@@ -75,7 +75,7 @@ _ADVERBS = {
 # Objects end where another clause starts.
 _STOPS = {
     "because", "but", "so", "which", "who", "whom", "whose", "when", "while", "since", "if", "unless",
-    "although", "though", "whereas", "until", "where", "cause", "cuz", "as", "like", "than", "hoping",
+    "although", "though", "whereas", "until", "where", "cause", "'cause", "cuz", "as", "like", "than", "hoping",
 }  # fmt: skip
 _SPLIT_PUNCT = {",", ";", ":", "-", "–", "—", "(", ")", "...", "…", "!", ".", "?"}
 _SUBJECT_WORDS = {"i", "we", "he", "she", "they", "you", "it", "my", "our", "there", "this", "that"}
@@ -98,9 +98,9 @@ _ASKING = frozenset({"ask", "see", "wonder", "know", "check", "decide", "tell"})
 # Word lists of the rules below, each with the sentence it was written for at its use. They
 # are heuristics of this reader, not phrasings of the ontology (those are claims/lexicon.toml).
 # An object that opens with a subject pronoun is a clause: "I heard she joined Helio Labs".
-_CLAUSE_SUBJECTS = frozenset({"i", "he", "she", "they", "we", "you", "i'm", "he's", "she's", "they're", "we're"})
+_CLAUSE_SUBJECTS = frozenset({"i", "he", "she", "they", "we", "you", "i'm", "he's", "she's", "they're", "we're", "there's", "that's", "it's"})
 # Sayings of "make", "see", "have", "get": nothing made, seen, had or received.
-_MADE_IDIOMS = frozenset({"team", "pair", "difference", "impact", "point", "sense", "progress", "memories", "memory", "time", "effort", "decision", "mistake", "change", "living", "money", "sure", "friends", "choice", "plans", "way", "day", "night"})
+_MADE_IDIOMS = frozenset({"connections", "relationships", "bonds", "friendships", "team", "pair", "difference", "impact", "point", "sense", "progress", "memories", "memory", "time", "effort", "decision", "mistake", "change", "living", "money", "sure", "friends", "choice", "plans", "way", "day", "night"})
 # Times the resolver does not date still end an object: "last Tues", "the other day".
 _TIME_NOUNS = frozenset({
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue", "tues", "wed",
@@ -128,7 +128,7 @@ _OF_THE_LISTENER = frozenset({"lives_in", "works_at", "studies_at", "attended", 
 _TIME_WORDS = {
     "last", "this", "next", "week", "month", "year", "yesterday", "today", "tonight", "morning", "afternoon",
     "evening", "weekend", "night", "ago", "few", "days", "weeks", "months", "years", "couple", "of", "the",
-    "other", "day", "earlier", "later", "then", "recently", "lately", "finally", "btw", "also", "just", "ages", "times", "once", "twice", "every",
+    "other", "day", "earlier", "later", "then", "recently", "lately", "finally", "btw", "also", "just", "ages", "times", "once", "twice", "every", "often",
 }  # fmt: skip
 # Subordinators that open a clause: "when I shared my book ...".
 _LEADS = {"when", "while", "because", "since", "after", "before", "as", "once", "cause", "cuz", "whenever", "now", "especially"}
@@ -679,6 +679,10 @@ def _read_clause(
         return None  # "Seeing my students grow ...", "Finding my Zen ...": an experience remarked on
     if frame is not None and frame.predicate == "received" and verb.lower_ in _PRESENT_RECEIPT:
         return None  # "I find other ways to be happy", "I get to see them": nothing received
+    if frame is not None and frame.predicate == "attended" and _lemma(verb) in ("host", "organize", "organise") and verb.lower_.endswith("ing"):
+        frame = _Frame("plans", frame.kind, frame.surface)  # "I'm organizing a party two weekends later": not yet attended
+    if frame is not None and frame.predicate == "received" and verb.lower_ == "got" and verb.i and verb.doc[verb.i - 1].lower_ in ("'ve", "ve", "have", "has", "'s"):
+        frame = _Frame("has", frame.kind, frame.surface)  # "We've got some cool projects in the works": had, not received
     if frame is not None:
         if frame.kind == "name":
             span = _name_span(text, tokens, end)
@@ -726,15 +730,18 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "Glad you agree", "Seeing your students grow": about the listener, not the speaker
     if first in _CLAUSE_SUBJECTS and predicate != "feels":
         return None  # "I heard she joined Helio Labs": a clause, not a thing heard (who said it is unknown)
-    if predicate in ("created", "watched") and (named[-1] in _MADE_IDIOMS or named[0] == "friends"):
+    if predicate in ("created", "watched") and (named[-1] in _MADE_IDIOMS or named[0] in _MADE_IDIOMS):
         return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
         return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
     if predicate == "received" and (first.endswith("ed") or first in _GOT_STATES):
         return None  # "got married", "got sick": a change of state, not a thing received
     words = text[span[0] : span[1]].split()
-    if predicate in ("considers", "goal", "plans", "activity") and (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS | {"there", "here", "better", "out"} and len(words) <= 3):
-        return None  # "give it a try", "recommend it", "try them out": what "it" is, the clause does not say
+    if predicate in ("considers", "goal", "plans", "activity") and (
+        (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS | {"there", "here", "better", "out"} and len(words) <= 3)
+        or (len(words) <= 5 and any(w.lower() in ("it", "them", "that", "this") for w in words))
+    ):
+        return None  # "give it a try", "recommend it", "try them out", "make it work": what "it" is, the clause does not say
     if predicate == "met" and first in ("at", "in", "on", "during", "through", "with", "up"):
         return None  # "the people I met at the shelter": whom, the clause does not say
     if predicate == "feels" and (
