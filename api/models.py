@@ -140,6 +140,7 @@ class ContextItemOut(_Out):
     entry_ids: list[str] = []
     duplicates: list[str] = []
     ingested_by: list[str | None] = Field(default_factory=list, description="Who wrote each entry shown (aligned with entry_ids): a principal, or memc:cli / memc:inbox / a producer.")
+    relevance: float = Field(default=1.0, description="The best share of a route's top score this item reached (the packer's relevance floor reads it).")
     superseded: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Values this evidence states that no longer hold: subject, predicate, object, now (the current value), by_entry_id / by_source_ref (the entry that superseded it), since, reason.",

@@ -55,8 +55,9 @@ class QueryConfig(BaseModel):
     # The goal route: full text of the agent's current task (``goal``), below the question's own
     # routes: the task conditions what ranks first, the question still decides.
     goal_weight: float = Field(default=0.5, ge=0)
-    # Precision: an item whose fused score is below this share of the best item's is not packed,
-    # so a context can end short of its budget rather than fill it with what no route ranked as
+    # Precision: an item that reached less than this share of the best score on every route that
+    # found it (BM25 against the best BM25 hit, cosine against the best cosine) is not packed, so a
+    # context can end short of its budget rather than fill it with what no route ranked as
     # relevant (0: fill the budget). Measured on LoCoMo dev in docs/context.md.
     relevance_floor: float = Field(default=0.0, ge=0, le=1)
 

@@ -30,6 +30,9 @@ class ContextItem:
     # Values this item is the evidence of that no longer hold: each names the value, the entry
     # that superseded it and since when (query/current.py). Such items rank below the current one's.
     superseded: list[dict[str, Any]] = field(default_factory=list)
+    # The best share of a route's top score this item reached (1.0: the best hit of some route, or
+    # asked for through a fact); the packer's relevance floor reads it.
+    relevance: float = 1.0
 
 
 @dataclass

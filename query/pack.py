@@ -17,8 +17,9 @@ def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float =
     rather than dropped: on LoCoMo dev this packs 9 items into 2,000 tokens instead of 8, and
     lifts evidence recall@10 0.835 -> 0.842 (multi-hop 0.500 -> 0.528).
 
-    ``relevance_floor``: items scoring below that share of the best item's fused score are not
-    packed at all (QueryConfig.relevance_floor), so the context may end short of the budget."""
+    ``relevance_floor``: items that reached less than that share of the best score on every route
+    that found them (``ContextItem.relevance``) are not packed at all (QueryConfig.relevance_floor),
+    so the context may end short of the budget."""
 
     # Fixed lines (header, section titles) first; then each line as it would be rendered.
     used = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))
@@ -32,10 +33,9 @@ def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float =
             break
         kept_state.append(f)
         used += cost
-    floor = relevance_floor * max((it.score for it in ctx.items), default=0.0)
     for it in ctx.items:
-        if it.score < floor:
-            continue  # no route ranked it near the best: not worth the reader's tokens
+        if it.relevance < relevance_floor:
+            continue  # no route ranked it near its best hit: not worth the reader's tokens
         for form in _narrower(it):
             cost = count_tokens("\n".join(item_lines(len(kept_items) + 1, form, ctx.asker)))
             if used + cost <= budget:

@@ -123,8 +123,14 @@ def retrieve(
     routes = {route: running[route].result() for route in wanted}  # in plan order: the fusion's tie order
     fused: dict[str, dict[str, Any]] = {}
     for route, hits in routes.items():
+        # Relevance on the route's own scale (BM25, cosine): the hit's score over the route's
+        # best, so "no route ranked it near its best" is a share (QueryConfig.relevance_floor).
+        # Rank fusion forgets that scale: a 40th hit far below the first still adds 1/(60+40).
+        best = max((h.get("score") or 0.0 for h in hits), default=0.0)
         for rank, hit in enumerate(hits):
-            slot = fused.setdefault(hit["entry_id"], {"hit": hit, "score": 0.0, "routes": []})
+            slot = fused.setdefault(hit["entry_id"], {"hit": hit, "score": 0.0, "routes": [], "relevance": 0.0})
+            rel = (hit["score"] / best) if best > 0 and hit.get("score") is not None else 1.0  # the state route's rows: asked for
+            slot["relevance"] = max(slot["relevance"], rel)
             if route in slot["routes"]:
                 continue  # another chunk of the same entry already counted on this route
             slot["score"] += plan[route][0] / (config.rrf_k + rank + 1)
@@ -158,6 +164,7 @@ def retrieve(
         joined = join_stretch(items, stretches, turns, limit=2 * (config.window_before + config.window_after + 1))
         if joined is not None:
             joined.routes = sorted(set(joined.routes) | {r.split("/")[0] for r in s["routes"]})
+            joined.relevance = max(joined.relevance, round(s["relevance"], 4))
             shown = [(normalised(it.text) if it is joined else seen, it) for seen, it in shown]
             continue
         items.append(
@@ -173,6 +180,7 @@ def retrieve(
                     recorded_at=iso(hit["recorded_at"]),
                     routes=sorted({r.split("/")[0] for r in s["routes"]}),
                     score=round(s["score"], 6),
+                    relevance=round(s["relevance"], 4),
                 ),
                 turns,
             )

@@ -84,12 +84,14 @@ _CONNECTIONS_LOCK = threading.Lock()
 
 # Scalar indexes (column, lancedb.index config) on what search_filter and session_rows filter on:
 # visibility and entity_ids with array_has_any, kind and scope by equality (few values: bitmaps),
-# session_id IN (...) and valid_at ranges (many values: B-trees).
+# session_id IN (...) and valid_at ranges (many values: B-trees); entry_id IN (...) for the
+# compiler's state route (the turns a fact was drawn from), a lookup rather than a scan.
 SCALAR_INDEXES = (
     ("visibility", "LabelList"),
     ("kind", "Bitmap"),
     ("scope", "Bitmap"),
     ("session_id", "BTree"),
+    ("entry_id", "BTree"),
     ("entity_ids", "LabelList"),
     ("valid_at", "BTree"),
 )

@@ -71,6 +71,7 @@ def _answers(store: LanceVectorStore, emb: HashEmbedder) -> list:
                         out.append(_key(store.search(text=q, principals=principals, scope=scope, k=7, kinds=kinds, **extra)))
                         out.append(_key(store.search(vector=v, principals=principals, scope=scope, k=7, kinds=kinds, **extra)))
                 out.append(_key(store.session_rows(session_ids=["s1", "s3", "s7", "nope"], principals=principals, scope=scope, kinds=kinds)))
+                out.append(_key(store.entry_rows(entry_ids=["e_00003", "e_00150", "e_00399", "e_99999"], principals=principals, scope=scope, kinds=kinds)))
     return out
 
 
