@@ -400,16 +400,19 @@ class Service:
             raise invalid("name what to forget: entry_ids, source_uri, scope or subject")
 
         try:
-            report = forget(
-                self.home,
-                entry_ids=entry_ids,
-                source_uri=source_uri,
-                scope=scope,
-                subject=subject,
-                reason=reason,
-                by=caller.principal,
-                rebuild=rebuild_views if rebuild else None,
-            )
+            # Under the build lock: the keeper's build must not compile views while the erasure
+            # purges the ledger and rebuilds them (api/keeper.py).
+            with self._build_lock:
+                report = forget(
+                    self.home,
+                    entry_ids=entry_ids,
+                    source_uri=source_uri,
+                    scope=scope,
+                    subject=subject,
+                    reason=reason,
+                    by=caller.principal,
+                    rebuild=rebuild_views if rebuild else None,
+                )
         except (ValueError, LookupError) as exc:
             raise invalid(str(exc)) from None
         return json_ready(report.to_dict())

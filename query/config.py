@@ -52,6 +52,10 @@ class QueryConfig(BaseModel):
     # evidence is in the context even when no search ranks it; superseded values' evidence then
     # ranks below it. 0 turns both off.
     state_weight: float = Field(default=1.0, ge=0)
+    # The facts route: the claim sentences of the evidence index searched by full text and
+    # vectors (each at this share of its route's weight), every hit standing for the turn the
+    # claim was drawn from. Measured on LoCoMo dev in docs/context.md.
+    facts_weight: float = Field(default=0.0, ge=0)
     # The goal route: full text of the agent's current task (``goal``), below the question's own
     # routes: the task conditions what ranks first, the question still decides.
     goal_weight: float = Field(default=0.5, ge=0)

@@ -24,7 +24,7 @@ from query.timewindow import TimeWindow, question_window
 from query.windows import join_stretch, session_windows, set_turns, within_time
 from views.build import vector_store
 from views.embedder import Embedder
-from views.evidence import evidence_rows
+from views.evidence import CLAIM_KIND, evidence_rows
 
 # Stands for the question's embedding in a route's search arguments until it is computed.
 EMBEDDING = object()
@@ -94,6 +94,13 @@ def retrieve(
             if "/" not in how:
                 plan[f"graph/{how}"] = (w * config.graph_weight, {**kw, "entity_ids": related})
 
+    if config.facts_weight:
+        # Facts as keys: the claim sentences of the index ("Caroline attended LGBTQ support
+        # group (as of 2023-05-07)") point at the turns they were drawn from, so a question
+        # reaches a turn through the fact drawn from it; the hits become their source turns below.
+        for how in ("fulltext", "vector"):
+            w, kw = plan[how]
+            plan[f"facts/{how}"] = (w * config.facts_weight, {**kw, "kinds": (CLAIM_KIND,)})
     if keys and config.state_weight:
         plan["state"] = (config.state_weight, {"entry_ids": keys})
     if goal and goal.strip() and config.goal_weight:
@@ -104,16 +111,34 @@ def retrieve(
             rank = {e: i for i, e in enumerate(kw["entry_ids"])}
             rows = [r for st in stores for r in st.entry_rows(principals=principals, scope=scope, kinds=EVIDENCE_KINDS, **kw) if within_time(r, when)]
             return sorted(rows, key=lambda r: (rank[r["entry_id"]], r["id"]))
+        kw = {"kinds": EVIDENCE_KINDS, **kw}
         # Each store ranks on its own; the patch store's hits interleave by score within a route.
         hits = [
             h
             for st in stores
-            for h in st.search(principals=principals, scope=scope, kinds=EVIDENCE_KINDS, model_version=model_version, **kw)
+            for h in st.search(principals=principals, scope=scope, model_version=model_version, **kw)
             if within_time(h, when)
         ]
         if patch:
             hits.sort(key=lambda h: -(h.get("score") or 0.0))
+        if kw["kinds"] == (CLAIM_KIND,):
+            hits = source_turns(hits)
         return hits
+
+    def source_turns(claim_hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Claim hits as the turns they were drawn from, in the claims' rank, each turn once,
+        scored by its best claim (the claim's own row is not evidence to show)."""
+        wanted = list(dict.fromkeys(h["entry_id"] for h in claim_hits))
+        turns: dict[str, dict[str, Any]] = {}
+        for r in store.entry_rows(entry_ids=wanted, principals=principals, scope=scope, kinds=EVIDENCE_KINDS):
+            turns.setdefault(r["entry_id"], r)
+        out, seen = [], set()
+        for h in claim_hits:
+            turn = turns.get(h["entry_id"])
+            if turn is not None and h["entry_id"] not in seen and within_time(turn, when):
+                seen.add(h["entry_id"])
+                out.append({**turn, "score": h.get("score"), "route": h.get("route"), "rank": len(out) + 1})
+        return out
 
     wanted = {route: kw for route, (weight, kw) in plan.items() if weight}
     running = {route: pool.submit(search, kw) for route, kw in wanted.items() if kw.get("vector") is not EMBEDDING}
