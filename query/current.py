@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from claims.ontology import ONTOLOGY
@@ -62,9 +63,12 @@ def plan(home: MemcHome, state: list[StateFact], question: str, ctx: Context) ->
     # Keys of every asked predicate were measured and dropped: the turns of multi-valued facts
     # ("What did Caroline research?" -> every `studies` claim) crowd out the evidence (LoCoMo dev
     # conv-26 at 2,000 tokens: 0.859 without the route, 0.834 with every asked fact as a key).
-    picked = [f for f in state if f.predicate in asked and ONTOLOGY.get(f.predicate) is not None and ONTOLOGY[f.predicate].cardinality == "functional" and not ONTOLOGY[f.predicate].derived]
+    picked = [
+        f for f in state
+        if f.predicate in asked and (p := ONTOLOGY.get(f.predicate)) is not None and p.cardinality == "functional" and not p.derived
+    ]  # fmt: skip
     current = sorted(picked, key=lambda f: -asked[f.predicate])[:MAX_KEYS]
-    old = superseded(home, current, ctx.asker)
+    old = superseded(home, current, ctx.asker, as_of=_time(ctx.as_of), known_at=_time(ctx.known_at))
     keys = [f.source_entry_id for f in current]
     if old and (ctx.as_of or ctx.known_at or _HISTORY.search(question)):
         newest = sorted(old, key=lambda e: max(s["since"] for s in old[e]), reverse=True)
@@ -85,10 +89,17 @@ def _closings(home: MemcHome) -> dict[tuple[str, str, str], list[dict[str, Any]]
     return cached("state_closings", [path], load)
 
 
-def superseded(home: MemcHome, current: list[StateFact], asker: str) -> dict[str, list[dict[str, Any]]]:
+def _time(iso_time: str | None) -> datetime | None:
+    return datetime.fromisoformat(iso_time) if iso_time else None
+
+
+def superseded(
+    home: MemcHome, current: list[StateFact], asker: str, *, as_of: datetime | None = None, known_at: datetime | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """source entry id -> what it said that no longer holds, for the subjects and predicates of
     ``current``: claims the asker may see, closed by a claim the asker may see (the first such
-    closer names the change), never the current claim itself."""
+    closer names the change), never the current claim itself. With ``as_of`` / ``known_at``,
+    only closings in effect by that valid time and recorded by that transaction time."""
     index = _closings(home) if current else None
     if not index:
         return {}
@@ -100,6 +111,8 @@ def superseded(home: MemcHome, current: list[StateFact], asker: str) -> dict[str
                 continue
             if not (may_see(asker, r["closed_visibility"]) and may_see(asker, r["closer_visibility"])):
                 continue
+            if (as_of is not None and r["close_at"] > as_of) or (known_at is not None and r["closer_recorded_at"] > known_at):
+                continue  # the change came later than the time asked about
             seen = first.get(r["claim_id"])
             if seen is None or (r["close_at"], r["closer_claim_id"]) < (seen["close_at"], seen["closer_claim_id"]):
                 first[r["claim_id"]] = r

@@ -91,3 +91,13 @@ def test_a_private_change_is_not_shown_to_those_who_may_not_see_it(home):
     assert all("EP1:4" not in _refs(it) for it in ctx.items)
     assert all(s["now"] != "Potsdam" and s["by_source_ref"] != "EP1:4" for it in ctx.items for s in it.superseded)
     assert not ctx.items[_rank(ctx, "ET2:1")].superseded
+
+
+def test_as_of_labels_only_the_changes_made_by_then(home):
+    """As of June 2024, for elena: Berlin held (Potsdam came in September), Lisbon was superseded."""
+    june = datetime(2024, 6, 1, tzinfo=timezone.utc)
+    ctx = compile_context("Where did Elena live?", "elena", home=home, scope="team", as_of=june)
+    assert [f.object for f in ctx.state if f.predicate == "lives_in"] == ["Berlin"]
+    labels = [s for it in ctx.items for s in it.superseded]
+    assert labels and all(s["object"] == "Lisbon" and s["now"] == "Berlin" and s["by_source_ref"] == "ET2:1" for s in labels), labels
+    assert not ctx.items[_rank(ctx, "ET2:1")].superseded
