@@ -68,3 +68,21 @@ def test_a_goal_text_is_a_route_of_its_own(home):
 def test_a_goal_with_an_unknown_predicate_is_refused_by_name():
     with pytest.raises(GoalError, match="goal.predicates: unknown predicate 'lives_near'"):
         Goal(predicates=("lives_near",))
+
+
+@pytest.mark.parametrize(
+    "follow_up, fact",
+    [
+        ("And where does she work?", ("Elena", "works_at", "Helio Labs")),
+        ("Where does she live now?", ("Elena", "lives_in", "Berlin")),
+        ("What is she planning?", ("Elena", "plans", "trip to Kyoto")),
+    ],
+)
+def test_a_follow_up_keeps_the_sessions_subject_through_the_agent_state(home, follow_up, fact):
+    """Session amnesia: a follow-up names no one ("she"); the agent state carries who the talk is
+    about, so the follow-up gets her facts (without it, none: the question names nobody)."""
+    bare = compile_context(follow_up, "tomasz", home=home, scope="team")
+    assert fact not in _facts(bare)
+    ctx = compile_context(follow_up, "tomasz", home=home, scope="team", goal=Goal(entities=("Elena",)))
+    assert fact in _facts(ctx), _facts(ctx)
+    assert ctx.goal == {"text": None, "entities": ["Elena"], "predicates": []}
