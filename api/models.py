@@ -143,7 +143,7 @@ class ContextItemOut(_Out):
     relevance: float = Field(default=1.0, description="The best share of a route's top score this item reached (the packer's relevance floor reads it).")
     superseded: list[dict[str, Any]] = Field(
         default_factory=list,
-        description="Values this evidence states that no longer hold: subject, predicate, object, now (the current value), by_entry_id / by_source_ref (the entry that superseded it), since, reason.",
+        description="Values this evidence states that no longer hold: subject, predicate, object, now (the current value), by_object / by_entry_id / by_source_ref (the value and entry that superseded it), since, reason.",
     )
 
 

@@ -149,13 +149,19 @@ def item_lines(i: int, it: ContextItem, asker: str) -> list[str]:
 
 
 def superseded_lines(it: ContextItem) -> list[str]:
-    """"(superseded: Elena lives_in Lisbon -> Berlin, by D2:5 since 2024-03-01)": what this
-    evidence says no longer holds, so a reader does not take the old value for now."""
-    return [
-        f"      (superseded: {s['subject']} {s['predicate']} {s['object']} -> {s['now'] or 'retracted'}, "
-        f"by {_cite(s['by_source_ref'], s['by_entry_id'])} since {s['since'][:10]})"
-        for s in it.superseded
-    ]
+    """"(superseded: Elena lives_in Lisbon -> Berlin by ET2:1 since 2024-04-01; now Potsdam)":
+    what this evidence says no longer holds, what replaced it where and when, and what holds
+    now when that changed again, so a reader does not take the old value for now."""
+    out = []
+    for s in it.superseded:
+        by = f"{_cite(s['by_source_ref'], s['by_entry_id'])} since {s['since'][:10]}"
+        said = f"{s['subject']} {s['predicate']} {s['object']}"
+        if s.get("reason") == "retracted":
+            out.append(f"      (no longer holds: {said}, retracted by {by})")
+            continue
+        then = s.get("by_object") or s["now"]
+        out.append(f"      (superseded: {said} -> {then} by {by}{'; now ' + s['now'] if s['now'] != then else ''})")
+    return out
 
 
 def _cite(source_ref: str | None, entry_id: str) -> str:

@@ -123,6 +123,7 @@ def superseded(
                     "predicate": fact.predicate,
                     "object": r["closed_object"],
                     "now": fact.object,
+                    "by_object": r["closer_object"],
                     "since": iso(r["close_at"]),
                     "reason": r["reason"],
                     "by_entry_id": r["closer_source_entry_id"],

@@ -77,3 +77,23 @@ def test_hits_a_few_turns_apart_show_as_one_stretch_of_the_conversation():
     assert joined is items[0] and joined.entry_id == "e_S1_5"  # still cited by its first hit
     assert joined.source_refs == [f"S1:{n}" for n in range(3, 11)] and joined.text.split("\n") == [f"turn {n}" for n in range(3, 11)]
     assert _join_stretch(items, stretches, [turn("S1", n) for n in range(0, 3)], limit=10) is None  # 11 turns: too long
+
+
+def test_superseded_values_are_labelled_with_what_replaced_them_and_what_holds_now():
+    from query.context import ContextItem, item_lines
+
+    def item(*labels: dict) -> ContextItem:
+        return ContextItem(
+            entry_id="e_1", source_ref="ET1:3", scope="team", kind="message", actor="Elena", text="I live in Lisbon now.",
+            valid_at="2024-02-10T18:02:00+00:00", recorded_at="2024-02-10T18:02:00+00:00", routes=["fulltext"], score=0.1,
+            superseded=list(labels),
+        )  # fmt: skip
+
+    moved = {"subject": "Elena", "predicate": "lives_in", "object": "Lisbon", "now": "Potsdam", "by_object": "Berlin",
+             "since": "2024-04-01T00:00:00+00:00", "reason": "superseded", "by_entry_id": "e_9", "by_source_ref": "ET2:1"}  # fmt: skip
+    lines = item_lines(1, item(moved), "tomasz")
+    assert "(superseded: Elena lives_in Lisbon -> Berlin by ET2:1 since 2024-04-01; now Potsdam)" in lines[1]
+    lines = item_lines(1, item({**moved, "now": "Berlin"}), "tomasz")
+    assert lines[1].strip() == "(superseded: Elena lives_in Lisbon -> Berlin by ET2:1 since 2024-04-01)"
+    gone = {**moved, "reason": "retracted", "by_object": "Lisbon", "by_source_ref": None, "by_entry_id": "e_7"}
+    assert "(no longer holds: Elena lives_in Lisbon, retracted by entry e_7 since 2024-04-01)" in item_lines(1, item(gone), "tomasz")[1]
