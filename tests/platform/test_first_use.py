@@ -38,8 +38,9 @@ def test_keys_serve_ingest_ask_on_a_fresh_home(tmp_path):
             assert first.status_code == 200, first.text
             ctx = first.json()
             assert any("moved to Lisbon" in it["text"] for it in ctx["items"]), ctx["rendered"]
-            assert ctx["staleness"]["evidence_index"]["decision"] == "patched"
-            assert {ctx["staleness"][v]["decision"] for v in ("claims", "state")} <= {"never_built", "fresh"}
+            # Patched from the ledger and never built, unless the server's own first build won the race.
+            assert ctx["staleness"]["evidence_index"]["decision"] in {"patched", "fresh"}
+            assert {ctx["staleness"][v]["decision"] for v in ("claims", "state")} <= {"never_built", "tolerated", "fresh"}
 
             deadline = time.monotonic() + 600
             while True:  # the server builds by itself; nobody runs `memc build`
