@@ -7,9 +7,8 @@ Per view, a policy:
 - ``fail``: refuse, with an error naming the view, its watermark, the head and the lag.
 A lag beyond a patch or tolerate limit fails closed too. A tolerated view that was never built
 (a fresh home) is reported as ``never_built`` rather than refused: it holds nothing stale.
-Erasures recorded above a view's
-watermark are reported as pending, and the compiler must exclude their ids: a pending erasure is
-never tolerated.
+Erasures recorded above a view's watermark are reported as pending, and the compiler must
+exclude their ids: a pending erasure is never tolerated.
 """
 
 from __future__ import annotations
