@@ -95,8 +95,8 @@ def retrieve(
                 plan[f"graph/{how}"] = (w * config.graph_weight, {**kw, "entity_ids": related})
 
     if config.facts_weight:
-        # Facts as keys: the claim sentences of the index ("Caroline attended LGBTQ support
-        # group (as of 2023-05-07)") point at the turns they were drawn from, so a question
+        # Facts as keys: the claim sentences of the index ("Elena works at Helio Labs (since
+        # 2024-05-14)") point at the turns they were drawn from, so a question
         # reaches a turn through the fact drawn from it; the hits become their source turns below.
         for how in ("fulltext", "vector"):
             w, kw = plan[how]

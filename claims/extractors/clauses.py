@@ -279,7 +279,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
         if sent.text.rstrip().endswith("?"):
             continue  # a question asserts nothing
         # "If I get the job, ..." makes the whole sentence hypothetical; "even if" concedes, it does not.
-        # "asked if they needed volunteers", "see if it fits": an indirect question, not a condition.
+        # "asked if they had a spare room", "see if it fits": an indirect question, not a condition.
         conditional = any(
             t.lower_ in ("if", "unless") and not (t.i and (t.nbor(-1).lower_ == "even" or _lemma(t.nbor(-1)) in _ASKING)) for t in sent
         )
@@ -339,8 +339,8 @@ _JOY = re.compile(
     r"(?:me|us)\s+(?:so\s+much\s+|a\s+lot\s+of\s+|such\s+|great\s+|real\s+)?(?:joy|happiness|peace|comfort|calm)\b"
 )
 
-# Thanks for something named: "Thanks for the advice", "Your support is greatly appreciated",
-# "Your kind words mean a lot". A bare "Thanks!" names nothing and gives no claim; "thanks for
+# Thanks for something named: "Thanks for the tip on the bike shop", "Your help is much
+# appreciated", "Your note means a lot". A bare "Thanks!" names nothing and gives no claim; "thanks for
 # asking" names only talk (cut in _statements).
 _THANKS_FOR = re.compile(r"\b(?:[Tt]hanks|[Tt]hank you|[Tt]hank u)(?:\s+(?:so|very)\s+much|\s+a\s+lot|\s+again)?,?\s+(?:[A-Z]\w+,?\s+)?for\s+(?P<obj>[^.!?,;:\-–()]{3,80})")
 _APPRECIATED = re.compile(
@@ -351,7 +351,7 @@ _APPRECIATED = re.compile(
 _COURTESIES = _TALK | {"have", "be", "reach", "listen", "help", "come", "understand", "care", "think"}
 _LEAD_OWNER = re.compile(r"(?:all the|all|your|the)\s+", re.I)
 
-# "Dancing makes me so happy", "Their words touched me": the feeling, caused by what is named.
+# "Climbing makes me so calm", "Her letter touched me": the feeling, caused by what is named.
 _CAUSE = r"(?:^|(?<=[.!?;]\s))(?:[^.!?;]{0,80}?\s)?"  # the quote keeps the cause: from the sentence's start
 _MAKES_ME = re.compile(_CAUSE + r"(?:makes?|made|making)\s+me\s+(?:feel\s+)?(?:so\s+|really\s+|super\s+|very\s+|extremely\s+|incredibly\s+)?(?P<obj>[a-z]+(?:\s+and\s+[a-z]+)?)\b")
 _TOUCHED_ME = re.compile(_CAUSE + r"(?P<obj>touched|moved|inspired|amazed|humbled)\s+me\b")
@@ -652,7 +652,7 @@ def _read_clause(
             # "I've been getting so stressed", "I feel so lucky": the feeling is the object
             verb, i, frame = tokens[k], k, None
     moving = verb.lower_ == "moved" and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in _PREPOSITIONS | {"back", "away", "here", "there", "abroad"}
-    if frame is None and verb.lower_ in words["feelings"] and not moving:  # "moved from my home country" is not a feeling
+    if frame is None and verb.lower_ in words["feelings"] and not moving:  # "moved from Porto" is not a feeling
         frame, end = _Frame("feels", "phrase", ()), verb.i  # "I'm thrilled to ...": the feeling is the object
     if ability and not hedged:
         return None  # ability, advice and obligation say what could be, not what is
@@ -660,7 +660,7 @@ def _read_clause(
         return None  # "Making a switch could open up new opportunities": a general remark
     if hedged:
         if negated:
-            return None  # "I would never be able to beat them", "I might not go": nothing considered
+            return None  # "I might never finish it", "I might not go": nothing considered
         if verb.i and verb.doc[verb.i - 1].lower_ in ("about", "of") and not verb.lower_.endswith("ing"):
             return None  # "I think about the paths I've taken": a thought, not a plan considered
         # What is considered is the verb phrase itself: "might move to Berlin" -> "move to Berlin".
@@ -680,9 +680,9 @@ def _read_clause(
     if frame is not None and frame.predicate == "received" and verb.lower_ in _PRESENT_RECEIPT:
         return None  # "I find other ways to be happy", "I get to see them": nothing received
     if frame is not None and frame.predicate == "attended" and _lemma(verb) in ("host", "organize", "organise") and verb.lower_.endswith("ing"):
-        frame = _Frame("plans", frame.kind, frame.surface)  # "I'm organizing a party two weekends later": not yet attended
+        frame = _Frame("plans", frame.kind, frame.surface)  # "I'm organizing a quiz night": not yet attended
     if frame is not None and frame.predicate == "received" and verb.lower_ == "got" and verb.i and verb.doc[verb.i - 1].lower_ in ("'ve", "ve", "have", "has", "'s"):
-        frame = _Frame("has", frame.kind, frame.surface)  # "We've got some cool projects in the works": had, not received
+        frame = _Frame("has", frame.kind, frame.surface)  # "We've got two spare tickets": had, not received
     if frame is not None:
         if frame.kind == "name":
             span = _name_span(text, tokens, end)
@@ -698,7 +698,7 @@ def _read_clause(
         return _claim(entry, base, text, start_tok.idx, span, subject, frame.predicate, polarity)
     predicate = "activity"
     if verb.lower_ == "used" and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ == "to":
-        return None  # "when I used to be able to hold it": what once was, not a thing done
+        return None  # "when I used to live by the sea": what once was, not a thing done
     if not verb.is_alpha or verb.lower_ in _FUNCTION_WORDS:
         return None  # "I'm in to help", "I'm here": no verb where one should be
     if copula and not verb.lower_.endswith(("ing", "ed", "en")):
