@@ -24,10 +24,6 @@ from typing import Any, Callable
 
 log = logging.getLogger("memc.api")
 
-# The views a compile reads (query/compile.py view_watermarks): any behind the head is a reason to build.
-KEPT_VIEWS = ("claims", "state", "evidence_index", "entity_graph")
-
-
 class ViewKeeper:
     def __init__(
         self,
@@ -68,7 +64,8 @@ class ViewKeeper:
     def behind(self) -> list[str]:
         marks = self._watermarks()
         head = marks["ledger_head"]
-        return [v for v in KEPT_VIEWS if v in marks["views"] and (marks["views"][v] is None or marks["views"][v] < head)] if head else []
+        # Every view a compile reads (query/compile.py view_watermarks) that is behind the head.
+        return [v for v, mark in marks["views"].items() if mark is None or mark < head] if head else []
 
     def _loop(self) -> None:
         pause = self.interval

@@ -98,7 +98,7 @@ def compile_context(
         goal=wanted.text if wanted else None,
     )  # fmt: skip
     ctx.time_window = window.to_dict() if window else None
-    current.order(ctx, fold, question)
+    current.order(ctx, fold)
     _exclude(ctx, set(erased))
     _recheck_visibility(ctx, ledger)
     pack(ctx, config.budget_tokens, config.state_share, config.relevance_floor)

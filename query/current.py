@@ -42,10 +42,6 @@ _HISTORY = re.compile(
 MAX_KEYS = 4
 
 
-def asks_history(question: str, ctx: Context) -> bool:
-    return bool(ctx.as_of or ctx.known_at or ctx.time_window or _HISTORY.search(question))
-
-
 @dataclass(frozen=True)
 class Plan:
     """What the state fold says of a question's evidence, before retrieval."""
@@ -53,6 +49,7 @@ class Plan:
     current: list[StateFact]  # the current facts of the predicates asked for, most asked first
     old: dict[str, list[dict[str, Any]]]  # source entry -> the superseded values it states
     keys: list[str]  # source entries the state route ranks, in order
+    history: bool  # the question asks about the past (as-of, known-at, words of the past)
 
 
 def plan(home: MemcHome, state: list[StateFact], question: str, ctx: Context) -> Plan:
@@ -70,10 +67,11 @@ def plan(home: MemcHome, state: list[StateFact], question: str, ctx: Context) ->
     current = sorted(picked, key=lambda f: -asked[f.predicate])[:MAX_KEYS]
     old = superseded(home, current, ctx.asker, as_of=_time(ctx.as_of), known_at=_time(ctx.known_at))
     keys = [f.source_entry_id for f in current]
-    if old and (ctx.as_of or ctx.known_at or _HISTORY.search(question)):
+    history = bool(ctx.as_of or ctx.known_at or _HISTORY.search(question))
+    if old and history:
         newest = sorted(old, key=lambda e: max(s["since"] for s in old[e]), reverse=True)
         keys = newest[:MAX_KEYS]  # the past is what is asked: the current value needs no help
-    return Plan(current=current, old=old, keys=list(dict.fromkeys(keys)))
+    return Plan(current=current, old=old, keys=list(dict.fromkeys(keys)), history=history)
 
 
 def _closings(home: MemcHome) -> dict[tuple[str, str, str], list[dict[str, Any]]] | None:
@@ -133,9 +131,9 @@ def superseded(
     return out
 
 
-def order(ctx: Context, plan: Plan, question: str) -> None:
-    """Label the items that show superseded values and, unless the question asks about the past,
-    move them below the first item that shows a current value's evidence (to the end when no
+def order(ctx: Context, plan: Plan) -> None:
+    """Label the items that show superseded values and, unless the question asks about the past
+    (the plan says so, or retrieval found a time window in it), move them below the first item that shows a current value's evidence (to the end when no
     item does). Stable: every other item keeps retrieval's order."""
     old = plan.old
     if not old:
@@ -148,11 +146,11 @@ def order(ctx: Context, plan: Plan, question: str) -> None:
         if labels and not now.intersection(shown):
             it.superseded = labels
             stale.append(it)
-    if not stale or asks_history(question, ctx):
+    if not stale or plan.history or ctx.time_window:
         return
     rest = [it for it in ctx.items if not it.superseded]
     at = next((i + 1 for i, it in enumerate(rest) if now.intersection(it.entry_ids or [it.entry_id])), len(rest))
     ctx.items = rest[:at] + stale + rest[at:]
 
 
-NO_PLAN = Plan(current=[], old={}, keys=[])  # the state route off (QueryConfig.state_weight 0)
+NO_PLAN = Plan(current=[], old={}, keys=[], history=False)  # the state route off (QueryConfig.state_weight 0)
