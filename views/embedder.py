@@ -9,6 +9,7 @@ process). Encoding runs at about 300 short texts/s on 2 CPU cores with batch 64.
 from __future__ import annotations
 
 import functools
+import threading
 import os
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -37,9 +38,21 @@ class TextEmbedder(Protocol):
         ...
 
 
-@functools.lru_cache(maxsize=2)
+# One first load at a time: lru_cache does not hold a second caller back while the first loads,
+# and two threads importing sentence-transformers at once can see the package half initialised
+# ("'module' object is not callable": a served home's keeper build, the start-up warm-up and an
+# ask all load the model in the same seconds).
+_LOAD_LOCK = threading.Lock()
+
+
 def load_model(device: str = "cpu") -> "SentenceTransformer":
     """Load the bundled MiniLM once per process and device (offline: no hub look-ups)."""
+    with _LOAD_LOCK:
+        return _load_model(device)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_model(device: str) -> "SentenceTransformer":
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
