@@ -51,7 +51,11 @@ def query_profile(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.M
     names it, by its name or an alias in the entities mart, or a state fact about it was
     returned), how many of those returned a fact about it (`answered`), how many distinct askers
     (a count, never names), its share of all compiles, first and last asked. Holds no question
-    text. The dossiers promote its head ahead of time."""
+    text. The dossiers promote its head ahead of time.
+
+    Beside it, evidence usage (`evidence_usage.parquet`): one row per ledger entry a context
+    showed in the window, how often and when last (entry ids only), from which the compiler's
+    decay setting counts an entry's age (QueryConfig.decay_weight)."""
 
     stats = compile_profile(memc.home)
     context.log.info(f"query profile: {stats['entities']} entities from {stats['compiles']} compiles")
@@ -59,6 +63,7 @@ def query_profile(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.M
         metadata={
             "dagster/row_count": stats["entities"],
             "compiles": stats["compiles"],
+            "entries_shown": stats["entries_shown"],
             "compiles_served_by_dossiers": stats["from_dossier"],
             "window_days": stats["window_days"],
             "log_files": stats["log_files"],

@@ -125,6 +125,9 @@ def compile_context(
                 "uncolored": uncolored,
             },
             "items": len(ctx.items),
+            # Which entries the context showed (ids, never text): the query profile's evidence
+            # usage, from which decay counts an entry's age (query/retrieve.py decay()).
+            "shown": sorted({e for it in ctx.items for e in (it.entry_ids or [it.entry_id])} | {f.source_entry_id for f in ctx.state if f.source_entry_id}),
             "state_facts": len(ctx.state),
             "tokens": ctx.tokens,
             "latency_ms": ctx.latency_ms,

@@ -64,6 +64,13 @@ class QueryConfig(BaseModel):
     # context can end short of its budget rather than fill it with what no route ranked as
     # relevant (0: fill the budget). Measured on LoCoMo dev in docs/context.md.
     relevance_floor: float = Field(default=0.0, ge=0, le=1)
+    # Decay (query/retrieve.py decay()): old evidence that no context showed lately ranks lower,
+    # never out. A hit loses up to ``decay_weight`` of its fused score with age, half of that after
+    # ``decay_half_life_days``, its age counted from the later of its valid time and the last
+    # time a context showed it. 0: off. On LoCoMo dev, whose questions ask about every month of a
+    # conversation alike, any weight costs recall (docs/context.md): off in every preset.
+    decay_weight: float = Field(default=0.0, ge=0, le=1)
+    decay_half_life_days: float = Field(default=180.0, gt=0)
 
     @classmethod
     def preset(cls, name: str) -> "QueryConfig":

@@ -25,6 +25,7 @@ from query.windows import join_stretch, session_windows, set_turns, within_time
 from views.build import vector_store
 from views.embedder import Embedder
 from views.evidence import CLAIM_KIND, evidence_rows
+from views.profile import evidence_usage
 
 # Stands for the question's embedding in a route's search arguments until it is computed.
 EMBEDDING = object()
@@ -160,6 +161,8 @@ def retrieve(
                 continue  # another chunk of the same entry already counted on this route
             slot["score"] += plan[route][0] / (config.rrf_k + rank + 1)
             slot["routes"].append(route)
+    if config.decay_weight:
+        decay(fused.values(), config.decay_half_life_days, config.decay_weight, when[0], usage=evidence_usage(home))
     ranked = sorted(fused.values(), key=lambda s: (-s["score"], s["hit"]["entry_id"]))
     windows = session_windows(store, ranked[: config.k * 3], principals, scope, config, when)
 
@@ -215,6 +218,24 @@ def retrieve(
         if len(items) == config.k:
             break
     return items, window
+
+
+def decay(slots, half_life_days: float, weight: float, as_of: datetime | None, *, usage: dict[str, datetime]) -> None:
+    """Decay as a ranking signal: a fused hit loses up to ``weight`` of its score with age, half
+    of that share after ``half_life_days`` (score x (1 - weight x (1 - 0.5^(age/half-life)))).
+    Age counts from the later of when the evidence was valid and when a context last showed it
+    (``usage``: the query profile's evidence usage), up to ``as_of`` or else the newest
+    candidate, so a home ingested from an old archive does not decay as a whole. Only the order
+    changes: an old hit still ranks, below an equally relevant recent one, and is never dropped."""
+    slots = list(slots)
+    if not slots:
+        return
+    now = as_of or max(s["hit"]["valid_at"] for s in slots)
+    for s in slots:
+        valid = s["hit"]["valid_at"]
+        seen = max(valid, usage.get(s["hit"]["entry_id"], valid))
+        age = max(0.0, (now - seen).total_seconds() / 86400)
+        s["score"] *= 1.0 - weight * (1.0 - 0.5 ** (age / half_life_days))
 
 
 # Containment counts only for texts this long: "Yes, sounds good." occurs in many a turn.

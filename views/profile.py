@@ -2,7 +2,7 @@
 
 Every compile appends one line to the query log (query/log.py: the entity ids the question
 names, the plan, the entity ids of the state facts returned, tokens, latency, watermarks; never
-the question's words or the returned content). Two views
+the question's words or the returned content). The views
 are compiled from it here, as plain functions (assets/profile.py runs them in Dagster):
 
 * the **query profile** (``query_profile``): per scope and entity, how many compiles in the last
@@ -15,6 +15,9 @@ are compiled from it here, as plain functions (assets/profile.py runs them in Da
   to others, none extracted yet); the returned facts count spellings the mart does not know.
   Each entity counts once per compile. ``answered`` says how many of those compiles returned a
   fact about it.
+* **evidence usage** (``usage_from``, written beside the profile): per ledger entry, how many
+  compiles of the window showed it and when last (the log's ``shown`` entry ids); the
+  compiler's decay counts an entry's age from its last showing.
 * the **entity dossiers** (``build_dossiers``): for the hot entities (the profile's ``top_n``
   first, asked about at least ``min_asked`` times), every state_current row and every conflicts
   row about them, unfiltered (visibility and ``closed_for`` included, so per-asker filtering at
@@ -58,6 +61,8 @@ from views.marts import ENTITIES, mart_path, read_mart
 PROFILE_VERSION = "query-profile-1"
 
 PROFILE_FILE = "query_profile.parquet"
+
+USAGE_FILE = "evidence_usage.parquet"
 
 # A month of compiles: long enough for a weekly pattern to recur, short enough that an entity
 # nobody asks about any more drops out of the hot set.
@@ -200,6 +205,49 @@ def profile_from(
     return pa.Table.from_pylist(rows, schema=PROFILE_SCHEMA).replace_schema_metadata({META_KEY: json.dumps(meta)})
 
 
+USAGE_SCHEMA = pa.schema(
+    [
+        pa.field("entry_id", pa.string(), nullable=False),
+        pa.field("shown", pa.int64(), nullable=False),  # compiles in the window whose context showed it
+        pa.field("first_shown", TS),
+        pa.field("last_shown", TS),
+    ]
+)
+
+
+def usage_from(records: Iterable[dict[str, Any]], *, now: datetime | None = None, window_days: float = DEFAULT_WINDOW_DAYS) -> pa.Table:
+    """Evidence usage: per ledger entry, how many compiles in the window showed it in their
+    context (an item's turn or a state fact's source; the log's ``shown``, entry ids only) and
+    when first and last. Decay (query/retrieve.py) counts an entry's age from its last showing.
+    Grain: one row per entry shown at least once, by entry id."""
+    now = now or datetime.now(timezone.utc)
+    since = now - timedelta(days=window_days)
+    stats: dict[str, list[Any]] = {}
+    for rec in records:
+        at = _at(rec)
+        if at is None or not since <= at <= now:
+            continue
+        for eid in set(rec.get("shown") or ()):
+            if isinstance(eid, str):
+                s = stats.setdefault(eid, [0, at, at])
+                s[0] += 1
+                s[1], s[2] = min(s[1], at), max(s[2], at)
+    rows = [{"entry_id": e, "shown": n, "first_shown": a, "last_shown": b} for e, (n, a, b) in sorted(stats.items())]
+    return pa.Table.from_pylist(rows, schema=USAGE_SCHEMA)
+
+
+def evidence_usage(home: MemcHome) -> dict[str, datetime]:
+    """entry id -> when a context last showed it, from the last compiled usage file (empty when
+    none was compiled); read once per version of the file in a warm process."""
+    path = home.profile / USAGE_FILE
+
+    def load() -> dict[str, datetime]:
+        table = read_parquet(path, columns=["entry_id", "last_shown"])
+        return dict(zip(table.column("entry_id").to_pylist(), table.column("last_shown").to_pylist()))
+
+    return cached("evidence_usage", [path], load) or {}
+
+
 def profile_info(table: pa.Table) -> dict[str, Any]:
     """What ``profile_from`` recorded about the window (compiles, from_dossier, window_days, ...)."""
     raw = (table.schema.metadata or {}).get(META_KEY)
@@ -263,15 +311,19 @@ def query_profile(home: MemcHome, *, now: datetime | None = None, window_days: f
 
 def compile_profile(home: MemcHome, *, now: datetime | None = None, window_days: float = DEFAULT_WINDOW_DAYS) -> dict[str, Any]:
     """Compute the profile and write it to ``<home>/profile/query_profile.parquet``."""
+    now = now or datetime.now(timezone.utc)
     table = query_profile(home, now=now, window_days=window_days)
     path = home.profile / PROFILE_FILE
     write_parquet(table, path)
+    usage = usage_from(_log_records(home, now - timedelta(days=window_days)), now=now, window_days=window_days)
+    write_parquet(usage, home.profile / USAGE_FILE)
     info = profile_info(table)
     files = sorted(home.querylog.glob("*.jsonl")) if home.querylog.is_dir() else []
     top = table.slice(0, 5).to_pylist()
     return {
         **info,
         "entities": table.num_rows,
+        "entries_shown": usage.num_rows,
         "log_files": len(files),
         "log_bytes": sum(f.stat().st_size for f in files),
         # ids, not names: run metadata lives in Dagster's event log (memc's metadata never holds content)

@@ -101,6 +101,25 @@ def test_profile_counts_what_is_asked_and_holds_no_question_text(pgo_home):
     assert not strings & words
 
 
+def test_evidence_usage_counts_what_contexts_showed_by_entry_id(pgo_home):
+    """The Dagster run that compiled the profile also wrote evidence usage: every entry a compile
+    of ASKS showed (its items' turns, its facts' sources), how often, when last; ids only."""
+    home, _ = pgo_home
+    log = read_log(home)
+    shown = [set(rec["shown"]) for rec in log]
+    assert all(shown), "every compile of ASKS showed something"
+    usage = {r["entry_id"]: r for r in read_parquet(home.profile / profile.USAGE_FILE).to_pylist()}
+    assert set(usage) == set().union(*shown)
+    for eid, row in usage.items():
+        assert row["shown"] == sum(eid in s for s in shown)
+        assert row["last_shown"] == max(datetime.fromisoformat(rec["at"]) for rec, s in zip(log, shown) if eid in s)
+    # The log's list is of ids, never text: no logged id is a turn's words.
+    ids = {r["entry_id"] for r in read_parquet(home.profile / profile.USAGE_FILE).to_pylist()}
+    assert all(len(e) < 80 and " " not in e for e in ids)
+    # What the compiler's decay reads: entry id -> last shown.
+    assert profile.evidence_usage(home) == {e: r["last_shown"] for e, r in usage.items()}
+
+
 def test_profile_and_dossiers_materialize_through_dagster_with_lineage(pgo_home):
     from orchestration.definitions import build_definitions
 
