@@ -145,6 +145,8 @@ class ContextItemOut(_Out):
         default_factory=list,
         description="Values this evidence states that no longer hold: subject, predicate, object, now (the current value), by_object / by_entry_id / by_source_ref (the value and entry that superseded it), since, reason.",
     )
+    unit_id: str | None = Field(default=None, description="A memory unit's id when the item shows turns of one speaker's topic from other sessions (route `unit`).")
+    turn_times: list[str] = Field(default_factory=list, description="For a memory unit: each turn's valid time (aligned with entry_ids).")
 
 
 class StateFactOut(_Out):

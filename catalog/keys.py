@@ -7,6 +7,7 @@ LEDGER = dg.AssetKey("ledger")
 CLAIMS = dg.AssetKey("claims")
 ENTITY_ALIASES = dg.AssetKey("entity_aliases")
 EVIDENCE_INDEX = dg.AssetKey("evidence_index")
+MEMORY_UNITS = dg.AssetKey("memory_units")
 ENTITY_GRAPH = dg.AssetKey("entity_graph")
 CENTRALITY = dg.AssetKey("centrality")
 

@@ -2,15 +2,18 @@
 
 import dagster as dg
 
-from catalog.keys import CENTRALITY, ENTITY_GRAPH, EVIDENCE_INDEX
+from catalog.keys import CENTRALITY, ENTITY_GRAPH, EVIDENCE_INDEX, MEMORY_UNITS
 from catalog.resources import MemcResource
 from checks import audit_result
+from memc.atomic import read_parquet
 from memc.watermark import read_watermark
 from views import embedder
 from views.audit import derived_claims_sound as audit_derived
 from views.audit import evidence_rows_match, graph_counts_match, graph_traces_to_ledger, vectors_sound
 from views.build import expected_rows, graph_store, read_graph_marts, vector_store
 from views.dreaming import PRODUCER
+from views.units import KINDS as UNIT_KINDS
+from views.units import UNITS_FILE, units_sound
 
 
 @dg.asset_check(
@@ -87,7 +90,19 @@ def derived_claims_sound(memc: MemcResource) -> dg.AssetCheckResult:
     return audit_result(audit_derived(derived, nodes, seq_of, ledger.head()))
 
 
+@dg.asset_check(
+    asset=MEMORY_UNITS,
+    blocking=True,
+    description="Every unit's turns exist in the evidence index and span two sessions or more; no turn is in two units; each unit id is the hash of its scope, speaker and members.",
+)
+def memory_units_sound(memc: MemcResource) -> dg.AssetCheckResult:
+    home = memc.home
+    indexed = set(vector_store(home).kind_vectors(UNIT_KINDS).column("entry_id").to_pylist())
+    return audit_result(units_sound(read_parquet(home.units / UNITS_FILE), indexed))
+
+
 CHECKS = [
+    memory_units_sound,
     evidence_index_matches_sources,
     evidence_vectors_sound,
     entity_graph_matches_marts,

@@ -59,6 +59,12 @@ class MemcHome:
         return self.root / "graph"
 
     @property
+    def units(self) -> Path:
+        """Consolidated memory units (views/units.py): pointers to the turns each unit groups,
+        never their text."""
+        return self.root / "units"
+
+    @property
     def profile(self) -> Path:
         """Profile-guided views (views/profile.py, views/dossiers.py): the query profile and the entity dossiers
         promoted from it. Holds no question text; dropped with the other views on erasure."""
@@ -85,6 +91,7 @@ class MemcHome:
             "warehouse": self.warehouse,
             "vectors": self.vectors,
             "graph": self.graph,
+            "units": self.units,
             "profile": self.profile,
         }
 

@@ -43,6 +43,7 @@ from catalog.keys import (
     ENTITY_GRAPH,
     EVIDENCE_INDEX,
     LEDGER,
+    MEMORY_UNITS,
     QUERY_LOG,
     QUERY_PROFILE,
     STATE_GROUP,
@@ -119,8 +120,8 @@ def tier_of(spec: dg.AssetSpec) -> str | None:
     """The freshness tier of an asset (None: no policy; the ledger is a source asset)."""
     if spec.key == CENTRALITY:
         return "dreaming"
-    if spec.key == EVIDENCE_INDEX:
-        return "embeddings"
+    if spec.key in (EVIDENCE_INDEX, MEMORY_UNITS):
+        return "embeddings"  # the units are regrouped from each index build
     if spec.key == ENTITY_GRAPH:
         return "graph"
     if spec.key == QUERY_PROFILE:

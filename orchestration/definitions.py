@@ -14,6 +14,7 @@ import assets.graph
 import assets.ledger
 import assets.profile
 import assets.retrieval
+import assets.units
 import checks.claims
 import checks.ledger
 import checks.profile
@@ -34,7 +35,7 @@ observe_ledger = dg.define_asset_job("observe_ledger", selection=dg.AssetSelecti
 
 def build_definitions(home_dir: str | None = None) -> dg.Definitions:
     settings = load_settings(MemcHome.resolve(home_dir).root)
-    views = [*assets.claims.ASSETS, state_models(), *assets.retrieval.ASSETS, *assets.graph.ASSETS, *assets.profile.ASSETS]
+    views = [*assets.claims.ASSETS, state_models(), *assets.retrieval.ASSETS, *assets.units.ASSETS, *assets.graph.ASSETS, *assets.profile.ASSETS]
     return dg.Definitions(
         assets=[*assets.ledger.ASSETS, *assets.profile.SOURCES, *apply_policies(views, settings)],
         asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS, *checks.profile.CHECKS],

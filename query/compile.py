@@ -4,8 +4,9 @@ pipeline, top to bottom; each stage is a module of its own:
 1. staleness: each view's watermark against the ledger head (query/staleness.py);
 2. state facts and conflicts from the fold or a dossier (query/facts.py);
 3. retrieval: full text, vectors, the time window, the graph and the asked facts' own turns,
-   fused (query/retrieve.py), with conversation windows (query/windows.py) and named entities
-   (query/entities.py); superseded values' evidence below the current one's (query/current.py);
+   fused (query/retrieve.py), with conversation windows (query/windows.py), memory units
+   (query/units.py) and named entities (query/entities.py); superseded values' evidence below
+   the current one's (query/current.py);
 4. erased entries out, then the independent visibility check against the ledger (query/acl.py);
 5. packing into the token budget (query/pack.py), then the query log (query/log.py).
 

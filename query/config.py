@@ -64,6 +64,12 @@ class QueryConfig(BaseModel):
     # context can end short of its budget rather than fill it with what no route ranked as
     # relevant (0: fill the budget). Measured on LoCoMo dev in docs/context.md.
     relevance_floor: float = Field(default=0.0, ge=0, le=1)
+    # Memory units (query/units.py): after each of the first ``unit_seeds`` items whose hit is in
+    # a consolidated unit (views/units.py), one item with that unit's ``unit_turns`` turns most
+    # similar to the question from other sessions. 0 seeds: off (on in `thorough`). Measured in
+    # docs/context.md.
+    unit_seeds: int = Field(default=0, ge=0, le=50)
+    unit_turns: int = Field(default=2, ge=0, le=20)
     # Decay (query/retrieve.py decay()): old evidence that no context showed lately ranks lower,
     # never out. A hit loses up to ``decay_weight`` of its fused score with age, half of that after
     # ``decay_half_life_days``, its age counted from the later of its valid time and the last
@@ -83,7 +89,9 @@ class QueryConfig(BaseModel):
 PRESETS: dict[str, QueryConfig] = {
     "fast": QueryConfig(k=5, vector_k=15, fulltext_k=15, max_state_facts=8, budget_tokens=800, window_before=1, window_after=1),
     "balanced": QueryConfig(),
-    "thorough": QueryConfig(k=20, vector_k=100, fulltext_k=100, max_state_facts=40, budget_tokens=4000),
+    # Memory units on at 4,000 tokens: LoCoMo dev 0.917 -> 0.921, multi-hop 0.716 -> 0.728; at
+    # 1,000 and 2,000 they cost more single-hop evidence than they add (docs/context.md).
+    "thorough": QueryConfig(k=20, vector_k=100, fulltext_k=100, max_state_facts=40, budget_tokens=4000, unit_seeds=5),
 }
 # The preset names as a type, for the API's and MCP's schemas (the CLI offers ``list(PRESETS)``).
 PresetName = Literal["fast", "balanced", "thorough"]

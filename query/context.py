@@ -33,6 +33,10 @@ class ContextItem:
     # The best share of a route's top score this item reached (1.0: the best hit of some route, or
     # asked for through a fact); the packer's relevance floor reads it.
     relevance: float = 1.0
+    # A memory unit's turns (query/units.py): the unit's id, and each turn's valid time (the turns
+    # come from several sessions, so each line is dated).
+    unit_id: str | None = None
+    turn_times: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -141,6 +145,12 @@ def item_lines(i: int, it: ContextItem, asker: str) -> list[str]:
     writers = it.ingested_by or [None] * max(1, len(it.entry_ids))
     if len(it.entry_ids) <= 1:
         return [f"{head} [{_cite(it.source_ref, it.entry_id)}{_via(writers[0], asker)}]", *superseded_lines(it), f"      {one_line(it.text, 600)}"]
+    if it.unit_id and len(it.turn_times) == len(it.entry_ids):
+        # a memory unit: turns of one speaker from several sessions, each with its date
+        return [f"{head} same topic, other sessions", *superseded_lines(it)] + [
+            f"      [{when[:10]} {_cite(ref, eid)}{_via(by, asker)}] {one_line(line, 600)}"
+            for ref, eid, by, when, line in zip(it.source_refs, it.entry_ids, writers, it.turn_times, it.text.split("\n"))
+        ]
     # a window: one line per turn, the hit marked
     return [head, *superseded_lines(it)] + [
         f"    {'>' if eid == it.entry_id else ' '} [{_cite(ref, eid)}{_via(by, asker)}] {one_line(line, 600)}"

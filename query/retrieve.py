@@ -1,7 +1,8 @@
 """The evidence routes and their fusion: full text and vectors over the evidence index, the
 time-window route when the question names a window (query/timewindow.py), the graph route when
 it names someone with typed relations. Routes run concurrently on a small pool and are fused by
-weighted reciprocal rank; conversation hits are shown with their windows, near-duplicates fold.
+weighted reciprocal rank (with decay when set); conversation hits are shown with their windows,
+near-duplicates fold, and top hits may bring their memory unit's turns (query/units.py).
 While the index lags the ledger, its tail is patched from the ledger.
 """
 
@@ -21,11 +22,13 @@ from query.context import ContextItem, iso
 from query.entities import named_entities, related_entities
 from query.facts import event_lookup
 from query.timewindow import TimeWindow, question_window
+from query.units import with_units
 from query.windows import join_stretch, session_windows, set_turns, within_time
 from views.build import vector_store
 from views.embedder import Embedder
 from views.evidence import CLAIM_KIND, evidence_rows
 from views.profile import evidence_usage
+from views.units import load_units
 
 # Stands for the question's embedding in a route's search arguments until it is computed.
 EMBEDDING = object()
@@ -217,6 +220,9 @@ def retrieve(
         shown.append((normalised(items[-1].text), items[-1]))
         if len(items) == config.k:
             break
+    units = load_units(home) if config.unit_seeds and embedding is not None else None
+    if units is not None:
+        items = with_units(items, units, store, embedding.result(), principals, scope, config, when)
     return items, window
 
 

@@ -168,9 +168,17 @@ class VectorStore(Protocol):
         scope: str | None,
         kinds: Sequence[str] | None = None,
         table: str = DEFAULT_TABLE,
+        with_vectors: bool = False,
     ) -> list[dict[str, Any]]:
         """The rows of these ledger entries the principals may see: evidence reached through a
-        fact drawn from it (the compiler's state route), not through a search."""
+        fact drawn from it (the compiler's state route) or a memory unit, not through a search.
+        ``with_vectors`` adds each row's ``vector``."""
+        ...
+
+    def kind_vectors(self, kinds: Sequence[str], table: str = DEFAULT_TABLE) -> pa.Table:
+        """Every row of these kinds, unfiltered by visibility, with its vector and the columns a
+        derived view groups by (entry_id, scope, actor, session_id, valid_at, seq): for views
+        compiled from the index at build time (views/units.py), never for an asker."""
         ...
 
     def count(self, table: str = DEFAULT_TABLE) -> int: ...
@@ -715,13 +723,31 @@ class LanceVectorStore:
         scope: str | None,
         kinds: Sequence[str] | None = None,
         table: str = DEFAULT_TABLE,
+        with_vectors: bool = False,
     ) -> list[dict[str, Any]]:
         """The rows of these ledger entries the principals may see, filtered as in
-        :meth:`session_rows`: the turns the compiler's state route reaches through a fact."""
-        return self._rows_in("entry_id", entry_ids, principals, scope, kinds, table)
+        :meth:`session_rows`: the turns the compiler's state route reaches through a fact, and a
+        memory unit's turns (``with_vectors``: each row's vector too, to rank them)."""
+        return self._rows_in("entry_id", entry_ids, principals, scope, kinds, table, extra=["vector"] if with_vectors else [])
+
+    def kind_vectors(self, kinds: Sequence[str], table: str = DEFAULT_TABLE) -> pa.Table:
+        columns = ["entry_id", "scope", "actor", "session_id", "valid_at", "seq", "id", "vector"]
+        if not all(ID_RE.match(k) for k in kinds):
+            raise ValueError(f"not a kind: {kinds!r}")
+        tbl = self._open(table)
+        if tbl is None:
+            return pa.table({c: pa.array([], pa.string()) for c in columns})
+        return self._scan(tbl, columns, f"kind IN ({sql_list(sorted(set(kinds)))})")
 
     def _rows_in(
-        self, column: str, values: Sequence[str], principals: Sequence[str], scope: str | None, kinds: Sequence[str] | None, table: str
+        self,
+        column: str,
+        values: Sequence[str],
+        principals: Sequence[str],
+        scope: str | None,
+        kinds: Sequence[str] | None,
+        table: str,
+        extra: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
         if isinstance(values, str):
             raise TypeError(f"{column}s must be a list of strings, not a string")
@@ -740,7 +766,7 @@ class LanceVectorStore:
         want = set(wanted)
         out: dict[str, dict[str, Any]] = {}
         for where in wheres:
-            for r in self._scan(tbl, list(HIT_COLUMNS), where).to_pylist():
+            for r in self._scan(tbl, [*HIT_COLUMNS, *extra], where).to_pylist():
                 if r[column] not in want or not allowed.intersection(r.get("visibility") or ()):
                     continue
                 if scope is not None and r.get("scope") != scope:

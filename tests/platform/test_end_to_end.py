@@ -14,7 +14,7 @@ from query import compile_context
 from views.marts import STATE_CURRENT, mart_path
 
 QUESTION = "Where does Elena live now?"
-EXPECTED_ASSETS = {"claims", "stg_memc__ledger_entries", "stg_memc__claims", "state_current", "entities", "interactions", "evidence_index", "entity_graph", "centrality"}
+EXPECTED_ASSETS = {"claims", "stg_memc__ledger_entries", "stg_memc__claims", "state_current", "entities", "interactions", "evidence_index", "memory_units", "entity_graph", "centrality"}
 
 
 def _entry(ledger: Ledger, entry_id: str) -> dict:

@@ -12,7 +12,7 @@ def test_definitions_load_with_lineage_from_ledger_to_every_view():
     defs = build_definitions()
     graph = defs.resolve_asset_graph()
     all_keys = set(graph.get_all_asset_keys())
-    for key in (keys.LEDGER, keys.CLAIMS, keys.STATE_CURRENT, keys.ENTITIES, keys.INTERACTIONS, keys.EVIDENCE_INDEX, keys.ENTITY_GRAPH, keys.CENTRALITY):
+    for key in (keys.LEDGER, keys.CLAIMS, keys.STATE_CURRENT, keys.ENTITIES, keys.INTERACTIONS, keys.EVIDENCE_INDEX, keys.MEMORY_UNITS, keys.ENTITY_GRAPH, keys.CENTRALITY):
         assert key in all_keys, key
     # The ledger is a source asset; the dbt source for it maps onto the same key, so the dbt
     # staging model depends on it with no hand-written deps.
@@ -23,6 +23,7 @@ def test_definitions_load_with_lineage_from_ledger_to_every_view():
     assert dg.AssetKey("stg_memc__claims_all_versions") in graph.get(dg.AssetKey("stg_memc__claims")).parent_keys
     assert {keys.ENTITIES, keys.INTERACTIONS} <= graph.get(keys.ENTITY_GRAPH).parent_keys
     assert keys.ENTITY_GRAPH in graph.get(keys.CENTRALITY).parent_keys
+    assert graph.get(keys.MEMORY_UNITS).parent_keys == {keys.EVIDENCE_INDEX}
     # every materializable asset is downstream of the ledger
     downstream = graph.get_descendants(keys.LEDGER) if hasattr(graph, "get_descendants") else None
     if downstream is not None:
