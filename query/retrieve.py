@@ -18,12 +18,12 @@ from typing import Any
 from ledger import Ledger
 from memc.home import MemcHome
 from query.config import EVIDENCE_KINDS, QueryConfig
-from query.context import ContextItem, iso
+from query.context import ContextItem
 from query.entities import named_entities, related_entities
 from query.facts import event_lookup
 from query.timewindow import TimeWindow, question_window
 from query.units import with_units
-from query.windows import join_stretch, session_windows, set_turns, within_time
+from query.windows import join_stretch, session_windows, turn_item, within_time
 from views.build import vector_store
 from views.embedder import Embedder
 from views.evidence import CLAIM_KIND, evidence_rows
@@ -199,22 +199,7 @@ def retrieve(
             shown = [(normalised(it.text) if it is joined else seen, it) for seen, it in shown]
             continue
         items.append(
-            set_turns(
-                ContextItem(
-                    entry_id=hit["entry_id"],
-                    source_ref=hit.get("source_ref"),
-                    scope=hit["scope"],
-                    kind=hit["kind"],
-                    actor=hit.get("actor"),
-                    text="",
-                    valid_at=iso(hit["valid_at"]),
-                    recorded_at=iso(hit["recorded_at"]),
-                    routes=sorted({r.split("/")[0] for r in s["routes"]}),
-                    score=round(s["score"], 6),
-                    relevance=round(s["relevance"], 4),
-                ),
-                turns,
-            )
+            turn_item(hit, turns, routes=sorted({r.split("/")[0] for r in s["routes"]}), score=round(s["score"], 6), relevance=round(s["relevance"], 4))
         )
         stretches.append(turns)
         shown.append((normalised(items[-1].text), items[-1]))

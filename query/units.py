@@ -16,7 +16,7 @@ import numpy as np
 
 from query.config import QueryConfig
 from query.context import ContextItem, iso
-from query.windows import set_turns, within_time
+from query.windows import turn_item, within_time
 from views.units import KINDS, Units
 
 
@@ -59,23 +59,7 @@ def with_units(
         turns = sorted(candidates[: config.unit_turns], key=lambda r: (r["valid_at"], r["seq"], r["entry_id"]))
         shown.update(t["entry_id"] for t in turns)
         seed = items[i]
-        item = set_turns(
-            ContextItem(
-                entry_id=best["entry_id"],
-                source_ref=best.get("source_ref"),
-                scope=best["scope"],
-                kind=best["kind"],
-                actor=best.get("actor"),
-                text="",
-                valid_at=iso(turns[0]["valid_at"]),
-                recorded_at=iso(best["recorded_at"]),
-                routes=["unit"],
-                score=seed.score,
-                relevance=seed.relevance,
-                unit_id=unit,
-            ),
-            turns,
-        )
+        item = turn_item(best, turns, routes=["unit"], score=seed.score, relevance=seed.relevance, valid_at=turns[0]["valid_at"], unit_id=unit)
         item.turn_times = [iso(t["valid_at"]) for t in turns]
         after[i] = item
     out = []

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from query.config import QueryConfig
-from query.context import ContextItem
+from query.context import ContextItem, iso
 
 
 def set_turns(item: ContextItem, turns: list[dict[str, Any]]) -> ContextItem:
@@ -18,6 +18,28 @@ def set_turns(item: ContextItem, turns: list[dict[str, Any]]) -> ContextItem:
     item.source_refs = [t.get("source_ref") for t in turns]
     item.entry_ids = [t["entry_id"] for t in turns]
     return item
+
+
+def turn_item(row: dict[str, Any], turns: list[dict[str, Any]], *, routes: list[str], score: float, relevance: float, valid_at: Any = None, **kw: Any) -> ContextItem:
+    """An evidence item for the index row ``row`` (its hit: entry, ref, scope, kind, speaker,
+    valid and recorded time) showing ``turns``; ``valid_at`` dates it otherwise."""
+    return set_turns(
+        ContextItem(
+            entry_id=row["entry_id"],
+            source_ref=row.get("source_ref"),
+            scope=row["scope"],
+            kind=row["kind"],
+            actor=row.get("actor"),
+            text="",
+            valid_at=iso(row["valid_at"] if valid_at is None else valid_at),
+            recorded_at=iso(row["recorded_at"]),
+            routes=routes,
+            score=score,
+            relevance=relevance,
+            **kw,
+        ),
+        turns,
+    )
 
 
 def join_stretch(items: list[ContextItem], stretches: list[list[dict[str, Any]]], turns: list[dict[str, Any]], *, limit: int) -> ContextItem | None:
