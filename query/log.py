@@ -1,6 +1,7 @@
 """The query log: one JSON line per compile (asker, scope, the entity ids the question names and
 those it got facts about, plan, routes, latency, tokens, watermarks, the ids of the entries the
-context showed), never the question's words nor the returned content. The query profile (PGO) reads it to find what is asked about most.
+context showed), never the question's words nor the returned content. The query profile (PGO)
+reads it to find what is asked about most, and which evidence contexts show.
 
 Why no question text: a question can quote evidence ("what did she mean by <a word>?"), and an
 erasure can only find erased text in other files by searching for it, which is exact for long

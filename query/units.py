@@ -3,8 +3,9 @@ the same speaker on the same topic in other sessions), shown as one item right a
 
 "Where has Mira camped?" finds one camping turn by its words; the unit brings the two other
 camping turns of hers from months before and after, which share no word with the question. On
-LoCoMo dev (2,000 tokens, rules-0.3.0 homes) recall of the whole context 0.858 -> 0.868 with
-the defaults below (docs/context.md).
+LoCoMo dev (rules-0.3.0 homes) recall of the whole context 0.858 -> 0.862 at 2,000 tokens and
+0.917 -> 0.921 at 4,000, but 0.779 -> 0.760 at 1,000, where a unit item displaces a window: on in
+the `thorough` preset only (docs/context.md).
 """
 
 from __future__ import annotations
