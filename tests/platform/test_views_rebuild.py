@@ -9,6 +9,7 @@ import shutil
 
 import dagster as dg
 import numpy as np
+import pyarrow as pa
 import pytest
 from views_home import T0, conversation_entries, make_home, write_marts
 
@@ -61,9 +62,10 @@ class PermutedEmbedderResource(EmbedderResource):
 def assets_and_checks():
     import assets.graph
     import assets.retrieval
+    import assets.units
     import checks.views
 
-    return [*assets.retrieval.ASSETS, *assets.graph.ASSETS, *checks.views.CHECKS]
+    return [*assets.retrieval.ASSETS, *assets.units.ASSETS, *assets.graph.ASSETS, *checks.views.CHECKS]
 
 
 def run(home, *, embedder_resource=None, select=None, raise_on_error=True):
@@ -255,8 +257,20 @@ def test_checks_fail_on_crafted_bad_data(home, tmp_path):
     # the stray row is also outside the full-text index until it is rebuilt
     assert "not in the full-text index" in res.metadata["first_problems"].value
 
-    # graph: a mart row that never reached the graph, then a node whose evidence is not in the ledger
+    # memory units: a unit naming a turn the index does not hold (its id no longer its members' hash)
     import pyarrow.parquet as pq
+
+    from views.units import UNITS_FILE
+
+    units = pq.read_table(bad.units / UNITS_FILE).to_pylist()
+    assert units, "the crafted home's speakers return to their topics across sessions"
+    units[0]["entry_ids"] = units[0]["entry_ids"] + ["e_not_in_the_index"]
+    pq.write_table(pa.Table.from_pylist(units, schema=pq.read_schema(bad.units / UNITS_FILE)), bad.units / UNITS_FILE)
+    res = _check(cv.memory_units_sound, bad)
+    problems = res.metadata["first_problems"].value
+    assert not res.passed and "e_not_in_the_index not in the index" in problems and "not the hash of its members" in problems
+
+    # graph: a mart row that never reached the graph, then a node whose evidence is not in the ledger
 
     mentions = pq.read_table(mart_path(bad, GRAPH_MENTIONS))
     pq.write_table(mentions.slice(1), mart_path(bad, GRAPH_MENTIONS))
@@ -268,7 +282,6 @@ def test_checks_fail_on_crafted_bad_data(home, tmp_path):
     assert not res.passed and "MENTIONS" in res.metadata["first_problems"].value
     ents = pq.read_table(mart_path(bad, ENTITIES)).to_pylist()
     ents[0]["evidence"] = ents[0]["evidence"] + ["e_not_in_the_ledger"]
-    import pyarrow as pa
 
     pq.write_table(pa.Table.from_pylist(ents), mart_path(bad, ENTITIES))
     build_graph(bad)
