@@ -97,7 +97,7 @@ def derived_claims_sound(memc: MemcResource) -> dg.AssetCheckResult:
 )
 def memory_units_sound(memc: MemcResource) -> dg.AssetCheckResult:
     home = memc.home
-    indexed = set(vector_store(home).kind_vectors(UNIT_KINDS).column("entry_id").to_pylist())
+    indexed = set(vector_store(home).kind_rows(UNIT_KINDS, columns=["entry_id"]).column("entry_id").to_pylist())
     return audit_result(units_sound(read_parquet(home.units / UNITS_FILE), indexed))
 
 

@@ -133,8 +133,9 @@ def superseded(
 
 def order(ctx: Context, plan: Plan) -> None:
     """Label the items that show superseded values and, unless the question asks about the past
-    (the plan says so, or retrieval found a time window in it), move them below the first item that shows a current value's evidence (to the end when no
-    item does). Stable: every other item keeps retrieval's order."""
+    (the plan says so, or retrieval found a time window in it), move them below the first item
+    that shows a current value's evidence (to the end when no item does). Stable: every other
+    item keeps retrieval's order."""
     old = plan.old
     if not old:
         return

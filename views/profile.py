@@ -310,12 +310,14 @@ def query_profile(home: MemcHome, *, now: datetime | None = None, window_days: f
 
 
 def compile_profile(home: MemcHome, *, now: datetime | None = None, window_days: float = DEFAULT_WINDOW_DAYS) -> dict[str, Any]:
-    """Compute the profile and write it to ``<home>/profile/query_profile.parquet``."""
+    """Compute the profile and the evidence usage from one read of the log's window and write
+    them to ``<home>/profile/query_profile.parquet`` and ``evidence_usage.parquet``."""
     now = now or datetime.now(timezone.utc)
-    table = query_profile(home, now=now, window_days=window_days)
+    records = list(_log_records(home, now - timedelta(days=window_days)))
+    table = profile_from(records, _read_entities(home), now=now, window_days=window_days)
     path = home.profile / PROFILE_FILE
     write_parquet(table, path)
-    usage = usage_from(_log_records(home, now - timedelta(days=window_days)), now=now, window_days=window_days)
+    usage = usage_from(records, now=now, window_days=window_days)
     write_parquet(usage, home.profile / USAGE_FILE)
     info = profile_info(table)
     files = sorted(home.querylog.glob("*.jsonl")) if home.querylog.is_dir() else []

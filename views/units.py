@@ -62,7 +62,7 @@ UNITS_SCHEMA = pa.schema(
 
 
 def group_units(rows: pa.Table, *, distance: float = DISTANCE, block: int = BLOCK) -> pa.Table:
-    """The units of evidence rows (``VectorStore.kind_vectors``: entry_id, scope, actor,
+    """The units of evidence rows (``VectorStore.kind_rows``: entry_id, scope, actor,
     session_id, valid_at, seq, id, vector). One entry counts once (its first chunk). Grain: one
     row per unit, ordered by scope, speaker and first turn."""
     from sklearn.cluster import AgglomerativeClustering  # lazy: only the build groups
@@ -108,7 +108,7 @@ def group_units(rows: pa.Table, *, distance: float = DISTANCE, block: int = BLOC
 
 def build_units(home: MemcHome, store: Any) -> dict[str, Any]:
     """Group the evidence index's turns into units and write ``<home>/units/units.parquet``."""
-    table = group_units(store.kind_vectors(KINDS))
+    table = group_units(store.kind_rows(KINDS))
     path = home.units / UNITS_FILE
     write_parquet(table, path)
     sizes = [len(ids) for ids in table.column("entry_ids").to_pylist()]

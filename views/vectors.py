@@ -118,6 +118,10 @@ class EmbeddingModelMismatch(ValueError):
     would be meaningless, so the search is refused rather than answered."""
 
 
+# What a view derived from the index groups rows by (VectorStore.kind_rows).
+GROUPING_COLUMNS = ("entry_id", "scope", "actor", "session_id", "valid_at", "seq", "id", "vector")
+
+
 @runtime_checkable
 class VectorStore(Protocol):
     """A rebuildable vector + full-text view with mandatory visibility filtering."""
@@ -175,10 +179,10 @@ class VectorStore(Protocol):
         ``with_vectors`` adds each row's ``vector``."""
         ...
 
-    def kind_vectors(self, kinds: Sequence[str], table: str = DEFAULT_TABLE) -> pa.Table:
-        """Every row of these kinds, unfiltered by visibility, with its vector and the columns a
-        derived view groups by (entry_id, scope, actor, session_id, valid_at, seq): for views
-        compiled from the index at build time (views/units.py), never for an asker."""
+    def kind_rows(self, kinds: Sequence[str], columns: Sequence[str] = GROUPING_COLUMNS, table: str = DEFAULT_TABLE) -> pa.Table:
+        """Every row of these kinds, unfiltered by visibility, with ``columns`` (by default what a
+        derived view groups by, the vector included): for views compiled from the index at
+        build time and their audits (views/units.py), never for an asker."""
         ...
 
     def count(self, table: str = DEFAULT_TABLE) -> int: ...
@@ -730,8 +734,8 @@ class LanceVectorStore:
         memory unit's turns (``with_vectors``: each row's vector too, to rank them)."""
         return self._rows_in("entry_id", entry_ids, principals, scope, kinds, table, extra=["vector"] if with_vectors else [])
 
-    def kind_vectors(self, kinds: Sequence[str], table: str = DEFAULT_TABLE) -> pa.Table:
-        columns = ["entry_id", "scope", "actor", "session_id", "valid_at", "seq", "id", "vector"]
+    def kind_rows(self, kinds: Sequence[str], columns: Sequence[str] = GROUPING_COLUMNS, table: str = DEFAULT_TABLE) -> pa.Table:
+        columns = list(columns)
         if not all(ID_RE.match(k) for k in kinds):
             raise ValueError(f"not a kind: {kinds!r}")
         tbl = self._open(table)

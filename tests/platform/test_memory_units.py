@@ -20,7 +20,7 @@ def test_memory_units_materialize_with_their_check(built_home):
     assert report.checks.get("memory_units:memory_units_sound") is True, report.checks
     built = read_parquet(home.units / UNITS_FILE)
     assert built.num_rows, "Elena's turns on one topic recur across the sample's sessions"
-    assert built.equals(group_units(vector_store(home).kind_vectors(KINDS))), "regrouping the index gives the same units"
+    assert built.equals(group_units(vector_store(home).kind_rows(KINDS))), "regrouping the index gives the same units"
 
 
 def _unit_refs(ctx) -> list[str]:
