@@ -41,7 +41,7 @@ from ingestion.formats import (
     parse_jsonl,
 )
 
-# Extension -> format family. "jsonl" is decided per file: conversation or events.
+# Extension -> format family. "jsonl" is decided per file: conversation, trajectories or events.
 EXTENSIONS: dict[str, str] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -51,9 +51,9 @@ EXTENSIONS: dict[str, str] = {
     ".markdown": "markdown",
     ".eml": "email",
 }
-# What a caller may force with ``format=``; the report names one of the last five.
-FORMAT_CHOICES = ("jsonl", "conversation", "events", "text", "markdown", "email")
-_SUPPORTED = ".jsonl/.ndjson (conversation turns or events), .txt, .md and .eml"
+# What a caller may force with ``format=``; the report names one of the last six.
+FORMAT_CHOICES = ("jsonl", "conversation", "events", "trajectories", "text", "markdown", "email")
+_SUPPORTED = ".jsonl/.ndjson (conversation turns, trajectories or events), .txt, .md and .eml"
 
 
 def format_for(path: str | os.PathLike[str]) -> str | None:
@@ -284,7 +284,7 @@ def parse_file(
         )
         stream = _Bounded(f, st.st_size)
         try:
-            if family in ("jsonl", "conversation", "events"):
+            if family in ("jsonl", "conversation", "events", "trajectories"):
                 fmt, entries = parse_jsonl(stream, source, kind=None if family == "jsonl" else family)
             else:
                 data = stream.read()

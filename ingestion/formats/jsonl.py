@@ -1,5 +1,5 @@
-"""JSONL: conversation turns (one per line, LoCoMo-style) and generic events, decided per file
-by its first record. Lines are read one at a time under the record size limit."""
+"""JSONL: conversation turns (one per line, LoCoMo-style), trajectories (formats/trajectories.py)
+and generic events, decided per file by its first record. Lines are read one at a time under the record size limit."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ledger.schema import NewEntry
 from memc.ids import digest
 
 from ingestion.formats.common import BOM, Source, build_entry, check_visibility, decode_utf8, human_size, json_type, parse_time, short
+from ingestion.formats.trajectories import is_trajectory_record, trajectory_entry
 
 
 def _reject_constant(name: str) -> Any:
@@ -184,16 +185,16 @@ def _one_of(obj: Mapping[str, Any], keys: tuple[str, str], source: Source, line:
 
 
 def parse_jsonl(stream: BinaryIO, source: Source, *, kind: str | None = None) -> tuple[str, list[NewEntry]]:
-    """A JSONL file -> (format, entries). ``kind`` forces ``conversation`` or ``events``;
-    by default the first record decides, and every later line must be of the same format."""
+    """A JSONL file -> (format, entries). ``kind`` forces ``conversation``, ``trajectories`` or
+    ``events``; by default the first record decides, and every later line must be of the same format."""
     entries: list[NewEntry] = []
     make: Callable[[Mapping[str, Any], Source, int], NewEntry] | None = None
     fmt = kind
     for lineno, obj in iter_json_lines(stream, source):
         if make is None:
             if fmt is None:
-                fmt = "conversation" if is_conversation_record(obj) else "events"
-            make = conversation_entry if fmt == "conversation" else event_entry
+                fmt = "conversation" if is_conversation_record(obj) else "trajectories" if is_trajectory_record(obj) else "events"
+            make = {"conversation": conversation_entry, "trajectories": trajectory_entry}.get(fmt, event_entry)
         if len(entries) >= source.limits.max_entries:
             raise source.error(
                 f"more than {source.limits.max_entries:,} entries in one file (Limits.max_entries); split the file",
