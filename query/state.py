@@ -94,26 +94,12 @@ def _rows(cursor) -> list[dict[str, Any]]:
     return [dict(zip(cols, r)) for r in cursor.fetchall()]
 
 
-def state_for_entity(
-    marts: Path,
-    entity: str,
-    *,
-    principal: str | None,
-    as_of: datetime,
-    known_at: datetime,
-    scope: str | None = None,
-    ledger: Path | None = None,
-) -> dict[str, Any]:
-    """What held for ``entity`` at valid time ``as_of`` as known at ``known_at``, for
-    ``principal`` (None = administrator), with the conflicts that asker may see. Given the
-    ``ledger`` directory, each fact and conflict side also says who wrote its source entry
-    (``source_ingested_by``, ``ingested_by_a``/``_b``), read from the ledger itself."""
-
-    con = _marts_connection(marts, ("entities", "state_history", "state_closings", "conflicts"))
-    con.execute("create view history as select * from state_history")
-    con.execute("create view closings as select * from state_closings")
+def resolve_subjects(con, entity: str, *, principal: str | None, scope: str | None) -> list[dict[str, Any]]:
+    """The subjects (entity id and scope) ``entity`` names, over a connection holding the
+    ``entities`` and ``state_history`` marts: an entity id, a canonical name, an alias entity
+    resolution found, or a claim's subject. For a principal, only subjects it has seen evidence
+    about: an entity known only from others' private evidence answers as a missing one."""
     key = normalize_name(entity)
-    # An entity id, a canonical name, an alias entity resolution found, or a claim's subject.
     subjects = _rows(
         con.execute(
             """
@@ -147,6 +133,28 @@ def state_for_entity(
         )
         keep = {(r["subject_id"], r["scope"]) for r in seen}
         subjects = [s for s in subjects if (s["subject_id"], s["scope"]) in keep]
+    return subjects
+
+
+def state_for_entity(
+    marts: Path,
+    entity: str,
+    *,
+    principal: str | None,
+    as_of: datetime,
+    known_at: datetime,
+    scope: str | None = None,
+    ledger: Path | None = None,
+) -> dict[str, Any]:
+    """What held for ``entity`` at valid time ``as_of`` as known at ``known_at``, for
+    ``principal`` (None = administrator), with the conflicts that asker may see. Given the
+    ``ledger`` directory, each fact and conflict side also says who wrote its source entry
+    (``source_ingested_by``, ``ingested_by_a``/``_b``), read from the ledger itself."""
+
+    con = _marts_connection(marts, ("entities", "state_history", "state_closings", "conflicts"))
+    con.execute("create view history as select * from state_history")
+    con.execute("create view closings as select * from state_closings")
+    subjects = resolve_subjects(con, entity, principal=principal, scope=scope)
     ids = [s["subject_id"] for s in subjects]
     params = {"as_of": as_of, "known_at": known_at, "principal": principal, "subjects": ids}
     facts = _rows(

@@ -31,6 +31,8 @@ GRAPH_RELATIONS = "graph_relations"
 # Two extractor versions on disk, fact by fact (dbt_project/models/marts/extractor_changes*.sql).
 EXTRACTOR_CHANGES = "extractor_changes"
 EXTRACTOR_CHANGES_BY_DAY = "extractor_changes_by_day"
+# The write policy as a record: what the fold did with every claim (dbt_project/models/marts/memory_actions.sql).
+MEMORY_ACTIONS = "memory_actions"
 
 
 def mart_path(home: MemcHome, name: str) -> Path:

@@ -1,0 +1,50 @@
+"""The policy, read back: `memc actions` (what the fold did with every claim about an entity:
+ADD, UPDATE, DELETE or NONE, by which rule, against which candidates)."""
+
+from __future__ import annotations
+
+import click
+
+from cli.common import dump, home_option, parse_time, principal_arg, resolve_home
+from query.actions import StateQueryError, actions_for_entity, render_actions
+
+
+@click.command("actions")
+@click.argument("entity", required=False)
+@click.option("--as", "asker", default=None, callback=principal_arg, help="The principal asking; only the actions it may see.")
+@click.option("--admin", is_flag=True, help="Every action, whoever may see it (instead of --as).")
+@click.option("--as-of", "as_of", default=None, help="Valid time: actions about times up to then (ISO date or time; default now).")
+@click.option("--known-at", "known_at", default=None, help="Transaction time: the actions decided by then (default now).")
+@click.option("--scope", default=None, help="Restrict to one scope.")
+@click.option("--json", "as_json", is_flag=True)
+@home_option
+@click.pass_context
+def actions_command(ctx, entity, asker, admin, as_of, known_at, scope, as_json, home_dir):
+    """The write policy for ENTITY (a name, an alias or an entity id; every entity when left
+    out): each claim the fold considered, as ADD, UPDATE, DELETE or NONE, with the rule that
+    decided, what it closed, its source and the extractor and fold versions. From the
+    memory_actions mart, so `memc build` first."""
+    if bool(asker) == bool(admin):
+        raise click.UsageError("say who is asking: --as PRINCIPAL, or --admin for every action")
+    home = resolve_home(ctx, home_dir)
+    try:
+        result = actions_for_entity(
+            home.marts,
+            entity,
+            principal=None if admin else asker,
+            as_of=parse_time(as_of, "--as-of") or _now(),
+            known_at=parse_time(known_at, "--known-at") or _now(),
+            scope=scope,
+        )
+    except StateQueryError as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        dump(result)
+    else:
+        click.echo(render_actions(result))
+
+
+def _now():
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc)

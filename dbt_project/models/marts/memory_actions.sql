@@ -1,0 +1,242 @@
+{{ config(materialized='external', location=mart_export_path('memory_actions'), format='parquet') }}
+-- The write policy as a record: what the fold did with every claim it considered, as the
+-- action a memory system takes on a write (ADD, UPDATE, DELETE, NONE), the rule that decided,
+-- the candidates it was compared with, and the versions of the extractor and the fold. It is
+-- derived only from the ledger and the claims (both rebuilt from the ledger), so a rebuild of
+-- every view reproduces it row for row.
+--
+--   ADD     first_value  no value of this subject and predicate was open when it arrived
+--           accumulate   a multi-valued predicate gains another value
+--           history      it arrived already closed by a claim known before it (an older
+--                        value learned late): it enters the history, not what holds now
+--           conflict     a functional predicate with another open value of the same valid and
+--                        transaction time: the fold keeps both (the conflicts mart)
+--   UPDATE  newer_value / correction / own_word_outranks_report
+--                        it closed an open value with another object (int_claim_closings_paired)
+--   DELETE  retraction   a retraction that closed a matching value
+--           erasure      an erasure tombstone in the ledger (`closes` lists the erased entry ids)
+--   NONE    duplicate    the same value of the same subject and predicate was already open
+--                        (a restatement: the fold keeps the newer statement, the value is as it was)
+--           nothing_to_retract  a retraction that matched no open value
+--           rejected     a validator refused the proposal (`detail`: the validator and reason)
+--
+-- "Open when it arrived" is what the fold knew at the claim's transaction time: a prior claim
+-- (by recorded_at, then seq, then claim id) that no closer recorded before it had closed.
+with claims as (
+    select * from {{ ref('int_claims_joined_to_entries') }}
+),
+
+pairs as (
+    select
+        *,
+        {{ normalize_name('closed_object') }} as closed_key,
+        {{ normalize_name('closer_object') }} as closer_key
+    from {{ ref('int_claim_closings_paired') }}
+),
+
+entries as (
+    select entry_id, seq, kind, scope, recorded_at, valid_at, source_ref, visibility, attributes
+    from {{ ref('stg_memc__ledger_entries') }}
+),
+
+-- The claims the fold compared each claim with: for a functional assertion every open value
+-- of its subject and predicate; otherwise (a multi-valued assertion, a retraction) the open
+-- claims of the same value.
+considered as (
+    select
+        y.claim_id,
+        x.claim_id as candidate_id,
+        x.object_key = y.object_key as same_value
+    from claims as y
+    inner join claims as x
+        on x.scope = y.scope
+        and x.subject_id = y.subject_id
+        and x.predicate = y.predicate
+        and x.polarity = 'assert'
+        and (
+            x.recorded_at < y.recorded_at
+            or (x.recorded_at = y.recorded_at and x.source_seq < y.source_seq)
+            or (x.recorded_at = y.recorded_at and x.source_seq = y.source_seq and x.claim_id < y.claim_id)
+        )
+        and ((y.polarity = 'assert' and y.cardinality = 'functional') or x.object_key = y.object_key)
+    where not exists (
+        select 1 from pairs as p
+        where p.claim_id = x.claim_id and p.closer_recorded_at < y.recorded_at
+    )
+),
+
+considered_by_claim as (
+    select
+        claim_id,
+        list(candidate_id order by candidate_id) as considered,
+        list(candidate_id order by candidate_id) filter (where same_value) as same_value_ids
+    from considered
+    group by claim_id
+),
+
+-- What each claim closed as it arrived: the closings of candidates that were still open (a
+-- value an earlier closer had already closed is not closed again), where the value changed
+-- (a restatement of the same value closes the older statement but changes nothing), with the
+-- strongest reason among them.
+closed_on_arrival as (
+    select
+        p.closer_claim_id as claim_id,
+        list(p.claim_id order by p.claim_id) as changed_ids,
+        min(case p.reason when 'retracted' then 1 when 'corrected' then 2 when 'outranked' then 3 else 4 end) as reason_rank
+    from pairs as p
+    inner join considered as k on k.claim_id = p.closer_claim_id and k.candidate_id = p.claim_id
+    where p.closed_key <> p.closer_key or p.closer_polarity = 'retract'
+    group by p.closer_claim_id
+),
+
+-- Claims that arrived closed: a closer recorded before them (a newer value already known).
+closed_before_arrival as (
+    select claim_id, list(distinct closer_claim_id order by closer_claim_id) as closed_by
+    from pairs
+    where closer_recorded_at < closed_recorded_at
+    group by claim_id
+),
+
+claim_actions as (
+    select
+        c.*,
+        coalesce(k.considered, []::varchar[]) as considered,
+        coalesce(a.changed_ids, []::varchar[]) as changed_ids,
+        coalesce(k.same_value_ids, []::varchar[]) as same_value_ids,
+        coalesce(b.closed_by, []::varchar[]) as closed_by,
+        a.reason_rank,
+        exists (
+            select 1 from claims as o
+            where o.claim_id in (select unnest(k.considered))
+              and o.valid_at = c.valid_at and o.recorded_at = c.recorded_at and o.object_key <> c.object_key
+        ) as ties_other_value
+    from claims as c
+    left join considered_by_claim as k using (claim_id)
+    left join closed_on_arrival as a using (claim_id)
+    left join closed_before_arrival as b using (claim_id)
+),
+
+decided as (
+    select
+        *,
+        case
+            when polarity = 'retract' and len(changed_ids) > 0 then 'DELETE'
+            when polarity = 'retract' then 'NONE'
+            when len(changed_ids) > 0 then 'UPDATE'
+            when len(same_value_ids) > 0 then 'NONE'
+            else 'ADD'
+        end as action,
+        case
+            when polarity = 'retract' and len(changed_ids) > 0 then 'retraction'
+            when polarity = 'retract' then 'nothing_to_retract'
+            when len(changed_ids) > 0 then
+                case reason_rank when 2 then 'correction' when 3 then 'own_word_outranks_report' else 'newer_value' end
+            when len(same_value_ids) > 0 then 'duplicate'
+            when len(closed_by) > 0 then 'history'
+            when len(considered) = 0 then 'first_value'
+            when cardinality = 'multi' then 'accumulate'
+            when ties_other_value then 'conflict'
+            else 'first_value'
+        end as rule
+    from claim_actions
+)
+
+select
+    claim_id as action_id,
+    'claim' as considered_kind,
+    action,
+    rule,
+    scope,
+    subject,
+    subject_id,
+    predicate,
+    object,
+    polarity,
+    cardinality,
+    case when action in ('UPDATE', 'DELETE') then changed_ids else []::varchar[] end as closes,
+    case when action = 'NONE' then same_value_ids else []::varchar[] end as duplicate_of,
+    closed_by,
+    considered,
+    null::varchar as detail,
+    valid_at,
+    recorded_at,
+    source_entry_id,
+    source_seq,
+    source_ref,
+    source_kind,
+    quote,
+    visibility,
+    extractor,
+    extractor_version,
+    '{{ var("fold_version") }}' as fold_version
+from decided
+
+union all
+
+-- A proposal a validator refused changes nothing: NONE, with the validator and its reason.
+select
+    r.proposal_id as action_id,
+    'rejection' as considered_kind,
+    'NONE' as action,
+    'rejected' as rule,
+    r.scope,
+    r.subject,
+    null::varchar as subject_id,
+    r.predicate,
+    r.object,
+    r.polarity,
+    null::varchar as cardinality,
+    []::varchar[] as closes,
+    []::varchar[] as duplicate_of,
+    []::varchar[] as closed_by,
+    []::varchar[] as considered,
+    r.validator || ': ' || r.reason as detail,
+    coalesce(r.valid_at, e.valid_at) as valid_at,
+    e.recorded_at,
+    r.source_entry_id,
+    r.source_seq,
+    r.source_ref,
+    e.kind as source_kind,
+    null::varchar as quote,
+    e.visibility,
+    r.extractor,
+    r.extractor_version,
+    '{{ var("fold_version") }}' as fold_version
+from {{ ref('stg_memc__claim_rejections') }} as r
+inner join entries as e on e.entry_id = r.source_entry_id
+
+union all
+
+-- An erasure deletes evidence and everything compiled from it: the tombstone names the entry
+-- ids (never their content); only administrators see it, as they see the tombstone.
+select
+    t.entry_id as action_id,
+    'erasure' as considered_kind,
+    'DELETE' as action,
+    'erasure' as rule,
+    t.scope,
+    null::varchar as subject,
+    null::varchar as subject_id,
+    null::varchar as predicate,
+    null::varchar as object,
+    'retract' as polarity,
+    null::varchar as cardinality,
+    list_sort(coalesce(cast(json_extract_string(t.attributes, '$.entry_ids[*]') as varchar[]), []::varchar[])) as closes,
+    []::varchar[] as duplicate_of,
+    []::varchar[] as closed_by,
+    []::varchar[] as considered,
+    json_extract_string(t.attributes, '$.reason') as detail,
+    t.valid_at,
+    t.recorded_at,
+    t.entry_id as source_entry_id,
+    t.seq as source_seq,
+    t.source_ref,
+    t.kind as source_kind,
+    null::varchar as quote,
+    t.visibility,
+    null::varchar as extractor,
+    null::varchar as extractor_version,
+    '{{ var("fold_version") }}' as fold_version
+from entries as t
+-- A tombstone proper lists entry_ids; the stub an erasure leaves of an erased row does not.
+where t.kind = 'erasure' and json_exists(t.attributes, '$.entry_ids')
