@@ -65,6 +65,11 @@ class MemcHome:
         return self.root / "units"
 
     @property
+    def skills(self) -> Path:
+        """Procedural memory (views/skills.py): skills mined from the ledger's trajectories."""
+        return self.root / "skills"
+
+    @property
     def profile(self) -> Path:
         """Profile-guided views (views/profile.py, views/dossiers.py): the query profile and the entity dossiers
         promoted from it. Holds no question text; dropped with the other views on erasure."""
@@ -81,6 +86,13 @@ class MemcHome:
         return self.root / "querylog"
 
     @property
+    def querylog_key(self) -> Path:
+        """The secret key of the query log's question fingerprints (query/log.py), mode 0600. An
+        erasure deletes it (forgetting/cascade.py): the fingerprints logged before can then no
+        longer be tested against a guessed question."""
+        return self.root / "config" / "querylog.key"
+
+    @property
     def dagster(self) -> Path:
         return self.root / "dagster"
 
@@ -92,6 +104,7 @@ class MemcHome:
             "vectors": self.vectors,
             "graph": self.graph,
             "units": self.units,
+            "skills": self.skills,
             "profile": self.profile,
         }
 
