@@ -10,13 +10,18 @@ pipeline, top to bottom; each stage is a module of its own:
 4. erased entries out, then the independent visibility check against the ledger (query/acl.py);
 5. packing into the token budget (query/pack.py), then the query log (query/log.py).
 
+Each stage adds its steps to the compile's plan (query/plan.py) as it runs; the log keeps the
+plan under the compile's ``query_id``, by which `memc replay` compiles it again (query/replay.py).
+
 See docs/context.md.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from datetime import datetime
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from claims.extractors import active_extractor_key
@@ -27,11 +32,12 @@ from memc.watermark import read_watermark
 from query import current
 from query.acl import check_context
 from query.asking import Goal
-from query.config import QueryConfig
+from query.config import EVIDENCE_KINDS, QueryConfig
 from query.context import Context
 from query.facts import state_facts, state_source
-from query.log import record_compile
+from query.log import fingerprint, key_id, question_key, record_compile
 from query.pack import pack
+from query.plan import PlanRecorder, new_query_id
 from query.retrieve import retrieve
 from query.staleness import assess
 from views.profile import logged_entities
@@ -60,13 +66,15 @@ def compile_context(
     embedder: Any = None,
     goal: Goal | str | None = None,
     uncolored: bool = False,
+    replay_of: str | None = None,
 ) -> Context:
     """Compile the context for one question and one asker.
 
     ``as_of`` asks what held at a valid time, ``known_at`` what memc knew at a transaction time
     (both default to now: the current fold). ``goal`` (a text, or a Goal with entities and
     predicates) is the agent's current task: it shapes which facts and evidence rank first.
-    ``uncolored`` leaves out every fact about the asker (query/asking.py). Raises
+    ``uncolored`` leaves out every fact about the asker (query/asking.py). ``replay_of``: the
+    query id this compile replays (query/replay.py), noted in its log record. Raises
     StaleViewError when a view must fail closed."""
     started = time.perf_counter()
     home = home or MemcHome.resolve()
@@ -84,30 +92,52 @@ def compile_context(
         as_of=as_of.isoformat() if as_of else None,
         known_at=known_at.isoformat() if known_at else None,
         uncolored=uncolored,
+        query_id=new_query_id(),
     )
+    recorder = PlanRecorder()
     wanted = Goal.of(goal)
     ctx.goal = wanted.to_dict() if wanted else None
     ctx.staleness, erased = assess(ledger, head, ctx.watermarks, config.staleness)
     patch = None
     if ctx.staleness.get("evidence_index", {}).get("decision") == "patched":
         patch = (ctx.watermarks.get("evidence_index") or 0, head)
+    recorder.add("staleness", views={v: s.get("decision") for v, s in ctx.staleness.items()}, pending_erasures=len(erased), patched=patch is not None)
+    # What every route's search applies before it ranks (the store filters; query/acl.py re-checks after).
+    recorder.add(
+        "prefilter", principals=[asker], scope=scope, as_of=ctx.as_of, known_at=ctx.known_at, kinds=list(EVIDENCE_KINDS),
+        goal=wanted is not None, uncolored=uncolored,
+    )  # fmt: skip
     # State first: the facts the question asks for are keys to their evidence (query/current.py).
     ctx.state, ctx.conflicts = state_facts(home, question, asker, scope, config, as_of=as_of, known_at=known_at, goal=wanted, uncolored=uncolored)
+    recorder.add(
+        "state", source=state_source(), max_facts=config.max_state_facts, facts=len(ctx.state), entry_ids=[f.source_entry_id for f in ctx.state],
+        conflicts=len(ctx.conflicts),
+    )  # fmt: skip
     fold = current.plan(home, ctx.state, question, ctx) if config.state_weight else current.NO_PLAN
+    recorder.add("current", keys=fold.keys, superseded=sorted(fold.old), history=fold.history)
     ctx.items, window = retrieve(
         home, question, asker, scope, config, embedder, ledger=ledger, patch=patch, when=(as_of, known_at), keys=fold.keys,
-        goal=wanted.text if wanted else None,
+        goal=wanted.text if wanted else None, recorder=recorder,
     )  # fmt: skip
     ctx.time_window = window.to_dict() if window else None
     current.order(ctx, fold)
-    _exclude(ctx, set(erased))
-    _recheck_visibility(ctx, ledger)
-    pack(ctx, config.budget_tokens, config.state_share, config.relevance_floor)
+    recorder.add("current_first", labelled=[it.entry_id for it in ctx.items if it.superseded], entry_ids=[it.entry_id for it in ctx.items])
+    _exclude(ctx, set(erased), recorder)
+    _recheck_visibility(ctx, ledger, recorder)
+    pack(ctx, config.budget_tokens, config.state_share, config.relevance_floor, recorder)
     ctx.latency_ms = round((time.perf_counter() - started) * 1000, 2)
 
+    key = question_key(home)
     record_compile(
         home,
         {
+            "query_id": ctx.query_id,
+            **({"replay_of": replay_of} if replay_of else {}),
+            # Keyed fingerprints, never the words: replay checks the question it is given against
+            # them (query/log.py); key_id says which key, which an erasure replaces.
+            "question_hmac": fingerprint(key, question),
+            "goal_hmac": fingerprint(key, json.dumps(wanted.to_dict(), sort_keys=True)) if wanted else None,
+            "key_id": key_id(key),
             "asker": asker,
             "scope": scope,
             # Entity ids, not the question's words: erased text quoted in a question must not
@@ -124,7 +154,12 @@ def compile_context(
                 # whether a goal shaped it and whether the asker's facts were left out, never the goal's words
                 "goal": wanted is not None,
                 "uncolored": uncolored,
+                # The steps as they ran (query/plan.py): ids, counts, weights, tokens; no text.
+                "steps": recorder.steps,
             },
+            # Every knob, so that a replay compiles with the same settings (numbers and names only).
+            "config": config.model_dump(mode="json"),
+            "memc": _version(),
             "items": len(ctx.items),
             # Which entries the context showed (ids, never text): the query profile's evidence
             # usage, from which decay counts an entry's age (query/retrieve.py decay()).
@@ -140,19 +175,36 @@ def compile_context(
     return ctx
 
 
-def _exclude(ctx: "Context", erased: set[str]) -> None:
+def _version() -> str:
+    try:
+        return version("memc")
+    except PackageNotFoundError:
+        return "0"
+
+
+def _exclude(ctx: "Context", erased: set[str], recorder: PlanRecorder) -> None:
     """Drop everything citing an entry an erasure names, before that erasure is purged."""
-    if not erased:
-        return
-    ctx.items = [it for it in ctx.items if not erased.intersection(it.entry_ids or [it.entry_id])]
-    ctx.state = [f for f in ctx.state if f.source_entry_id not in erased]
-    ctx.conflicts = [c for c in ctx.conflicts if not erased.intersection(c.get("source_entry_ids", []))]
+    before = (ctx.items, len(ctx.state), len(ctx.conflicts))
+    if erased:
+        ctx.items = [it for it in ctx.items if not erased.intersection(it.entry_ids or [it.entry_id])]
+        ctx.state = [f for f in ctx.state if f.source_entry_id not in erased]
+        ctx.conflicts = [c for c in ctx.conflicts if not erased.intersection(c.get("source_entry_ids", []))]
+    kept = {id(it) for it in ctx.items}
+    recorder.add(
+        "filter", "erased", entry_ids=[it.entry_id for it in before[0] if id(it) not in kept],
+        state_facts=before[1] - len(ctx.state), conflicts=before[2] - len(ctx.conflicts),
+    )  # fmt: skip
 
 
-def _recheck_visibility(ctx: Context, ledger: Ledger) -> None:
+def _recheck_visibility(ctx: Context, ledger: Ledger, recorder: PlanRecorder) -> None:
     """Independent of the store filters: query/acl.py looks every cited entry up in the ledger
     itself (each turn of a window, each state fact's source, a derived entry's whole lineage)
     and drops anything the asker may not see or that an erasure names (a store filter bug must
     not become a leak). ``ctx.acl_dropped`` counts the drops; each is logged."""
 
-    ctx.acl_dropped = check_context(ctx, ledger).dropped
+    report = check_context(ctx, ledger)
+    ctx.acl_dropped = report.dropped
+    recorder.add(
+        "filter", "visibility", entry_ids=[v["item"] for v in report.violations if "item" in v],
+        state_facts=report.dropped_facts, conflicts=report.dropped_conflicts,
+    )  # fmt: skip

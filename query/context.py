@@ -74,6 +74,9 @@ class Context:
     time_window: dict[str, str | None] | None = None  # the window the question named: phrase, start, end
     goal: dict[str, Any] | None = None  # the agent's task that shaped the compile: text, entities, predicates
     uncolored: bool = False  # facts about the asker left out (query/asking.py)
+    # The compile's id in the query log, to replay it by (`memc replay`, query/replay.py); not
+    # rendered: the agent's tokens are for evidence, and `memc ask` prints it below the context.
+    query_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -8,10 +8,11 @@ from dataclasses import replace
 from typing import Iterator
 
 from query.context import Context, ContextItem, item_lines, state_line
+from query.plan import PlanRecorder
 from query.tokens import count_tokens
 
 
-def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float = 0.0) -> None:
+def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float = 0.0, recorder: PlanRecorder | None = None) -> None:
     """Keep the state facts, then the evidence items, that fit the token budget, in rank order.
     An item whose window does not fit is shown with a narrower one (down to the hit alone)
     rather than dropped: on LoCoMo dev this packs 9 items into 2,000 tokens instead of 8, and
@@ -19,10 +20,15 @@ def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float =
 
     ``relevance_floor``: items that reached less than that share of the best score on every route
     that found them (``ContextItem.relevance``) are not packed at all (QueryConfig.relevance_floor),
-    so the context may end short of the budget."""
+    so the context may end short of the budget.
+
+    ``recorder``: the compile's plan gets three steps, the cut by the floor, the cut by the
+    budget (with the items shown narrower) and what was packed, each item with its tokens."""
+    recorder = recorder or PlanRecorder()
 
     # Fixed lines (header, section titles) first; then each line as it would be rendered.
-    used = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))
+    used = fixed = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))
+    below_floor, over_budget, narrowed, costs = [], [], {}, []
     kept_state, kept_items = [], []
     # Facts are dense but not all relevant: they may take at most a share of the budget, so the
     # evidence always has room.
@@ -33,17 +39,30 @@ def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float =
             break
         kept_state.append(f)
         used += cost
+    state_tokens = used - fixed
     for it in ctx.items:
         if it.relevance < relevance_floor:
+            below_floor.append(it.entry_id)
             continue  # no route ranked it near its best hit: not worth the reader's tokens
         for form in _narrower(it):
             cost = count_tokens("\n".join(item_lines(len(kept_items) + 1, form, ctx.asker)))
             if used + cost <= budget:
                 kept_items.append(form)
+                costs.append(cost)
                 used += cost
+                if form is not it:
+                    narrowed[it.entry_id] = [len(it.entry_ids), len(form.entry_ids)]
                 break
+        else:
+            over_budget.append(it.entry_id)
+    recorder.add("cut", "relevance_floor", floor=relevance_floor, entry_ids=below_floor)
+    recorder.add("cut", "budget", budget=budget, state_share=state_share, state_facts=len(ctx.state) - len(kept_state), entry_ids=over_budget, narrowed=narrowed)
     ctx.state, ctx.items = kept_state, kept_items
     ctx.tokens = count_tokens(ctx.render())
+    recorder.add(
+        "packed", state_facts=len(kept_state), state_tokens=state_tokens, fixed_tokens=fixed, tokens=ctx.tokens,
+        items=[{"entry_id": it.entry_id, "turns": len(it.entry_ids or [it.entry_id]), "tokens": c} for it, c in zip(kept_items, costs)],
+    )  # fmt: skip
 
 
 def _narrower(it: ContextItem) -> Iterator[ContextItem]:

@@ -18,9 +18,10 @@ from typing import Any
 from ledger import Ledger
 from memc.home import MemcHome
 from query.config import EVIDENCE_KINDS, QueryConfig
-from query.context import ContextItem
+from query.context import ContextItem, iso
 from query.entities import named_entities, related_entities
 from query.facts import event_lookup
+from query.plan import PlanRecorder
 from query.timewindow import TimeWindow, question_window
 from query.units import with_units
 from query.windows import join_stretch, session_windows, turn_item, within_time
@@ -60,12 +61,15 @@ def retrieve(
     when: tuple[datetime | None, datetime | None] = (None, None),
     keys: list[str] | None = None,
     goal: str | None = None,
+    recorder: PlanRecorder | None = None,
 ) -> tuple[list[ContextItem], TimeWindow | None]:
     """The evidence items, best first, and the time window the question named (if any).
 
     ``keys``: source entries of the state facts the question asks for (query/current.py),
     ranked in that order as the `state` route: evidence reached through the fact drawn from it.
-    ``goal``: the agent's task, one more full-text route (`goal`)."""
+    ``goal``: the agent's task, one more full-text route (`goal`). ``recorder``: the compile's
+    plan, to which each route, the fusion, the items and the units are added as they run."""
+    recorder = recorder or PlanRecorder()
 
     named = named_entities(home, question, asker, scope)
     window = question_window(question, anchor=when[0], event_time=event_lookup(home, asker, scope, named))
@@ -150,6 +154,12 @@ def retrieve(
         vector = embedding.result()
         running |= {route: pool.submit(search, {**kw, "vector": vector}) for route, kw in wanted.items() if kw.get("vector") is EMBEDDING}
     routes = {route: running[route].result() for route in wanted}  # in plan order: the fusion's tie order
+    for route, hits in routes.items():
+        kw = wanted[route]
+        found = list(dict.fromkeys(h["entry_id"] for h in hits))  # a long entry's chunks count once
+        extra = {"valid_between": [iso(t) if t else None for t in kw["valid_between"]]} if "valid_between" in kw else {}
+        extra |= {"entities": len(kw["entity_ids"])} if "entity_ids" in kw else {}
+        recorder.add("route", route, weight=plan[route][0], k=kw.get("k", len(kw.get("entry_ids", ()))), candidates=len(found), entry_ids=found, **extra)
     fused: dict[str, dict[str, Any]] = {}
     for route, hits in routes.items():
         # Relevance on the route's own scale (BM25, cosine): the hit's score over the route's
@@ -167,15 +177,19 @@ def retrieve(
     if config.decay_weight:
         decay(fused.values(), config.decay_half_life_days, config.decay_weight, when[0], usage=evidence_usage(home))
     ranked = sorted(fused.values(), key=lambda s: (-s["score"], s["hit"]["entry_id"]))
+    recorder.add("fusion", method="weighted_rrf", rrf_k=config.rrf_k, decay=config.decay_weight, candidates=len(ranked), entry_ids=[s["hit"]["entry_id"] for s in ranked])
     windows = session_windows(store, ranked[: config.k * 3], principals, scope, config, when)
 
     items: list[ContextItem] = []
     covered: set[str] = set()
     shown: list[tuple[str, ContextItem]] = []  # normalised text of each kept item
     stretches: list[list[dict[str, Any]]] = []  # the turns each item shows
+    considered, inside, folded, joins = 0, [], [], []  # for the plan: what became of each fused hit
     for s in ranked:
         hit = s["hit"]
+        considered += 1
         if hit["entry_id"] in covered:
+            inside.append(hit["entry_id"])
             continue  # already shown inside an earlier item's window
         text = hit.get("text") or ""
         if hit.get("actor") and text.startswith(f"{hit['actor']}: "):
@@ -188,6 +202,7 @@ def retrieve(
             # never match (their words differ), so conflicts stay side by side.
             twin.duplicates.append(hit["entry_id"])
             covered.add(hit["entry_id"])
+            folded.append(hit["entry_id"])
             continue
         # the hit with its neighbours, less the turns an earlier item already shows
         turns = [t for t in windows.get(hit["entry_id"]) or [hit] if t["entry_id"] not in covered]
@@ -197,6 +212,7 @@ def retrieve(
             joined.routes = sorted(set(joined.routes) | {r.split("/")[0] for r in s["routes"]})
             joined.relevance = max(joined.relevance, round(s["relevance"], 4))
             shown = [(normalised(it.text) if it is joined else seen, it) for seen, it in shown]
+            joins.append(hit["entry_id"])
             continue
         items.append(
             turn_item(hit, turns, routes=sorted({r.split("/")[0] for r in s["routes"]}), score=round(s["score"], 6), relevance=round(s["relevance"], 4))
@@ -205,9 +221,15 @@ def retrieve(
         shown.append((normalised(items[-1].text), items[-1]))
         if len(items) == config.k:
             break
+    recorder.add(
+        "items", k=config.k, window=[config.window_before, config.window_after], considered=considered, entry_ids=[it.entry_id for it in items],
+        in_windows=inside, joined=joins, duplicates=folded,
+    )  # fmt: skip
     units = load_units(home) if config.unit_seeds and embedding is not None else None
     if units is not None:
         items = with_units(items, units, store, embedding.result(), principals, scope, config, when)
+        added = [it for it in items if it.unit_id]
+        recorder.add("units", seeds=config.unit_seeds, turns=config.unit_turns, units=[it.unit_id for it in added], entry_ids=[e for it in added for e in it.entry_ids])
     return items, window
 
 
