@@ -10,6 +10,7 @@ EVIDENCE_INDEX = dg.AssetKey("evidence_index")
 MEMORY_UNITS = dg.AssetKey("memory_units")
 ENTITY_GRAPH = dg.AssetKey("entity_graph")
 CENTRALITY = dg.AssetKey("centrality")
+SKILLS = dg.AssetKey("skills")  # procedural memory, mined from the ledger's trajectories
 
 # dbt models (keys come from the manifest; named here for Python assets downstream of them)
 STATE_CURRENT = dg.AssetKey("state_current")
@@ -30,3 +31,4 @@ STATE_GROUP = "state"
 RETRIEVAL_GROUP = "retrieval"
 GRAPH_GROUP = "graph"
 PROFILE_GROUP = "profile"
+SKILLS_GROUP = "skills"

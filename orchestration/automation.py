@@ -46,6 +46,7 @@ from catalog.keys import (
     MEMORY_UNITS,
     QUERY_LOG,
     QUERY_PROFILE,
+    SKILLS,
     STATE_GROUP,
 )
 from orchestration.settings import Settings
@@ -128,6 +129,8 @@ def tier_of(spec: dg.AssetSpec) -> str | None:
         return "profile"
     if spec.key == ENTITY_DOSSIERS:
         return "state"  # compiled with the state build it copies
+    if spec.key == SKILLS:
+        return "state"  # mined from the ledger alone, in under a second: as fresh as the state
     if spec.group_name in (STATE_GROUP, CLAIMS_GROUP):
         return "state"
     return None

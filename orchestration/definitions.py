@@ -14,11 +14,13 @@ import assets.graph
 import assets.ledger
 import assets.profile
 import assets.retrieval
+import assets.skills
 import assets.units
 import checks.claims
 import checks.ledger
 import checks.profile
 import checks.quality
+import checks.skills
 import checks.views
 from assets.state import dbt_resource, state_models
 from memc.home import MemcHome
@@ -35,10 +37,10 @@ observe_ledger = dg.define_asset_job("observe_ledger", selection=dg.AssetSelecti
 
 def build_definitions(home_dir: str | None = None) -> dg.Definitions:
     settings = load_settings(MemcHome.resolve(home_dir).root)
-    views = [*assets.claims.ASSETS, state_models(), *assets.retrieval.ASSETS, *assets.units.ASSETS, *assets.graph.ASSETS, *assets.profile.ASSETS]
+    views = [*assets.claims.ASSETS, state_models(), *assets.retrieval.ASSETS, *assets.units.ASSETS, *assets.graph.ASSETS, *assets.profile.ASSETS, *assets.skills.ASSETS]
     return dg.Definitions(
         assets=[*assets.ledger.ASSETS, *assets.profile.SOURCES, *apply_policies(views, settings)],
-        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS, *checks.profile.CHECKS],
+        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS, *checks.profile.CHECKS, *checks.skills.CHECKS],
         jobs=[ingest_inbox, observe_ledger, compact_views],
         sensors=[
             make_inbox_sensor(min(15, settings.sensor_interval_seconds)),

@@ -62,10 +62,12 @@ class PermutedEmbedderResource(EmbedderResource):
 def assets_and_checks():
     import assets.graph
     import assets.retrieval
+    import assets.skills
     import assets.units
+    import checks.skills
     import checks.views
 
-    return [*assets.retrieval.ASSETS, *assets.units.ASSETS, *assets.graph.ASSETS, *checks.views.CHECKS]
+    return [*assets.retrieval.ASSETS, *assets.units.ASSETS, *assets.graph.ASSETS, *assets.skills.ASSETS, *checks.views.CHECKS, *checks.skills.CHECKS]
 
 
 def run(home, *, embedder_resource=None, select=None, raise_on_error=True):
@@ -164,8 +166,10 @@ def test_deleting_the_views_and_rebuilding_gives_identical_results(home, embedde
     assert before[("pagerank", "team")] and before[("communities", "team")]
     shutil.rmtree(home.vectors)
     shutil.rmtree(home.graph)
+    shutil.rmtree(home.skills)
     r = run(home)
     assert r.success and all(checks(r).values()), checks(r)
+    assert "skills_sound" in checks(r), "the skills view is rebuilt from the ledger with the others"
     assert meta(r, "centrality")["appended"] == 0, "dreaming at the same inputs must append nothing"
     assert Ledger(home.ledger).head() == head
     after = snapshot(home, embedder)

@@ -24,6 +24,8 @@ def test_definitions_load_with_lineage_from_ledger_to_every_view():
     assert {keys.ENTITIES, keys.INTERACTIONS} <= graph.get(keys.ENTITY_GRAPH).parent_keys
     assert keys.ENTITY_GRAPH in graph.get(keys.CENTRALITY).parent_keys
     assert graph.get(keys.MEMORY_UNITS).parent_keys == {keys.EVIDENCE_INDEX}
+    assert graph.get(keys.SKILLS).parent_keys == {keys.LEDGER}  # mined from the trajectories alone
+    assert (keys.SKILLS, "skills_sound") in {(k.asset_key, k.name) for k in graph.asset_check_keys}
     # every materializable asset is downstream of the ledger
     downstream = graph.get_descendants(keys.LEDGER) if hasattr(graph, "get_descendants") else None
     if downstream is not None:
