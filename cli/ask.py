@@ -135,6 +135,8 @@ def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, goal, u
         dump(result.to_dict())
     else:
         click.echo(result.render())
+        # Below the context, not in it: the agent's budget is for evidence (query/context.py).
+        click.echo(f"\nquery {result.query_id} (memc replay {result.query_id} QUESTION)")
 
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from cli import ask, build, eval, evidence, forget, ops, policy, serve
+from cli import ask, build, eval, evidence, forget, ops, policy, replay, serve
 from cli.common import home_option
 
 
@@ -23,7 +23,7 @@ def cli(ctx: click.Context, home_dir: str | None) -> None:
 for command in (
     evidence.ingest, evidence.ledger,
     build.build, build.backfill_command, build.backfill_views_command, build.dream_command,
-    ask.ask, ask.state, ask.claims_command, ask.sql,
+    ask.ask, ask.state, ask.claims_command, ask.sql, replay.replay_command,
     policy.actions_command,
     forget.forget_cmd,
     serve.serve, serve.mcp_command, serve.keys,

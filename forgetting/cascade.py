@@ -15,7 +15,8 @@ reached; never erased text) and these steps, each idempotent and recorded when d
                      place (``Ledger.purge``: new file beside, ``os.replace``, markers kept right);
 5. ``views_dropped`` every view directory (claims, warehouse, vectors, graph) is renamed aside
                      and deleted: in-place deletes in DuckDB, LanceDB and Kùzu keep the bytes
-                     (docs/stack-notes.md), a fresh build writes fresh files;
+                     (docs/stack-notes.md), a fresh build writes fresh files; and the query
+                     log's fingerprint key is deleted (query/log.py);
 6. ``rebuilt``       with ``rebuild``: every view compiled again from the purged ledger by the
                      rebuild the caller passes (``orchestration.runner.rebuild_views``: the
                      whole build through Dagster; dreaming recomputes the derived claims whose
@@ -239,6 +240,10 @@ def _advance(home: MemcHome, journal: dict[str, Any], report: ForgetReport, *, h
     if journal["step"] == "ledger_purged":
         t0 = time.perf_counter()
         report.views_dropped += _drop_views(home)
+        # The query log's question fingerprints could confirm a guessed question that quoted the
+        # erased text: with their key gone, none logged so far can be tested (query/log.py). The
+        # log's plans and `shown` lists keep their entry ids, the ids the tombstone lists too.
+        home.querylog_key.unlink(missing_ok=True)
         mark("views_dropped", t0)
     if journal["step"] == "views_dropped" and not journal.get("rebuild"):
         t0 = time.perf_counter()
