@@ -20,11 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from claims.store import CLAIMS_FILE, day_dir, extractor_dir
+from claims.model import REJECTION_SCHEMA
+from claims.store import CLAIMS_FILE, REJECTIONS_FILE, day_dir, extractor_dir
 from ledger import Ledger
 from ledger.schema import NewEntry
 from memc.ids import content_id, entity_id
-from views.marts import CONFLICTS, STATE_CURRENT, STATE_HISTORY, mart_path
+from views.marts import CONFLICTS, MEMORY_ACTIONS, STATE_CURRENT, STATE_HISTORY, mart_path
 
 REPO = Path(__file__).resolve().parents[2]
 DBT_DIR = REPO / "dbt_project"
@@ -59,7 +60,8 @@ def append_with_claims(
     """Append one ledger batch (one entry per item) and write its claims; returns the head.
 
     An item: actor, text, valid (datetime), kind (default message), visibility (default public),
-    and claims: [(predicate, object, polarity)] with the actor as subject."""
+    and claims: [(predicate, object, polarity)] with the actor as subject; rejected: [(validator,
+    reason, proposal)], what the validators refused of it (written to the day's rejections)."""
     ledger = Ledger(home.ledger)
     entries = [
         NewEntry(
@@ -92,6 +94,20 @@ def append_with_claims(
                     "polarity": polarity, "time_phrase": None, "object_id": None,
                 }
             )
+    rejected = [
+        {
+            "proposal_id": content_id("p", EXTRACTOR_KEY, entry.entry_id, json.dumps(proposal, sort_keys=True)),
+            "extractor": "test", "extractor_version": "1", "source_entry_id": entry.entry_id,
+            "source_seq": res.first_seq + i, "validator": validator, "reason": reason,
+            "proposal": json.dumps(proposal), "scope": scope, "source_ref": it.get("ref"),
+        }
+        for i, (entry, it) in enumerate(zip(entries, items))
+        for validator, reason, proposal in it.get("rejected", [])
+    ]
+    if rejected:
+        day = day_dir(home.claims, EXTRACTOR_KEY, recorded_at.date())
+        day.mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.Table.from_pylist(rejected, schema=REJECTION_SCHEMA), day / REJECTIONS_FILE)
     folder = extractor_dir(home.claims, EXTRACTOR_KEY)
     path = folder / CLAIMS_FILE if flat else day_dir(home.claims, EXTRACTOR_KEY, recorded_at.date()) / CLAIMS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -129,6 +145,7 @@ def run_results(home) -> list[dict[str, Any]]:
 #   correction a user's correction at T5: Elena lived in Madrid from March;
 #   conflict   Tomasz works_at Acme (public) and Globex (only tomasz), same valid and
 #              transaction time;
+#   duplicate  Omar likes chess (T1), and says it again (T2); a validator refuses one proposal (T2);
 #   retraction Priya likes tea (Jan) and coffee (Feb), no longer tea (May, T3); Priya lives_in
 #              Rome (elena and priya may see it), retracted in an entry only priya may see (T4).
 T1, T2, T3, T4, T5 = t("2024-01-02"), t("2024-02-02"), t("2024-06-02"), t("2024-06-03"), t("2024-09-01")
@@ -141,8 +158,13 @@ STEPS = [
             {"actor": "Tomasz", "text": "I work at Globex", "valid": t("2024-02-01"), "ref": "m3", "visibility": ("tomasz",), "claims": [("works_at", "Globex", "assert")]},
             {"actor": "Priya", "text": "I like tea", "valid": t("2024-01-01"), "ref": "m4", "session": "x", "claims": [("likes", "tea", "assert")]},
             {"actor": "Priya", "text": "I live in Rome", "valid": t("2024-01-01"), "ref": "m5", "visibility": ("elena", "priya"), "claims": [("lives_in", "Rome", "assert")]},
+            {"actor": "Omar", "text": "I like chess", "valid": t("2024-01-01"), "ref": "m5b", "claims": [("likes", "chess", "assert")]},
         ], True),  # the first batch's claims in the flat layout the claims store used to write
-        (T2, [{"actor": "Priya", "text": "I like coffee", "valid": t("2024-02-01"), "ref": "m6", "claims": [("likes", "coffee", "assert")]}], False),
+        (T2, [
+            {"actor": "Priya", "text": "I like coffee", "valid": t("2024-02-01"), "ref": "m6", "claims": [("likes", "coffee", "assert")],
+             "rejected": [("ontology", "unknown predicate 'adores'", {"subject": "Priya", "predicate": "adores", "object": "coffee", "valid_at": "2024-02-01T00:00:00+00:00"})]},
+            {"actor": "Omar", "text": "I still like chess", "valid": t("2024-02-01"), "ref": "m6b", "claims": [("likes", "chess", "assert")]},
+        ], False),
     ],
     [
         (T3, [
@@ -159,7 +181,7 @@ STEPS = [
 TABLES = (
     "int_claims_joined_to_entries", "int_claim_closings_paired", "int_claim_versions_folded",
     "int_entity_events_collected", "state_current", "state_history", "state_closings",
-    "conflicts", "entities", "interactions", "timeline",
+    "conflicts", "entities", "interactions", "timeline", "memory_actions",
 )
 NOW = t("2030-01-01")
 
@@ -209,7 +231,7 @@ def test_incremental_builds_equal_a_full_refresh(fold_home):
     rebuilt = snapshot(home)
     for name in TABLES:
         assert rebuilt[name] == grown[name], name
-    assert len(grown["int_claims_joined_to_entries"]) == 10
+    assert len(grown["int_claims_joined_to_entries"]) == 12
     assert grown["state_history"] and grown["conflicts"]
 
 
@@ -270,6 +292,68 @@ def test_retraction_closes_for_those_who_may_see_it(fold_home):
     assert set(current) == {"coffee", "Rome"} and current["Rome"]["closed_for"] == ["priya"]
 
 
+def _actions(home, entity=None, principal=None, **times):
+    from query.actions import actions_for_entity
+
+    return actions_for_entity(
+        home.marts, entity, principal=principal, as_of=times.get("as_of", NOW), known_at=times.get("known_at", NOW)
+    )
+
+
+def test_memory_actions_record_what_the_fold_did(fold_home):
+    """Every claim of the scenario as the write policy's action, with its rule and target."""
+    home = fold_home[0]
+    every = [r for r in pq.read_table(mart_path(home, MEMORY_ACTIONS)).to_pylist() if r["action_id"]]
+    rows = {r["source_ref"]: r for r in every if r["considered_kind"] == "claim"}
+    by_id = {r["action_id"]: r for r in every}
+    decided = {ref: (r["action"], r["rule"]) for ref, r in rows.items()}
+    assert decided == {
+        "m1": ("ADD", "first_value"),  # Paris
+        "m2": ("ADD", "first_value"),  # Acme
+        "m3": ("ADD", "conflict"),  # Globex: same valid and transaction time as Acme, kept beside it
+        "m4": ("ADD", "first_value"),  # tea
+        "m5": ("ADD", "first_value"),  # Rome
+        "m5b": ("ADD", "first_value"),  # chess
+        "m6": ("ADD", "accumulate"),  # coffee beside tea
+        "m6b": ("NONE", "duplicate"),  # chess again
+        "m7": ("UPDATE", "newer_value"),  # Berlin ends Paris
+        "m8": ("DELETE", "retraction"),  # no longer tea
+        "m9": ("DELETE", "retraction"),  # no longer Rome (seen by priya only)
+        "c1": ("UPDATE", "correction"),  # Madrid from March ends Paris in March instead of June
+    }
+    objects = lambda ids: sorted(by_id[i]["object"] for i in ids)  # noqa: E731
+    assert objects(rows["m7"]["closes"]) == ["Paris"] and objects(rows["m7"]["considered"]) == ["Paris"]
+    assert objects(rows["c1"]["closes"]) == ["Paris"] and objects(rows["c1"]["closed_by"]) == ["Berlin"]
+    assert objects(rows["c1"]["considered"]) == ["Berlin"]  # the open value when the correction came
+    assert objects(rows["m8"]["closes"]) == ["tea"] and objects(rows["m9"]["closes"]) == ["Rome"]
+    assert objects(rows["m6b"]["duplicate_of"]) == ["chess"] and rows["m6b"]["closes"] == []
+    assert objects(rows["m3"]["considered"]) == ["Acme"]
+    rejected = [r for r in every if r["considered_kind"] == "rejection"]
+    assert [(r["action"], r["rule"], r["predicate"], r["detail"]) for r in rejected] == [
+        ("NONE", "rejected", "adores", "ontology: unknown predicate 'adores'")
+    ]
+    assert {r["fold_version"] for r in every} == {"fold-1"}
+    assert {(r["extractor"], r["extractor_version"]) for r in every} == {("test", "1")}
+
+
+def test_memc_actions_per_asker_and_bitemporal(fold_home):
+    home = fold_home[0]
+    listed = lambda result: [(a["source_ref"], a["action"]) for a in result["actions"]]  # noqa: E731
+    # Rome's retraction is priya's alone: elena sees Rome added and never retracted.
+    assert sorted(listed(_actions(home, "Priya", "elena"))) == [("m4", "ADD"), ("m5", "ADD"), ("m6", "ADD"), ("m6", "NONE"), ("m8", "DELETE")]
+    assert ("m9", "DELETE") in listed(_actions(home, "Priya", "priya"))
+    assert ("m5", "ADD") not in listed(_actions(home, "Priya", "tomasz"))
+    # Known at July: the correction of September had not been decided; as of April: Berlin (June) is not yet.
+    assert [r for r, _ in listed(_actions(home, "Elena", "tomasz", known_at=t("2024-07-01")))] == ["m1", "m7"]
+    assert [r for r, _ in listed(_actions(home, "Elena", "tomasz", as_of=t("2024-04-01")))] == ["m1", "c1"]
+    # A closing names the closed value only to an asker who may see it.
+    from query.actions import render_actions
+
+    text = render_actions(_actions(home, "Elena", "tomasz"))
+    assert "UPDATE  correction" in text and "closes Paris (m1)" in text and "already closed by Berlin (m7)" in text
+    assert "Globex" not in render_actions(_actions(home, "Tomasz", "elena"))
+
+
 def test_admin_as_of_equals_the_state_history_interval_pattern(fold_home):
     """Two readings of the bi-temporal fold agree on a grid of (valid time, transaction time):
     the state_history interval pattern, and the as-of query memc state runs (administrator)."""
@@ -305,7 +389,7 @@ def test_state_as_of_macro_matches_memc_state(fold_home):
         dbt(home, "run", "--select", "state_as_of", vars={"as_of": f"{as_of} 00:00:00+00", "known_at": f"{known} 00:00:00+00", "principal": principal})
         with duckdb.connect(str(home.warehouse_db), read_only=True) as con:
             by_macro = sorted(r[0] for r in con.execute("select claim_id from state_as_of").fetchall())
-        by_cli = sorted(f["claim_id"] for e in ("Elena", "Tomasz", "Priya") for f in _as_of(home, e, principal, t(as_of), t(known))["facts"])
+        by_cli = sorted(f["claim_id"] for e in ("Elena", "Tomasz", "Priya", "Omar") for f in _as_of(home, e, principal, t(as_of), t(known))["facts"])
         assert by_macro == by_cli and by_macro, (principal, as_of)
 
 
@@ -334,7 +418,7 @@ def test_memc_sql_is_read_only_and_names_a_held_lock(fold_home):
     import duckdb
 
     home = fold_home[0]
-    ok = memc(home, "sql", "--admin", "select object from state_current where predicate = 'likes'", "--json")
+    ok = memc(home, "sql", "--admin", "select object from state_current where predicate = 'likes' and subject = 'Priya'", "--json")
     assert ok.returncode == 0, ok.stderr
     assert [r["object"] for r in json.loads(ok.stdout)] == ["coffee"]
     for write in ("delete from int_claims_joined_to_entries", "copy (select 1) to 'x.csv'", "attach 'x.db'", "select 1; drop table int_claim_versions_folded"):

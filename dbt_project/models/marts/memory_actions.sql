@@ -12,7 +12,8 @@
 --           conflict     a functional predicate with another open value of the same valid and
 --                        transaction time: the fold keeps both (the conflicts mart)
 --   UPDATE  newer_value / correction / own_word_outranks_report
---                        it closed an open value with another object (int_claim_closings_paired)
+--                        it ended a value of another object sooner than the fold knew before
+--                        (int_claim_closings_paired): a move, or a correction of the past
 --   DELETE  retraction   a retraction that closed a matching value
 --           erasure      an erasure tombstone in the ledger (`closes` lists the erased entry ids)
 --   NONE    duplicate    the same value of the same subject and predicate was already open
@@ -58,6 +59,8 @@ considered as (
             or (x.recorded_at = y.recorded_at and x.source_seq < y.source_seq)
             or (x.recorded_at = y.recorded_at and x.source_seq = y.source_seq and x.claim_id < y.claim_id)
         )
+        -- Not every prior value of a multi-valued predicate: a subject's thousands of mentions
+        -- would make this join quadratic. How many are open is counted in open_values.
         and ((y.polarity = 'assert' and y.cardinality = 'functional') or x.object_key = y.object_key)
     where not exists (
         select 1 from pairs as p
@@ -74,18 +77,57 @@ considered_by_claim as (
     group by claim_id
 ),
 
--- What each claim closed as it arrived: the closings of candidates that were still open (a
--- value an earlier closer had already closed is not closed again), where the value changed
--- (a restatement of the same value closes the older statement but changes nothing), with the
--- strongest reason among them.
+-- What each claim changed as it arrived: a claim recorded no later than it, of another value
+-- (or the value a retraction names), whose valid-time end it moved earlier than the fold knew
+-- just before (a value with no end yet, or a correction of the past: "Madrid from March"
+-- ends Paris in March, not June). A restatement of the same value, and a closing of a value
+-- that an earlier closer had already ended sooner, change nothing. With the strongest reason.
+-- How many values of a claim's subject and predicate were open when it arrived: the prior
+-- assertions (by arrival order) less those a closer recorded before it had closed. Counted, not
+-- joined pairwise, for the same reason as above; the closings joined are few per subject.
+arrival as (
+    select
+        claim_id, scope, subject_id, predicate, recorded_at,
+        count(*) filter (where polarity = 'assert') over (
+            partition by scope, subject_id, predicate
+            order by recorded_at, source_seq, claim_id
+            rows between unbounded preceding and 1 preceding
+        ) as prior_assertions
+    from claims
+),
+
+open_on_arrival as (
+    select
+        y.claim_id,
+        y.prior_assertions - count(distinct p.claim_id) as open_values
+    from arrival as y
+    left join pairs as p
+        on p.scope = y.scope
+        and p.subject_id = y.subject_id
+        and p.predicate = y.predicate
+        and p.closer_recorded_at < y.recorded_at
+        and (
+            p.closed_recorded_at < y.recorded_at
+            or (p.closed_recorded_at = y.recorded_at and p.claim_id <> y.claim_id)
+        )
+    group by y.claim_id, y.prior_assertions
+),
+
 closed_on_arrival as (
     select
         p.closer_claim_id as claim_id,
         list(p.claim_id order by p.claim_id) as changed_ids,
         min(case p.reason when 'retracted' then 1 when 'corrected' then 2 when 'outranked' then 3 else 4 end) as reason_rank
     from pairs as p
-    inner join considered as k on k.claim_id = p.closer_claim_id and k.candidate_id = p.claim_id
-    where p.closed_key <> p.closer_key or p.closer_polarity = 'retract'
+    where p.closed_recorded_at <= p.closer_recorded_at
+      and (p.closed_key <> p.closer_key or p.closer_polarity = 'retract')
+      and p.close_at < coalesce(
+          (
+              select min(q.close_at) from pairs as q
+              where q.claim_id = p.claim_id and q.closer_recorded_at < p.closer_recorded_at
+          ),
+          'infinity'::timestamptz
+      )
     group by p.closer_claim_id
 ),
 
@@ -104,6 +146,7 @@ claim_actions as (
         coalesce(a.changed_ids, []::varchar[]) as changed_ids,
         coalesce(k.same_value_ids, []::varchar[]) as same_value_ids,
         coalesce(b.closed_by, []::varchar[]) as closed_by,
+        o.open_values,
         a.reason_rank,
         exists (
             select 1 from claims as o
@@ -112,6 +155,7 @@ claim_actions as (
         ) as ties_other_value
     from claims as c
     left join considered_by_claim as k using (claim_id)
+    left join open_on_arrival as o using (claim_id)
     left join closed_on_arrival as a using (claim_id)
     left join closed_before_arrival as b using (claim_id)
 ),
@@ -133,7 +177,7 @@ decided as (
                 case reason_rank when 2 then 'correction' when 3 then 'own_word_outranks_report' else 'newer_value' end
             when len(same_value_ids) > 0 then 'duplicate'
             when len(closed_by) > 0 then 'history'
-            when len(considered) = 0 then 'first_value'
+            when open_values = 0 then 'first_value'
             when cardinality = 'multi' then 'accumulate'
             when ties_other_value then 'conflict'
             else 'first_value'
