@@ -182,6 +182,7 @@ class ContextOut(_Out):
     time_window: dict[str, str | None] | None = Field(default=None, description="The window the question named (phrase, start, end), searched as the time route.")
     goal: dict[str, Any] | None = Field(default=None, description="The goal that shaped the compile: text, entities, predicates.")
     uncolored: bool = Field(default=False, description="True when facts about the asker were left out.")
+    query_id: str | None = Field(default=None, description="The compile's id in the query log: `memc replay QUERY_ID QUESTION` compiles it again and compares the plans.")
     rendered: str = Field(description="The context as text, with provenance lines.")
 
 

@@ -160,6 +160,8 @@ def test_a_key_never_sees_another_principals_private_evidence(built):
         ctx_e = c.post("/v1/ask", json=q).json()
         state_e = c.get("/v1/state", params={"entity": "Elena"}).json()
     assert ctx_e["asker"] == "elena"
+    # each compile's id in the query log, for `memc replay`
+    assert ctx["query_id"].startswith("q_") and ctx_e["query_id"].startswith("q_") and ctx["query_id"] != ctx_e["query_id"]
     potsdam = [i for i in ctx_e["items"] if "Potsdam" in i["text"]]
     assert potsdam and all(i["entry_id"].startswith("e_") and i["source_refs"] for i in potsdam)
     assert "EP1:4" in potsdam[0]["source_refs"]
