@@ -22,17 +22,26 @@
 --           rejected     a validator refused the proposal (`detail`: the validator and reason)
 --
 -- "Open when it arrived" is what the fold knew at the claim's transaction time: a prior claim
--- (by recorded_at, then seq, then claim id) that no closer recorded before it had closed.
+-- (in the order of arrival below) that no closer arriving before it had closed.
+-- The order the fold considered claims in: by transaction time, then by seq (the claims of one
+-- ingested batch share a transaction time; the ledger's order tells them apart), then by id.
 with claims as (
-    select * from {{ ref('int_claims_joined_to_entries') }}
+    select
+        *,
+        row_number() over (order by recorded_at, source_seq, claim_id) as arrival
+    from {{ ref('int_claims_joined_to_entries') }}
 ),
 
 pairs as (
     select
-        *,
-        {{ normalize_name('closed_object') }} as closed_key,
-        {{ normalize_name('closer_object') }} as closer_key
-    from {{ ref('int_claim_closings_paired') }}
+        p.*,
+        x.arrival as closed_arrival,
+        y.arrival as closer_arrival,
+        {{ normalize_name('p.closed_object') }} as closed_key,
+        {{ normalize_name('p.closer_object') }} as closer_key
+    from {{ ref('int_claim_closings_paired') }} as p
+    inner join claims as x on x.claim_id = p.claim_id
+    inner join claims as y on y.claim_id = p.closer_claim_id
 ),
 
 entries as (
@@ -54,17 +63,13 @@ considered as (
         and x.subject_id = y.subject_id
         and x.predicate = y.predicate
         and x.polarity = 'assert'
-        and (
-            x.recorded_at < y.recorded_at
-            or (x.recorded_at = y.recorded_at and x.source_seq < y.source_seq)
-            or (x.recorded_at = y.recorded_at and x.source_seq = y.source_seq and x.claim_id < y.claim_id)
-        )
+        and x.arrival < y.arrival
         -- Not every prior value of a multi-valued predicate: a subject's thousands of mentions
         -- would make this join quadratic. How many are open is counted in open_values.
         and ((y.polarity = 'assert' and y.cardinality = 'functional') or x.object_key = y.object_key)
     where not exists (
         select 1 from pairs as p
-        where p.claim_id = x.claim_id and p.closer_recorded_at < y.recorded_at
+        where p.claim_id = x.claim_id and p.closer_arrival < y.arrival
     )
 ),
 
@@ -87,10 +92,10 @@ considered_by_claim as (
 -- joined pairwise, for the same reason as above; the closings joined are few per subject.
 arrival as (
     select
-        claim_id, scope, subject_id, predicate, recorded_at,
+        claim_id, scope, subject_id, predicate, arrival,
         count(*) filter (where polarity = 'assert') over (
             partition by scope, subject_id, predicate
-            order by recorded_at, source_seq, claim_id
+            order by arrival
             rows between unbounded preceding and 1 preceding
         ) as prior_assertions
     from claims
@@ -105,11 +110,8 @@ open_on_arrival as (
         on p.scope = y.scope
         and p.subject_id = y.subject_id
         and p.predicate = y.predicate
-        and p.closer_recorded_at < y.recorded_at
-        and (
-            p.closed_recorded_at < y.recorded_at
-            or (p.closed_recorded_at = y.recorded_at and p.claim_id <> y.claim_id)
-        )
+        and p.closer_arrival < y.arrival
+        and p.closed_arrival < y.arrival
     group by y.claim_id, y.prior_assertions
 ),
 
@@ -119,12 +121,12 @@ closed_on_arrival as (
         list(p.claim_id order by p.claim_id) as changed_ids,
         min(case p.reason when 'retracted' then 1 when 'corrected' then 2 when 'outranked' then 3 else 4 end) as reason_rank
     from pairs as p
-    where p.closed_recorded_at <= p.closer_recorded_at
+    where p.closed_arrival < p.closer_arrival
       and (p.closed_key <> p.closer_key or p.closer_polarity = 'retract')
       and p.close_at < coalesce(
           (
               select min(q.close_at) from pairs as q
-              where q.claim_id = p.claim_id and q.closer_recorded_at < p.closer_recorded_at
+              where q.claim_id = p.claim_id and q.closer_arrival < p.closer_arrival
           ),
           'infinity'::timestamptz
       )
@@ -135,7 +137,7 @@ closed_on_arrival as (
 closed_before_arrival as (
     select claim_id, list(distinct closer_claim_id order by closer_claim_id) as closed_by
     from pairs
-    where closer_recorded_at < closed_recorded_at
+    where closer_arrival < closed_arrival
     group by claim_id
 ),
 
