@@ -109,8 +109,10 @@ def compile_context(
     )  # fmt: skip
     # State first: the facts the question asks for are keys to their evidence (query/current.py).
     ctx.state, ctx.conflicts = state_facts(home, question, asker, scope, config, as_of=as_of, known_at=known_at, goal=wanted, uncolored=uncolored)
+    # With time travel the facts come from state_history, whichever view named the subjects.
+    source = "state_history" if (as_of or known_at) and state_source() != "none" else state_source()
     recorder.add(
-        "state", source=state_source(), max_facts=config.max_state_facts, facts=len(ctx.state), entry_ids=[f.source_entry_id for f in ctx.state],
+        "state", source=source, max_facts=config.max_state_facts, facts=len(ctx.state), entry_ids=[f.source_entry_id for f in ctx.state],
         conflicts=len(ctx.conflicts),
     )  # fmt: skip
     fold = current.plan(home, ctx.state, question, ctx) if config.state_weight else current.NO_PLAN

@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import datetime, timezone
 
 import pytest
 
@@ -98,6 +99,8 @@ def test_new_evidence_changes_the_plan_and_the_replay_names_the_step(home, tmp_p
 
     ctx = compile_context(QUESTION, "tomasz", home=home, scope="team")
     assert replay(home, ctx.query_id, QUESTION).identical
+    # Asked as memc knew it at a moment: what is recorded later cannot change that plan.
+    then = compile_context(QUESTION, "tomasz", home=home, scope="team", known_at=datetime.now(timezone.utc))
 
     later = tmp_path / "later.jsonl"
     later.write_text("".join(json.dumps(t) + "\n" for t in LATER))
@@ -121,6 +124,9 @@ def test_new_evidence_changes_the_plan_and_the_replay_names_the_step(home, tmp_p
     assert any(w.startswith("new since: ") and hamburg in w for w in result.why), result.why
     text = result.render()
     assert f"differs: first at step {first.index} of " in text and f"step {first.index} state:" in text, text
+
+    pinned = replay(home, then.query_id, QUESTION)
+    assert pinned.identical, pinned.render()
 
 
 def test_an_erasure_ends_replay_of_what_was_logged_before_it(home):
