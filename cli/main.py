@@ -24,7 +24,7 @@ for command in (
     evidence.ingest, evidence.ledger,
     build.build, build.backfill_command, build.backfill_views_command, build.dream_command,
     ask.ask, ask.state, ask.claims_command, ask.sql, replay.replay_command,
-    policy.actions_command,
+    policy.actions_command, policy.compare_command,
     forget.forget_cmd,
     serve.serve, serve.mcp_command, serve.keys,
     ops.up_command, ops.down_command, ops.ui,

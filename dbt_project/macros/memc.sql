@@ -49,8 +49,10 @@
 
 {% macro mart_export_path(name) -%}
     {#- Marts are also written as Parquet so that readers never hold the warehouse file
-        (DuckDB's single-writer lock would make the next dbt build fail). -#}
-    {{ env_var('MEMC_HOME') }}/warehouse/marts/{{ name }}.parquet
+        (DuckDB's single-writer lock would make the next dbt build fail). The folder is the
+        home's warehouse/marts unless var('marts_dir') names another: `memc compare` folds an
+        extractor version into a scratch folder of its own, leaving the live marts alone. -#}
+    {{ var('marts_dir', env_var('MEMC_HOME') ~ '/warehouse/marts') }}/{{ name }}.parquet
 {%- endmacro %}
 
 {% macro claims_path_extractor(path) -%}
