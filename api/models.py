@@ -177,6 +177,11 @@ class ContextOut(_Out):
     known_at: str | None = None
     staleness: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Per view: watermark, lag and the decision (fresh, patched, tolerated).")
     conflicts: list[dict[str, Any]] = Field(default_factory=list, description="Sources that disagree, both sides kept.")
+    skills: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="How this was done before: skills whose trigger the question or goal matches, with their steps, "
+        "success rates and the entry ids of the trajectories they came from (docs/skills.md).",
+    )
     latency_ms: float | None = None
     acl_dropped: int | None = None
     time_window: dict[str, str | None] | None = Field(default=None, description="The window the question named (phrase, start, end), searched as the time route.")

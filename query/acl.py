@@ -121,11 +121,12 @@ class AclReport:
     dropped_items: int = 0
     dropped_facts: int = 0
     dropped_conflicts: int = 0
+    dropped_skills: int = 0
     violations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def dropped(self) -> int:
-        return self.dropped_items + self.dropped_facts + self.dropped_conflicts
+        return self.dropped_items + self.dropped_facts + self.dropped_conflicts + self.dropped_skills
 
 
 class Checker:
@@ -161,8 +162,9 @@ def check_context(ctx: Any, ledger: Ledger) -> AclReport:
     """Drop, in place, every item and state fact of ``ctx`` (a query.context.Context) that cites
     an entry its asker may not see or that was erased; return what was checked and dropped."""
     conflicts = list(getattr(ctx, "conflicts", None) or [])
+    skills = list(getattr(ctx, "skills", None) or [])
     report = AclReport(checked_items=len(ctx.items), checked_facts=len(ctx.state), checked_conflicts=len(conflicts))
-    if not ctx.items and not ctx.state and not conflicts:
+    if not ctx.items and not ctx.state and not conflicts and not skills:
         return report
     checker = Checker(ledger_facts(ledger), ctx.asker)
     kept = []
@@ -207,11 +209,25 @@ def check_context(ctx: Any, ledger: Ledger) -> AclReport:
                     side["ingested_by"] = checker.facts.ingested_by.get(side.get("source_entry_id"))
                 kept_conflicts.append(c)
         ctx.conflicts = kept_conflicts
+    if skills:
+        # A skill's numbers come from every trajectory it was computed from: all must pass (the
+        # view derives its visibility as their meet; an erasure whose rebuild has not run yet
+        # still names them there).
+        kept_skills = []
+        for sk in skills:
+            cited = [*sk.get("source_entry_ids", ()), *sk.get("compared_entry_ids", ())]
+            bad = [(e, why) for e in cited if (why := checker.why_not(e))]
+            if bad:
+                report.dropped_skills += 1
+                report.violations.append({"skill": sk["skill_id"], "entries": [e for e, _ in bad], "why": bad[0][1]})
+            else:
+                kept_skills.append(sk)
+        ctx.skills = kept_skills
     for v in report.violations:
         # Erased entries still in a view between the tombstone and the purge are expected, not
         # a filter bug: logged at INFO. Anything else means a store filter let it through.
         level = logging.INFO if v["why"] == "erased" else logging.ERROR
-        log.log(level, "acl: dropped %s for asker %s: %s (%s)", v.get("item") or v.get("state") or v.get("conflict"), ctx.asker, v["why"], ",".join(v["entries"]))
+        log.log(level, "acl: dropped %s for asker %s: %s (%s)", v.get("item") or v.get("state") or v.get("conflict") or v.get("skill"), ctx.asker, v["why"], ",".join(v["entries"]))
     return report
 
 

@@ -41,6 +41,7 @@ from query.plan import PlanRecorder, new_query_id
 from query.retrieve import retrieve
 from query.staleness import assess
 from views.profile import logged_entities
+from views.skills import Skill, matching_skills
 
 
 def view_watermarks(home: MemcHome) -> dict[str, int | None]:
@@ -115,6 +116,11 @@ def compile_context(
         "state", source=source, max_facts=config.max_state_facts, facts=len(ctx.state), entry_ids=[f.source_entry_id for f in ctx.state],
         conflicts=len(ctx.conflicts),
     )  # fmt: skip
+    # How this was done before: skills whose trigger the question or the goal names (views/skills.py).
+    if config.max_skills:
+        task = " ".join(t for t in (question, wanted.text if wanted else None) if t)
+        ctx.skills = [_skill(s) for s in matching_skills(home, task, asker, scope, limit=config.max_skills)]
+    recorder.add("skills", max_skills=config.max_skills, skill_ids=[s["skill_id"] for s in ctx.skills])
     fold = current.plan(home, ctx.state, question, ctx) if config.state_weight else current.NO_PLAN
     recorder.add("current", keys=fold.keys, superseded=sorted(fold.old), history=fold.history)
     ctx.items, window = retrieve(
@@ -167,6 +173,7 @@ def compile_context(
             # usage, from which decay counts an entry's age (query/retrieve.py decay()).
             "shown": sorted({e for it in ctx.items for e in (it.entry_ids or [it.entry_id])} | {f.source_entry_id for f in ctx.state if f.source_entry_id}),
             "state_facts": len(ctx.state),
+            "skills": [sk["skill_id"] for sk in ctx.skills],
             "tokens": ctx.tokens,
             "latency_ms": ctx.latency_ms,
             "acl_dropped": ctx.acl_dropped,
@@ -175,6 +182,17 @@ def compile_context(
         },
     )
     return ctx
+
+
+def _skill(s: Skill) -> dict[str, Any]:
+    """What a context shows of a skill, and cites: its trajectories, which the ledger check
+    (query/acl.py) looks up like any other evidence."""
+    return {
+        "skill_id": s.skill_id, "scope": s.scope, "example_task": s.example_task, "steps": list(s.steps),
+        "termination": s.termination, "support": s.support, "success_rate": s.success_rate,
+        "baseline_rate": s.baseline_rate, "compared": s.compared, "match": s.match,
+        "source_entry_ids": list(s.source_entry_ids), "compared_entry_ids": list(s.compared_entry_ids),
+    }  # fmt: skip
 
 
 def _version() -> str:
@@ -191,6 +209,7 @@ def _exclude(ctx: "Context", erased: set[str], recorder: PlanRecorder) -> None:
         ctx.items = [it for it in ctx.items if not erased.intersection(it.entry_ids or [it.entry_id])]
         ctx.state = [f for f in ctx.state if f.source_entry_id not in erased]
         ctx.conflicts = [c for c in ctx.conflicts if not erased.intersection(c.get("source_entry_ids", []))]
+        ctx.skills = [s for s in ctx.skills if not erased.intersection([*s["source_entry_ids"], *s["compared_entry_ids"]])]
     kept = {id(it) for it in ctx.items}
     recorder.add(
         "filter", "erased", entry_ids=[it.entry_id for it in before[0] if id(it) not in kept],
@@ -208,5 +227,5 @@ def _recheck_visibility(ctx: Context, ledger: Ledger, recorder: PlanRecorder) ->
     ctx.acl_dropped = report.dropped
     recorder.add(
         "filter", "visibility", entry_ids=[v["item"] for v in report.violations if "item" in v],
-        state_facts=report.dropped_facts, conflicts=report.dropped_conflicts,
+        state_facts=report.dropped_facts, conflicts=report.dropped_conflicts, skills=report.dropped_skills,
     )  # fmt: skip

@@ -77,6 +77,11 @@ class QueryConfig(BaseModel):
     # conversation alike, any weight costs recall (docs/context.md): off in every preset.
     decay_weight: float = Field(default=0.0, ge=0, le=1)
     decay_half_life_days: float = Field(default=180.0, gt=0)
+    # Procedural memory (views/skills.py): the skills whose trigger the question or the goal
+    # matches, shown under "How this was done before" (packed with the state facts, within their
+    # share of the budget). 0: off. A question that names no task matches none, so this costs
+    # nothing elsewhere.
+    max_skills: int = Field(default=2, ge=0, le=10)
 
     @classmethod
     def preset(cls, name: str) -> "QueryConfig":

@@ -68,6 +68,9 @@ class Context:
     items: list[ContextItem] = field(default_factory=list)
     state: list[StateFact] = field(default_factory=list)
     conflicts: list[dict[str, Any]] = field(default_factory=list)  # both sides, each with its source
+    # How this was done before: skills (views/skills.py) whose trigger the question or goal
+    # matches, each with its steps, how often following them worked and its trajectories' ids.
+    skills: list[dict[str, Any]] = field(default_factory=list)
     tokens: int = 0  # of the rendered context, counted with a real tokenizer
     latency_ms: float = 0.0
     acl_dropped: int = 0  # items and facts the independent checker (query/acl.py) dropped
@@ -115,6 +118,8 @@ class Context:
                     f"{s['object']} ({s['source_ref'] or '-'} {s['source_entry_id']}{_via(s.get('ingested_by'), self.asker)})" for s in c["sides"]
                 )
                 lines.append(f"  {c['subject']} {c['predicate']} at {c['valid_at'][:10]}: {sides}")
+        if self.skills:
+            lines += ["", "How this was done before:", *(line for s in self.skills for line in skill_lines(s))]
         lines.append("")
         lines.append("Evidence:" if self.items else "Evidence: none visible to this asker.")
         for i, it in enumerate(self.items, 1):
@@ -136,6 +141,20 @@ def state_line(f: StateFact, asker: str) -> str:
         f"  {f.subject} {f.predicate} {f.object}  (since {f.valid_from[:10]}{until}; "
         f"source {f.source_ref or '-'} {f.source_entry_id}{_via(f.source_ingested_by, asker)}: \"{f.quote}\")"
     )
+
+
+def skill_lines(skill: dict[str, Any]) -> list[str]:
+    """A skill as the agent reads it: what tasks it is for, how well it did against the other
+    ways tried, its steps in order and when it is done. Its trajectories are cited by count
+    (their entry ids are in the JSON): a skill stands for many, and their ids would cost more
+    tokens than the steps."""
+    lines = [
+        f"  For tasks like \"{one_line(skill['example_task'], 120)}\": followed {skill['support']} times, "
+        f"succeeded {skill['success_rate']:.0%} (other ways {skill['baseline_rate']:.0%} of {skill['compared']}); skill {skill['skill_id']}"
+    ]
+    lines += [f"    {i}. {step}" for i, step in enumerate(skill["steps"], 1)]
+    lines.append(f"    done when: {skill['termination']}")
+    return lines
 
 
 def item_lines(i: int, it: ContextItem, asker: str) -> list[str]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator
 
-from query.context import Context, ContextItem, item_lines, state_line
+from query.context import Context, ContextItem, item_lines, skill_lines, state_line
 from query.plan import PlanRecorder
 from query.tokens import count_tokens
 
@@ -39,6 +39,15 @@ def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float =
             break
         kept_state.append(f)
         used += cost
+    # Skills are packed like facts, within the same share: a few dense lines that stand for many
+    # trajectories, and the evidence keeps its room.
+    kept_skills = []
+    for sk in ctx.skills:
+        cost = count_tokens("\n".join(["How this was done before:", *skill_lines(sk)]))
+        if used + cost > min(budget, state_budget):
+            break
+        kept_skills.append(sk)
+        used += cost
     state_tokens = used - fixed
     for it in ctx.items:
         if it.relevance < relevance_floor:
@@ -56,11 +65,15 @@ def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float =
         else:
             over_budget.append(it.entry_id)
     recorder.add("cut", "relevance_floor", floor=relevance_floor, entry_ids=below_floor)
-    recorder.add("cut", "budget", budget=budget, state_share=state_share, state_facts=len(ctx.state) - len(kept_state), entry_ids=over_budget, narrowed=narrowed)
-    ctx.state, ctx.items = kept_state, kept_items
+    recorder.add(
+        "cut", "budget", budget=budget, state_share=state_share, state_facts=len(ctx.state) - len(kept_state),
+        skills=len(ctx.skills) - len(kept_skills), entry_ids=over_budget, narrowed=narrowed,
+    )  # fmt: skip
+    ctx.state, ctx.skills, ctx.items = kept_state, kept_skills, kept_items
     ctx.tokens = count_tokens(ctx.render())
     recorder.add(
-        "packed", state_facts=len(kept_state), state_tokens=state_tokens, fixed_tokens=fixed, tokens=ctx.tokens,
+        "packed", state_facts=len(kept_state), skills=[sk["skill_id"] for sk in kept_skills], state_tokens=state_tokens,
+        fixed_tokens=fixed, tokens=ctx.tokens,
         items=[{"entry_id": it.entry_id, "turns": len(it.entry_ids or [it.entry_id]), "tokens": c} for it, c in zip(kept_items, costs)],
     )  # fmt: skip
 

@@ -343,16 +343,6 @@ class Skill:
     watermark: int  # highest seq among the trajectories it was computed from
     match: float = 0.0  # set by matching_skills: the share of the trigger the goal contains
 
-    def describe(self) -> str:
-        """A few lines for a context: the steps, and how often following them worked."""
-        lines = [
-            f"skill {self.skill_id} (for tasks like {self.example_task!r}): followed {self.support} times, "
-            f"succeeded {self.success_rate:.0%} (other ways: {self.baseline_rate:.0%} of {self.compared})"
-        ]
-        lines += [f"  {i}. {s}" for i, s in enumerate(self.steps, 1)]
-        lines.append(f"  done: {self.termination}")
-        return "\n".join(lines)
-
 
 def skill_id(scope: str, steps: Sequence[str], sources: Sequence[str], compared: Sequence[str]) -> str:
     return content_id("sk", scope, list(steps), sorted(sources), sorted(compared))

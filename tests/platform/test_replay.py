@@ -67,7 +67,7 @@ def test_ask_shows_the_query_id_and_replay_on_the_unchanged_home_is_identical(ho
     query_id = re.search(r"^query (q_[0-9a-f]{16})", out, re.M).group(1)
     record = find_record(home, query_id)
     steps = [s["step"] + (f" {s['name']}" if s.get("name") else "") for s in record["plan"]["steps"]]
-    assert steps[:4] == ["staleness", "prefilter", "state", "current"] and steps[-1] == "packed", steps
+    assert steps[:5] == ["staleness", "prefilter", "state", "skills", "current"] and steps[-1] == "packed", steps
     assert {"route fulltext", "route vector", "route state", "fusion", "items", "cut relevance_floor", "cut budget"} <= set(steps)
     packed = record["plan"]["steps"][-1]
     assert packed["items"] and all(i["entry_id"].startswith("e_") and i["tokens"] > 0 for i in packed["items"])
