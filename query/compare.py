@@ -19,11 +19,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from memc.ids import normalize_name
-from query.state import StateQueryError, _admits, _rows, _sql_str
-from views.marts import ENTITIES, MEMORY_ACTIONS, STATE_CURRENT, is_empty_export
+from query.state import StateQueryError, _admits, _marts_connection, _rows
+from views.marts import ENTITIES, MEMORY_ACTIONS, STATE_CURRENT
 
 __all__ = ["COMPARED_MARTS", "StateQueryError", "diff_folds", "render_diff"]
 
@@ -43,17 +41,8 @@ _SUBJECT_KEY = "coalesce(subject_id, 'ent_' || left(sha256(scope || chr(31) || l
 
 
 def _connect(marts_a: Path, marts_b: Path):
-    con = duckdb.connect()
-    con.execute("set TimeZone = 'UTC'")
-    for side, marts in (("a", marts_a), ("b", marts_b)):
-        for name in COMPARED_MARTS:
-            path = marts / f"{name}.parquet"
-            if not path.exists():
-                raise StateQueryError(f"no {path}: the fold of this version did not export {name}")
-            # dbt-duckdb's export of an empty model holds one all-NULL row: seen as no rows.
-            empty = " where false" if is_empty_export(path) else ""
-            con.execute(f"create view {side}_{name} as select * from read_parquet('{_sql_str(path)}'){empty}")
-    return con
+    con = _marts_connection(marts_a, COMPARED_MARTS, prefix="a_", missing="the fold of this version did not export it")
+    return _marts_connection(marts_b, COMPARED_MARTS, con=con, prefix="b_", missing="the fold of this version did not export it")
 
 
 def _subject_filter(con, entity: str) -> tuple[str, dict[str, Any]]:

@@ -65,18 +65,21 @@ order by predicate, valid_at, claim_id_a, claim_id_b
 """
 
 
-def _marts_connection(marts: Path, names: tuple[str, ...]):
-    """An in-memory DuckDB with one view per mart export, named after the mart."""
+def _marts_connection(marts: Path, names: tuple[str, ...], *, con=None, prefix: str = "", missing: str = "run `memc build` first"):
+    """An in-memory DuckDB (or ``con``) with one view per mart export, named after the mart
+    (after ``prefix``, to hold two folds' marts side by side); ``missing`` says what to do when
+    an export is not there."""
 
-    con = duckdb.connect()
-    con.execute("set TimeZone = 'UTC'")
+    if con is None:
+        con = duckdb.connect()
+        con.execute("set TimeZone = 'UTC'")
     for name in names:
         path = marts / f"{name}.parquet"
         if not path.exists():
-            raise StateQueryError(f"no {path}: run `memc build` first")
+            raise StateQueryError(f"no {path}: {missing}")
         # dbt-duckdb's export of an empty model holds one all-NULL row: seen as no rows.
         empty = " where false" if is_empty_export(path) else ""
-        con.execute(f"create view {name} as select * from read_parquet('{_sql_str(path)}'){empty}")
+        con.execute(f"create view {prefix}{name} as select * from read_parquet('{_sql_str(path)}'){empty}")
     return con
 
 

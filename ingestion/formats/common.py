@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from typing import Any, Mapping
 
 from ledger.schema import PRINCIPAL_PATTERN, SCOPE_PATTERN, NewEntry
+from memc.ids import digest
 from pydantic import ValidationError
 
 from ingestion.errors import IngestError
@@ -82,6 +83,22 @@ def check_visibility(visibility: Any, *, source: Source | None = None, line: int
         msg = f"malformed principal(s) {short(bad)}: use 1-128 letters, digits and _.@:-"
         raise (source.error(msg, line=line, field="visibility") if source else IngestError(msg, field="visibility"))
     return tuple(visibility)
+
+
+def file_key_and_visibility(
+    obj: Mapping[str, Any], optional: dict[str, Any], attributes: dict[str, Any], source: Source, line: int, *, namespace: str
+) -> tuple[str, ...]:
+    """What the structured formats (events, trajectories) share: a record's own idempotency key
+    is namespaced by scope (and kept apart from the derived "k_" keys), so that one tenant's
+    file cannot pre-empt another tenant's entries by guessing their key; the key as given stays
+    in ``attributes``. Returns the record's visibility: its own, checked, or the source's."""
+    if "idempotency_key" in optional:
+        given = optional.pop("idempotency_key")
+        optional["idempotency_key"] = "x_" + digest(namespace, source.scope, given)[:32]
+        attributes.setdefault("idempotency_key", given)
+    if obj.get("visibility") is not None:
+        return check_visibility(obj["visibility"], source=source, line=line)
+    return source.visibility
 
 
 def json_type(v: Any) -> str:

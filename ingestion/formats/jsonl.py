@@ -7,9 +7,8 @@ import json
 from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from ledger.schema import NewEntry
-from memc.ids import digest
 
-from ingestion.formats.common import BOM, Source, build_entry, check_visibility, decode_utf8, human_size, json_type, parse_time, short
+from ingestion.formats.common import BOM, Source, build_entry, decode_utf8, file_key_and_visibility, human_size, json_type, parse_time, short
 from ingestion.formats.trajectories import is_trajectory_record, trajectory_entry
 
 
@@ -151,15 +150,7 @@ def event_entry(obj: Mapping[str, Any], source: Source, line: int) -> NewEntry:
     if attributes is not None and not isinstance(attributes, dict):
         raise source.error(f"expected an object, got {json_type(attributes)}", line=line, field="attributes")
     attributes = dict(attributes or {})
-    if "idempotency_key" in optional:
-        # A file's own key is namespaced by scope (and kept apart from the derived "k_" keys) so
-        # that one tenant's file cannot pre-empt another tenant's entries by guessing their key.
-        given = optional.pop("idempotency_key")
-        optional["idempotency_key"] = "x_" + digest("event-key", source.scope, given)[:32]
-        attributes.setdefault("idempotency_key", given)
-    visibility = source.visibility
-    if obj.get("visibility") is not None:
-        visibility = check_visibility(obj["visibility"], source=source, line=line)
+    visibility = file_key_and_visibility(obj, optional, attributes, source, line, namespace="event-key")
     return build_entry(
         source,
         line,

@@ -22,10 +22,9 @@ import json
 from typing import Any, Literal, Mapping
 
 from ledger.schema import NewEntry
-from memc.ids import digest
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
-from ingestion.formats.common import Source, build_entry, check_visibility, parse_time
+from ingestion.formats.common import Source, build_entry, file_key_and_visibility, parse_time
 
 # Bump when the stored structure changes; the miner reads the version it knows.
 TRAJECTORY_VERSION = 1
@@ -179,14 +178,7 @@ def trajectory_entry(obj: Mapping[str, Any], source: Source, line: int) -> NewEn
     if "trajectory" in attributes:
         raise source.error("'trajectory' is where the format keeps the steps; name the attribute otherwise", line=line, field="attributes")
     attributes["trajectory"] = trajectory.stored()
-    if "idempotency_key" in optional:
-        # As in the events format: namespaced by scope, so one tenant cannot pre-empt another's key.
-        given = optional.pop("idempotency_key")
-        optional["idempotency_key"] = "x_" + digest("trajectory-key", source.scope, given)[:32]
-        attributes.setdefault("idempotency_key", given)
-    visibility = source.visibility
-    if obj.get("visibility") is not None:
-        visibility = check_visibility(obj["visibility"], source=source, line=line)
+    visibility = file_key_and_visibility(obj, optional, attributes, source, line, namespace="trajectory-key")
     return build_entry(
         source,
         line,
