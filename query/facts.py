@@ -87,7 +87,7 @@ def state_facts(
     if uncolored:
         mentioned -= {r["subject_id"] for r in rows if r["subject"].casefold() == asker.casefold()}
     if as_of is not None or known_at is not None:
-        return state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at)
+        return state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at, question, words, asked_with_goal(question, goal))
     newest: dict[tuple[str, str, str], dict[str, Any]] = {}
     facts = []
     for r in rows:
@@ -173,8 +173,12 @@ def fact_of(r: dict[str, Any]) -> StateFact:
     )
 
 
-def state_as_of(home, subjects, asker, scope, config, as_of, known_at) -> tuple[list[StateFact], list[dict[str, Any]]]:
-
+def state_as_of(
+    home, subjects, asker, scope, config, as_of, known_at, question: str, words: set[str], asked: dict[str, int]
+) -> tuple[list[StateFact], list[dict[str, Any]]]:
+    """What held then, chosen as the present-tense facts are: no fact line of a predicate the
+    question may not show (``mentions``; derived analytics unless asked for), the asked
+    predicates first (rank_facts), at most ``max_state_facts``."""
     now = datetime.now(timezone.utc)
     facts, conflicts = [], []
     for subject_id in subjects:
@@ -182,9 +186,9 @@ def state_as_of(home, subjects, asker, scope, config, as_of, known_at) -> tuple[
             res = state_for_entity(home.marts, subject_id, principal=asker, as_of=as_of or now, known_at=known_at or now, scope=scope)
         except StateQueryError:
             return [], []  # the history marts are not built yet
-        facts += res["facts"]
+        facts += [r for r in res["facts"] if intent.shown(r["predicate"], question)]
         conflicts += [conflict_of(c) for c in res["conflicts"]]
-    return [fact_of(r) for r in facts[: config.max_state_facts]], conflicts
+    return [fact_of(r) for r in rank_facts(facts, words, asked)[: config.max_state_facts]], conflicts
 
 
 def conflict_of(c: dict[str, Any]) -> dict[str, Any]:

@@ -50,3 +50,16 @@ def test_mentions_and_analytics_are_not_facts_unless_asked(home, question):
 def test_analytics_appear_when_asked_about_importance_or_groups(home):
     facts = _facts(home, "Which community is Elena in, and how central is she?", config=QueryConfig())
     assert any(p in ("centrality", "community") for _, p, _ in facts), facts
+
+
+def test_time_travel_chooses_facts_as_the_present_does(home):
+    """As of a valid time the facts come from state_history: the same choice holds there (the
+    asked predicate first, no `mentions` line, no analytics unless asked). Before this, the
+    as-of path listed every claim in mart order, mentions and centrality included."""
+    from datetime import datetime, timezone
+
+    march = datetime(2024, 3, 1, tzinfo=timezone.utc)
+    ctx = compile_context("Where did Elena live?", "tomasz", home=home, scope="team", as_of=march, config=TIGHT)
+    facts = [(f.subject, f.predicate, f.object) for f in ctx.state]
+    assert facts[0] == ("Elena", "lives_in", "Lisbon"), facts
+    assert not any(p in ("mentions", "centrality", "community") for _, p, _ in facts), facts
