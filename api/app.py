@@ -13,6 +13,7 @@ Routes (all under ``/v1``; every one but ``/health`` needs an API key, as
 | POST | /ask | any key | a compiled context for the key's principal |
 | GET | /state | any key | what holds for an entity, as of a valid time, as known at a time |
 | POST | /forget | admin key | erase entries by id, source, scope or subject |
+| POST | /local/ask | the operator's token, loopback only | `memc ask` handed to this server (api/local.py; not in the OpenAPI document) |
 
 Errors are ``{"error": {"code", "message", "details"}}`` with the codes of :mod:`api.errors`;
 a bug answers 500 ``internal_error`` with a reference, and the trace goes to the server log only.
@@ -34,8 +35,9 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api import models as m
-from api.auth import Caller
-from api.errors import ApiError, unauthenticated
+from api.auth import Caller, KeyError_, check_principal
+from api.errors import ApiError, invalid, unauthenticated
+from api.local import LOCAL_ASK_PATH, check_token, is_loopback
 from api.service import Service, package_version as _version
 from memc.home import MemcHome
 
@@ -150,11 +152,15 @@ def _caller(
 Auth = Annotated[Caller, Depends(_caller)]
 
 
-def create_app(home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, warm: bool = False, keep_fresh: bool = False) -> FastAPI:
+def create_app(
+    home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, warm: bool = False, keep_fresh: bool = False, local_token: str | None = None,
+) -> FastAPI:  # fmt: skip
     """The API over one memory home. ``warm`` loads the embedding model in the background at
     start-up, so the first ask does not pay for it (about 10 s on 2 cores). ``keep_fresh`` builds
     the views whenever the ledger is ahead of them (api/keeper.py), so an application that only
-    ingests and asks gets contexts from built views."""
+    ingests and asks gets contexts from built views. ``local_token``: the operator's token of
+    <home>/run/serve.json, which opens ``POST /v1/local/ask`` to `memc ask` on this machine
+    (api/local.py); without it that route does not exist."""
     service = Service(home)
 
     @asynccontextmanager
@@ -312,5 +318,29 @@ def create_app(home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, 
             reason=body.reason,
             rebuild=body.rebuild,
         )
+
+    if local_token:
+
+        def _local_caller(request: Request, bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> None:
+            """The operator's token, from a loopback address: checked before the body is read."""
+            client = request.client.host if request.client else None
+            if not (is_loopback(client) and check_token(bearer.credentials if bearer else None, local_token)):
+                raise unauthenticated("the local channel takes the token of <home>/run/serve.json, from this machine only")
+
+        @app.post(LOCAL_ASK_PATH, include_in_schema=False, dependencies=[Depends(_local_caller)])
+        def local_ask(body: m.LocalAskRequest) -> dict[str, Any]:
+            """`memc ask --as ASKER` compiled here: the same Service.ask as /v1/ask, for the
+            principal the operator named, with the rules of ``--as`` (no ``memc:`` name, not
+            admin, any scope). The answer is the ask response as the service built it (no
+            response model), so the CLI prints exactly what its own compile would."""
+            try:
+                caller = Caller(principal=check_principal(body.asker))
+            except KeyError_ as exc:
+                raise invalid(str(exc), {"field": "asker"}) from None
+            return service.ask(
+                caller, body.question, scope=body.scope, as_of=body.as_of, known_at=body.known_at, budget_tokens=body.budget_tokens,
+                preset=body.preset, k=body.k, max_lag=body.max_lag, goal=body.goal, uncolored=body.uncolored,
+                agent_state=body.agent_state.model_dump() if body.agent_state else None,
+            )  # fmt: skip
 
     return app

@@ -125,6 +125,13 @@ class AskRequest(_In):
     uncolored: bool = Field(default=False, description="Leave out every fact about the asker (their profile and dossier facts).")
 
 
+class LocalAskRequest(AskRequest):
+    """The local channel's ask (api/local.py): the operator's `memc ask --as ASKER`, handed to
+    the running server. Not an API-key route: the token of <home>/run/serve.json, from loopback."""
+
+    asker: str = Field(min_length=1, max_length=128)
+
+
 class ContextItemOut(_Out):
     entry_id: str
     source_ref: str | None

@@ -5,21 +5,19 @@ bi-temporally), `memc claims` (the extraction pass's claims and rejections) and 
 from __future__ import annotations
 
 import json
+import time
 from datetime import datetime, timezone
 from typing import Any
 
 import click
 
-from claims.extract import ExtractorError, active_extractor_key
-from claims.store import extractor_keys, listed, read_claims, read_resolver
 from cli.common import dump, home_option, parse_time, principal_arg, resolve_home
-from ledger import Ledger
-from memc.ids import normalize_name
-from memc.visibility import may_see
-from query import QueryConfig, StaleViewError, compile_context
-from query.acl import Checker, ledger_facts
 from query.config import PRESETS
-from query.state import StateQueryError, run_sql, state_for_entity
+
+# The stages these commands run are imported inside each command: `memc ask` answered by a
+# running `memc serve` (api/local.py) needs none of them, and `memc --help` lists the commands
+# without loading them (importing cli.main: 0.74 s with them at the top, measured with
+# `python -X importtime`; see docs/benchmarks.md, "`memc ask` from a cold process").
 
 
 def _time_or_now(value: str | None, name: str) -> datetime:
@@ -74,6 +72,8 @@ def _table(columns: list[str], rows: list[tuple], limit: int) -> str:
 
 def _match_entity(rows: list[dict], entity: str, resolver, rejected: bool) -> list[dict]:
     """Rows about ``entity``: by name, alias (resolved per scope) or entity id."""
+    from memc.ids import normalize_name  # lazy: see the imports above
+
     want = normalize_name(entity)
     out = []
     for r in rows:
@@ -93,6 +93,9 @@ def _match_entity(rows: list[dict], entity: str, resolver, rejected: bool) -> li
 def _visible(rows: list[dict], home, asker: str) -> list[dict]:
     """The rows ``asker`` may see: the claim's own visibility admits it and, by the ledger's
     record (the independent checker's), so does its source entry's (rejections carry none)."""
+    from ledger import Ledger  # lazy: see the imports above
+    from memc.visibility import may_see
+    from query.acl import Checker, ledger_facts
 
     checker = Checker(ledger_facts(Ledger(home.ledger)), asker)
     return [
@@ -113,30 +116,82 @@ def _visible(rows: list[dict], home, asker: str) -> list[dict]:
 @click.option("--goal", default=None, help="The task the answer is for: its entities and predicates rank first, and the context names it.")
 @click.option("--uncolored", is_flag=True, help="Leave out every fact about the asker: a take not coloured by what memory knows of them.")
 @click.option("--json", "as_json", is_flag=True, help="The context as JSON (schema: docs/context.md).")
+@click.option("--no-server", "no_server", is_flag=True, help="Compile in this process even when a `memc serve` runs on this home.")
+@click.option("-v", "--verbose", is_flag=True, help="Say on stderr where the context was compiled (a running `memc serve`, or here) and in how long.")
 @home_option
 @click.pass_context
-def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, goal, uncolored, as_json, home_dir):
-    """Compile a context for QUESTION as the principal given by --as, with provenance."""
+def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, goal, uncolored, as_json, no_server, verbose, home_dir):
+    """Compile a context for QUESTION as the principal given by --as, with provenance.
+
+    When a `memc serve` runs on this home, it compiles the context (the same compiler, with the
+    model already loaded: about 1 s instead of about 10 s from a cold process); when it cannot
+    answer, the context is compiled here, with a one-line note on stderr. --no-server always
+    compiles here."""
 
     home = resolve_home(ctx, home_dir)
     if not home.ledger.exists():
         raise click.ClickException(f"no ledger at {home.ledger}: run `memc ingest` and `memc build` first")
+    when = parse_time(as_of, "--as-of"), parse_time(known_at, "--known-at")
+    started = time.perf_counter()
+    answer = server = None
+    if not no_server:
+        body = {
+            "question": question, "asker": asker, "scope": scope, "as_of": when[0], "known_at": when[1], "budget_tokens": budget,
+            "preset": preset, "k": k, "goal": goal or None, "uncolored": uncolored,
+        }  # fmt: skip
+        answer, server = _ask_server(home, {n: v.isoformat() if isinstance(v, datetime) else v for n, v in body.items() if v is not None})
+    if answer is None:
+        data, rendered = _compile_here(home, question, asker, scope, when, budget, preset, k, goal, uncolored)
+        where = "in this process"
+    else:
+        rendered = answer.pop("rendered")
+        data, where = answer, f"by memc serve (pid {server['pid']}, port {server['port']})"
+    if verbose:
+        click.echo(f"memc ask: compiled {where} in {(time.perf_counter() - started) * 1000:.0f} ms", err=True)
+    if as_json:
+        dump(data)
+    else:
+        click.echo(rendered)
+        # Below the context, not in it: the agent's budget is for evidence (query/context.py).
+        click.echo(f"\nquery {data['query_id']} (memc replay {data['query_id']} QUESTION)")
+
+
+def _ask_server(home, body: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The running server's answer and its record (api/local.py), or (None, None): no server
+    recorded for this home (silently), or it could not answer (with a one-line note on stderr)."""
+    from api import local  # lazy: the stdlib's HTTP client only
+
+    record = local.read_record(home)
+    if record is None:
+        return None, None
+    try:
+        return local.ask(record, body), record
+    except local.ServerUnavailable as exc:
+        click.echo(f"memc ask: memc serve (pid {record['pid']}, port {record['port']}) {exc}; compiling in this process", err=True)
+        return None, None
+
+
+def _compile_here(home, question, asker, scope, when, budget, preset, k, goal, uncolored) -> tuple[dict[str, Any], str]:
+    """Compile in this process: what `memc serve` would (its JSON-ready dict, and the rendering)."""
+    # lazy: ~7 s of torch and sentence-transformers (in the compile, for the question's
+    # embedding) and ~1 s of the pipeline that a running server spares
+    from query import QueryConfig, StaleViewError, compile_context
+    from views.embedder import Embedder
+
     config = QueryConfig.preset(preset)
     if k is not None:
         config = config.model_copy(update={"k": k})
     try:
         result = compile_context(
-            question, asker, home=home, scope=scope, config=config, budget_tokens=budget,
-            as_of=parse_time(as_of, "--as-of"), known_at=parse_time(known_at, "--known-at"), goal=goal, uncolored=uncolored,
-        )
+            question, asker, home=home, scope=scope, config=config, budget_tokens=budget, as_of=when[0], known_at=when[1], goal=goal,
+            uncolored=uncolored,
+            # One torch thread, as the servers embed (views/embedder.py): one question encodes as
+            # fast on one as on two, and the vectors, so the scores, match the server's bit for bit.
+            embedder=Embedder(threads=1),
+        )  # fmt: skip
     except StaleViewError as exc:
         raise click.ClickException(f"{exc}. Run `memc build` (or `memc up` to keep views fresh).") from None
-    if as_json:
-        dump(result.to_dict())
-    else:
-        click.echo(result.render())
-        # Below the context, not in it: the agent's budget is for evidence (query/context.py).
-        click.echo(f"\nquery {result.query_id} (memc replay {result.query_id} QUESTION)")
+    return result.to_dict(), result.render()
 
 
 
@@ -158,6 +213,8 @@ def state(ctx, entity, asker, admin, as_of, known_at, scope, as_json, home_dir):
     Bi-temporal: --as-of picks the valid time, --known-at what memc knew at a past moment."""
     if bool(asker) == bool(admin):
         raise click.UsageError("say who is asking: --as PRINCIPAL, or --admin for every claim")
+    from query.state import StateQueryError, state_for_entity  # lazy: see the imports above
+
     home = resolve_home(ctx, home_dir)
     try:
         result = state_for_entity(
@@ -196,6 +253,8 @@ def sql(ctx, query, asker, admin, marts_only, as_json, limit, home_dir):
         raise click.UsageError("say who is asking: --as PRINCIPAL (the rows it may see), or --admin for everything")
     if marts_only and not admin:
         raise click.UsageError("--marts goes with --admin (--as always reads the marts' exports)")
+    from query.state import StateQueryError, run_sql  # lazy: see the imports above
+
     home = resolve_home(ctx, home_dir)
     try:
         columns, rows = run_sql(home, query, principal=asker, admin=admin, marts_only=marts_only)
@@ -222,6 +281,9 @@ def claims_command(ctx, entity, extractor_key, rejected, asker, admin, as_json, 
 
     if bool(asker) == bool(admin):
         raise click.UsageError("say who is asking: --as PRINCIPAL, or --admin for every claim")
+    from claims.extract import ExtractorError, active_extractor_key  # lazy: see the imports above
+    from claims.store import extractor_keys, listed, read_claims, read_resolver
+
     home = resolve_home(ctx, home_dir)
     try:
         key = extractor_key or active_extractor_key()

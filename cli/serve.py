@@ -49,9 +49,28 @@ def serve(ctx, host, port, max_body_mb, log_level, keep_fresh, home_dir):
         click.echo(f"warning: binding {host}: the API will be reachable from other machines (keys travel in clear without TLS)", err=True)
     if not any(not k.get("revoked_at") for k in KeyStore(home).list()):
         click.echo("note: no API keys yet; make one with `memc keys add --principal NAME`", err=True)
-    app = create_app(home, max_body_bytes=int(max_body_mb * 1024 * 1024), warm=True, keep_fresh=keep_fresh)
+    from api import local  # lazy: as above (stdlib only, but only `memc serve` writes the record)
+    from api.service import package_version
+
+    # `memc ask` on this machine hands its question to this server (api/local.py): the operator's
+    # token opens /v1/local/ask, and <home>/run/serve.json (0600) says where and with what.
+    token = local.new_token()
+    app = create_app(home, max_body_bytes=int(max_body_mb * 1024 * 1024), warm=True, keep_fresh=keep_fresh, local_token=token)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
+    # Bound here, before the record is written, so the record names a port this process holds
+    # (and the real one when --port 0 lets the system pick).
+    sock = config.bind_socket()
+    # Listening before the record exists: a `memc ask` that reads it while uvicorn still starts
+    # waits in the backlog instead of being refused and compiling by itself.
+    sock.listen(config.backlog)
+    port = sock.getsockname()[1]
     click.echo(f"memc API on http://{host}:{port} (memory home {home.root}); OpenAPI at /openapi.json; Ctrl-C stops it", err=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    record = local.write_record(home, host=host, port=port, token=token, version=package_version()) if local.connect_host(host) else None
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        if record is not None:
+            local.remove_record(home, token)
 
 @click.command("mcp")
 @click.option("--as", "principal", default=None, help="stdio: the principal every tool acts for (or $MEMC_PRINCIPAL).")
