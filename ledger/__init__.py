@@ -4,13 +4,14 @@ Only this package writes ledger files; everything else reads through :class:`Led
 """
 
 from ledger.schema import ENTRY_KINDS, LEDGER_SCHEMA, NewEntry, PUBLIC
-from ledger.store import AppendResult, Ledger, LedgerCorruption, VerifyReport, shared_reader
+from ledger.store import AppendResult, CompactReport, Ledger, LedgerCorruption, VerifyReport, shared_reader
 
 __all__ = [
     "ENTRY_KINDS",
     "LEDGER_SCHEMA",
     "PUBLIC",
     "AppendResult",
+    "CompactReport",
     "Ledger",
     "LedgerCorruption",
     "NewEntry",

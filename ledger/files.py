@@ -9,6 +9,9 @@ import re
 from pathlib import Path
 
 BATCH_RE = re.compile(r"^(\d{20})\.parquet$")
+# The journal of a compaction in progress (ledger/store.py, "Compaction"): written before its
+# commit point, removed after its last step; recover() finishes or undoes what it names.
+COMPACTION_JOURNAL = ".compaction.json"
 SUM_RE = re.compile(r"^(\d{20})\.([0-9a-f]{64})\.sum$")
 TMP_RE = re.compile(r"^(\d+)-[0-9a-f]{32}\.parquet$")
 
@@ -28,8 +31,12 @@ def marker_glob(first_seq: int) -> str:
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
     with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
+        return sha256_fileobj(f)
+
+
+def sha256_fileobj(f) -> str:
+    h = hashlib.sha256()
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        h.update(chunk)
     return h.hexdigest()

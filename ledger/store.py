@@ -1,30 +1,88 @@
-"""The ledger's commit protocol and its verified reader.
+"""The ledger's commit protocol, its verified reader, the erasure purge and compaction.
 
 On disk (``<home>/ledger``)::
 
     00000000000000000001.parquet           a committed batch; the name is its first seq
     00000000000000000001.<sha256>.sum      the batch file's checksum (an empty marker file)
     _tmp/<pid>-<uuid>.parquet              a batch being written
+    .rewrite.lock                          flock: held exclusively by a purge or a compaction
+    .publish.lock                          flock: shared by a writer from its head check to its
+                                           link, exclusive while a compaction removes names
+    .compaction.json                       the journal of a compaction in progress
 
-A batch is written to ``_tmp``, fsynced, its SHA-256 recorded in a ``.sum`` marker, then
-published with ``os.link`` to the name of the next sequence number. ``link`` fails if the name
-exists, so of two writers racing for one seq exactly one wins; the loser re-reads the head,
-renumbers and tries the next one. Readers therefore see a batch whole or not at all, and
-seqs are gap-free and never duplicated. The idempotency check runs against every file up to
-the head the writer is about to extend, so it is linearisable with the publish: a retried
-append whose first attempt did land is a no-op. (The spike held this under 120 ``kill -9``
-of 3 concurrent writers; see docs/stack-notes.md, "Commits".)
+Commit. A batch is built column by column (ledger/schema.py ``entries_table``), written to
+memory as Parquet and hashed there (the checksum of the bytes written, without reading the file
+back), written to ``_tmp`` and fsynced once, its SHA-256 recorded in a ``.sum`` marker (the
+directory fsynced), then published with ``os.link`` to the name of the next sequence number
+(the directory fsynced again). ``link`` fails if the name exists, so of two writers racing for
+one seq exactly one wins; the loser re-reads the head, renumbers and tries the next one.
+Readers therefore see a batch whole or not at all, and seqs are gap-free and never duplicated.
+The idempotency check runs against every file up to the head the writer is about to extend, so
+it is linearisable with the publish: a retried append whose first attempt did land is a no-op.
+(The spike held this under 120 ``kill -9`` of 3 concurrent writers; see docs/stack-notes.md,
+"Commits".) A writer keeps what it learnt of the committed files (rows, keys) by name and inode,
+and on the next append reads only the files that are new, so an append costs the same after
+500 appends as after 5.
 
-The erasure purge (``Ledger.purge``) stays in this room on purpose: it rewrites batch files
-under the same rewrite lock and marker discipline that commits and verified reads rely on, so
-the one invariant (a batch file and its marker change together) is kept in one place. File
-names and checksums are in ledger/files.py, what a purge leaves of an entry in ledger/stubs.py.
+Erasure. ``Ledger.purge`` rewrites batch files under the exclusive rewrite lock and the marker
+discipline that commits and verified reads rely on (new marker, ``os.replace``, old marker
+removed), so the one invariant (a batch file and its marker change together) is kept here.
+
+Compaction. ``Ledger.compact`` merges runs of small batch files into one file each, so that a
+ledger of a thousand one-entry appends reads as fast as one written in bulk. The merged file
+holds the same rows, byte for byte the same values (seq, entry id, content hash, idempotency
+key, recorded_at...), and takes the name of the run's first file. The protocol, per run, under
+the exclusive rewrite lock (no purge or other compaction meanwhile):
+
+1. read each file of the run, verified against its marker; check the seqs run first..last;
+   write the merged file to ``_tmp`` (read back and compared), fsync;
+2. write the journal ``.compaction.json`` (the run, the new file's SHA-256), fsync;
+3. create the new file's marker beside the first file's, fsync the directory;
+4. under the exclusive publish lock: ``os.replace`` the merged file onto the first file's name:
+   the commit point; fsync the directory;
+5. remove the first file's old marker, then the other files of the run in ascending seq order
+   (each file's marker first, then the file), fsync; release the publish lock;
+6. remove the journal.
+
+What readers see. A batch file whose first seq falls inside the range of an earlier file is
+*covered*: every reader (``read``, ``verify``, ``head``, the idempotency check) skips it. Before
+step 4 the run's files are all there and the merged one is not; from step 4 on the merged file
+covers the rest of the run, which readers skip until step 5 removes them. Every entry is read
+exactly once at every instant, never both copies and never neither. A read that races a
+compaction (it listed a file step 5 then removed, or opened the first name before step 4 and
+another after) notices by the inode and row count of what it opened and reads again.
+
+Crashes. A kill before step 4 leaves a temp file of a dead process and maybe an extra marker
+for the first seq; from step 4 on, covered files and markers. Either way the journal tells
+``recover()`` (run by every ``Ledger()``), which finishes the run if the first name holds the
+merged file (its checksum matches the journal's) and otherwise undoes it. Covered files are
+harmless meanwhile, and a purge finishes a pending compaction before it rewrites anything, so
+no copy of erased text survives in a covered file.
+
+Why a writer takes the publish lock. After step 5 a name inside a merged run is free again. A
+writer that listed the ledger before the compaction, holding the run's first file as its head,
+must not publish into that free name (its entries would be covered, i.e. lost). So a writer, under
+the shared publish lock, checks that the file ending at its head is still there with the inode it
+listed, and only then links. Step 5 removes files in ascending order under the exclusive lock,
+so if the writer's last file is still there, every later file of the run is too, the name it
+links to is taken, and ``link`` fails as in any lost race. The lock is held for a stat and a
+link (microseconds), and not by the purge, so appends never wait for an erasure.
+
+Glob readers. dbt reads ``ledger/*.parquet`` directly (dbt_project/models/staging/_sources.yml).
+Between steps 4 and 5 (milliseconds, weekly) such a reader would see a run's rows twice; the
+staging model's ``unique`` tests on seq and entry_id then fail the build rather than fold
+duplicates, and under the daemon one run at a time means the maintenance job never overlaps a
+build (orchestration/runner.py, ``max_concurrent_runs: 1``).
+
+File names and checksums are in ledger/files.py, what a purge leaves of an entry in
+ledger/stubs.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import threading
@@ -39,23 +97,48 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ledger.schema import LEDGER_SCHEMA, NewEntry
-from ledger.files import BATCH_RE, SUM_RE, TMP_RE, batch_name, marker_glob, marker_name, sha256_file
+from ledger.schema import LEDGER_SCHEMA, NewEntry, entries_table
+from ledger.files import (
+    BATCH_RE,
+    COMPACTION_JOURNAL,
+    SUM_RE,
+    TMP_RE,
+    batch_name,
+    marker_glob,
+    marker_name,
+    sha256_file,
+    sha256_fileobj,
+)
 from ledger.stubs import PurgeReport, erased_stub, is_erased_stub
-from memc.atomic import fsync_dir, read_parquet
+from memc.atomic import fsync_dir
 from memc.processes import pid_alive
 
 # A writer needs milliseconds between writing its checksum marker and publishing; a marker
 # with no batch that is older than this belongs to a writer that died.
 STALE_MARKER_SECONDS = 600
-# Held exclusively (flock) while an erasure rewrites committed files; a reader that meets a
-# checksum mismatch takes it shared and looks again, and recover() never removes a marker
-# while a rewrite holds it (the rewrite's new marker exists for a moment beside the old one).
+# Held exclusively (flock) while an erasure or a compaction rewrites committed files; a reader
+# that meets a checksum mismatch takes it shared and looks again, and recover() never removes a
+# marker while a rewrite holds it (the rewrite's new marker exists for a moment beside the old one).
 REWRITE_LOCK = ".rewrite.lock"
+# Shared by a writer from its head check to its link; exclusive while a compaction (or recover()
+# finishing one) removes the names of covered files. See "Why a writer takes the publish lock".
+PUBLISH_LOCK = ".publish.lock"
+# Compaction: files under SMALL_FILE_ROWS rows are merged, in seq order, into files of at most
+# TARGET_FILE_ROWS rows. 50,000 entries are about 10 MB of zstd Parquet here: a purge rewrites a
+# whole file to erase one entry (about 0.4 s at that size), and a read pays about 1.6 ms per file
+# whatever its size, so 500 one-entry files cost 0.8 s more to read than one file of 500.
+SMALL_FILE_ROWS = 10_000
+TARGET_FILE_ROWS = 50_000
+# A read that keeps meeting files a compaction swaps under it gives up after this many tries.
+READ_RETRIES = 50
 
 
 class LedgerCorruption(Exception):
     """A ledger file fails its checksum or breaks seq continuity. Nothing is repaired silently."""
+
+
+class _Moved(Exception):
+    """A file listed a moment ago was replaced or removed (a purge or compaction): list again."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +151,38 @@ class BatchFile:
     @property
     def last_seq(self) -> int:
         return self.first_seq + self.rows - 1
+
+
+@dataclass(frozen=True)
+class _File:
+    """A listed batch file: its first seq, name and inode (from the directory entry, no stat)."""
+
+    first: int
+    name: str
+    ino: int
+
+
+@dataclass
+class _Layout:
+    """The batch files in seq order, split into the live ones and the covered ones (the leftovers
+    of a compaction's run, skipped by every reader)."""
+
+    live: list[tuple[_File, int, datetime | None]]  # file, rows, max recorded_at
+    covered: list[_File]
+
+    @property
+    def head(self) -> int:
+        return self.live[-1][0].first + self.live[-1][1] - 1 if self.live else 0
+
+
+@dataclass
+class _WriterState:
+    """What this process knows of the committed files, so an append reads only new ones."""
+
+    files: list[_File]
+    head: int
+    last_rec: datetime | None
+    keys: set[str]
 
 
 @dataclass
@@ -96,6 +211,27 @@ class VerifyReport:
         return not self.problems
 
 
+@dataclass
+class CompactReport:
+    runs: list[tuple[int, int, int]] = field(default_factory=list)  # (first seq, last seq, files merged)
+    files_before: int = 0
+    files_after: int = 0
+    finished_pending: bool = False  # a crashed compaction's run was finished (or undone) first
+
+    @property
+    def files_merged(self) -> int:
+        return sum(n for _, _, n in self.runs)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "runs": len(self.runs),
+            "files_merged": self.files_merged,
+            "files_before": self.files_before,
+            "files_after": self.files_after,
+            "finished_pending": self.finished_pending,
+        }
+
+
 class Ledger:
     """Reader and the single writer implementation of one ledger directory.
 
@@ -109,164 +245,290 @@ class Ledger:
         # search over the files can prove an erasure.
         self.compression = compression or os.environ.get("MEMC_PARQUET_COMPRESSION", "zstd")
         self._lock = threading.Lock()
-        # Committed files never change (only an erasure rewrites, under its own protocol), so
-        # what we learnt about one is cached by (name, size, mtime).
-        self._file_cache: dict[tuple[str, int, int], tuple[int, datetime | None, frozenset[str]]] = {}
-        self._verified: set[tuple[str, int, int]] = set()
+        # What we learnt of a committed file (rows, newest recorded_at, keys), by name and inode:
+        # a file's bytes change only by a purge or compaction, and both give it a new inode.
+        self._file_cache: dict[tuple[str, int], tuple[int, datetime | None, frozenset[str]]] = {}
+        # Files whose checksum this process verified, by (name, inode, size, mtime).
+        self._verified: set[tuple[str, int, int, int]] = set()
+        self._writer: _WriterState | None = None
         self.root.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(exist_ok=True)
         # Created up front, not on the first erasure, so the folder's listing only changes on commits.
-        (self.root / REWRITE_LOCK).touch(exist_ok=True)
+        for lock in (REWRITE_LOCK, PUBLISH_LOCK):
+            (self.root / lock).touch(exist_ok=True)
         self.recover()
 
     # ------------------------------------------------------------------ listing
 
-    def _batch_paths(self) -> list[tuple[int, Path]]:
+    def _scan(self) -> list[_File]:
         out = []
-        for p in self.root.iterdir():
-            m = BATCH_RE.match(p.name)
-            if m:
-                out.append((int(m.group(1)), p))
-        out.sort()
+        with os.scandir(self.root) as it:
+            for d in it:
+                name = d.name
+                if name.endswith(".parquet"):
+                    m = BATCH_RE.match(name)
+                    if m:
+                        out.append(_File(int(m.group(1)), name, d.inode()))
+        out.sort(key=lambda f: f.first)
         return out
 
-    def _file_info(self, path: Path) -> tuple[int, datetime | None, frozenset[str]]:
-        st = path.stat()
-        key = (path.name, st.st_size, st.st_mtime_ns)
+    @contextlib.contextmanager
+    def _pinned(self, f: _File) -> Iterator[pa.OSFile]:
+        """Open the file listed as ``f``, or raise _Moved if that name now holds another file or
+        none: one open handle pins one inode (see memc.atomic.read_parquet)."""
+        try:
+            h = pa.OSFile(str(self.root / f.name))
+        except FileNotFoundError:
+            raise _Moved(f.name) from None
+        try:
+            if os.fstat(h.fileno()).st_ino != f.ino:
+                raise _Moved(f.name)
+            yield h
+        finally:
+            h.close()
+
+    def _read_file(self, f: _File, columns: Sequence[str] | None = None) -> pa.Table:
+        """One batch file, conformed to LEDGER_SCHEMA (a batch from before a column existed
+        reads it as nulls). ParquetFile directly: 1.6 ms a file against 2.5 for pq.read_table."""
+        with self._pinned(f) as h:
+            try:
+                pf = pq.ParquetFile(h)
+                names = pf.schema_arrow.names
+                t = pf.read(columns=None if columns is None else [c for c in columns if c in names])
+            except Exception as exc:
+                raise LedgerCorruption(f"{self.root / f.name}: unreadable Parquet ({exc})") from exc
+        return _conform(t, columns)
+
+    def _file_info(self, f: _File) -> tuple[int, datetime | None, frozenset[str]]:
+        key = (f.name, f.ino)
         info = self._file_cache.get(key)
         if info is None:
             try:
-                t = read_parquet(path, columns=["recorded_at", "idempotency_key"])
-                rec = t.column("recorded_at")
-                max_rec = pc.max(rec).as_py() if t.num_rows else None
+                t = self._read_file(f, ["recorded_at", "idempotency_key"])
+                max_rec = pc.max(t.column("recorded_at")).as_py() if t.num_rows else None
                 info = (t.num_rows, max_rec, frozenset(t.column("idempotency_key").to_pylist()))
+            except (_Moved, LedgerCorruption):
+                raise
             except Exception as exc:
-                # a torn or damaged footer, or damaged values: bytes that are not UTF-8 in a key
-                # (UnicodeDecodeError), a timestamp out of datetime's range (OverflowError)
-                raise LedgerCorruption(f"{path}: unreadable Parquet ({exc})") from exc
+                # damaged values: bytes that are not UTF-8 in a key (UnicodeDecodeError), a
+                # timestamp out of datetime's range (OverflowError)
+                raise LedgerCorruption(f"{self.root / f.name}: unreadable Parquet ({exc})") from exc
             self._file_cache[key] = info
         return info
 
+    def _layout(self, files: list[_File]) -> _Layout:
+        live: list[tuple[_File, int, datetime | None]] = []
+        covered: list[_File] = []
+        end = 0
+        for f in files:
+            rows, max_rec, _ = self._file_info(f)
+            if f.first <= end:
+                if f.first + rows - 1 > end:
+                    # never written so (a run is merged whole); name the damaged file if one is
+                    problems = self._check(live[-1][0], None) + self._check(f, None)
+                    raise LedgerCorruption("; ".join(problems) or f"{f.name}: overlaps the batch before it (seqs up to {end})")
+                covered.append(f)
+                continue
+            live.append((f, rows, max_rec))
+            end = f.first + rows - 1
+        return _Layout(live, covered)
+
+    def _stable(self, fn):
+        """Run a listing-based read again while purges or compactions move files under it."""
+        for _ in range(READ_RETRIES):
+            try:
+                return fn()
+            except _Moved:
+                continue
+        raise LedgerCorruption(f"{self.root}: files kept changing during {READ_RETRIES} reads")
+
     def signature(self) -> tuple:
-        """Every batch file by (name, size, mtime, inode): an append adds a file, an erasure's purge
-        replaces one (a new inode), so anything cached against it is stale once it changes."""
+        """Every batch file by (name, size, mtime, inode): an append adds a file, a purge or a
+        compaction replaces or removes some, so anything cached against it is stale once it changes."""
         out = []
-        for _, p in self._batch_paths():
-            st = p.stat()
-            out.append((p.name, st.st_size, st.st_mtime_ns, st.st_ino))
-        return tuple(out)
+        with os.scandir(self.root) as it:
+            for d in it:
+                if BATCH_RE.match(d.name):
+                    try:
+                        st = d.stat()
+                    except FileNotFoundError:  # a compaction removed it just now
+                        continue
+                    out.append((d.name, st.st_size, st.st_mtime_ns, st.st_ino))
+        return tuple(sorted(out))
 
     def batches(self) -> list[BatchFile]:
-        return [
-            BatchFile(first, rows, p, max_rec)
-            for first, p in self._batch_paths()
-            for rows, max_rec, _ in [self._file_info(p)]
-        ]
+        layout = self._stable(lambda: self._layout(self._scan()))
+        return [BatchFile(f.first, rows, self.root / f.name, max_rec) for f, rows, max_rec in layout.live]
 
     def head(self) -> int:
-        """The highest committed seq (0 for an empty ledger): the watermark every view is built against."""
-        paths = self._batch_paths()
-        if not paths:
-            return 0
-        first, p = paths[-1]
-        return first + self._file_info(p)[0] - 1
+        """The highest committed seq (0 for an empty ledger): the watermark every view is built
+        against. The last file by name always ends at the head: a compaction's covered
+        leftovers are a suffix of its run (step 5 removes them in ascending order)."""
+
+        def last() -> int:
+            files = self._scan()
+            if not files:
+                return 0
+            return files[-1].first + self._file_info(files[-1])[0] - 1
+
+        return self._stable(last)
 
     # ------------------------------------------------------------------ writing
+
+    def _writer_state(self) -> _WriterState:
+        """The committed files as this writer last saw them, brought up to date by reading only
+        the files added since (a purge or compaction that changed an earlier one: all again)."""
+        files = self._scan()
+        st = self._writer
+        n = len(st.files) if st else 0
+        if st is None or files[:n] != st.files or any(f.first <= st.head for f in files[n:]):
+            layout = self._layout(files)
+            keys: set[str] = set()
+            last_rec = None
+            for f, _, max_rec in layout.live:
+                keys |= self._file_info(f)[2]
+                if max_rec is not None and (last_rec is None or max_rec > last_rec):
+                    last_rec = max_rec
+            st = self._writer = _WriterState(files, layout.head, last_rec, keys)
+            return st
+        for f in files[n:]:
+            rows, max_rec, keys = self._file_info(f)
+            st.keys |= keys
+            st.head = f.first + rows - 1
+            if max_rec is not None and (st.last_rec is None or max_rec > st.last_rec):
+                st.last_rec = max_rec
+            st.files.append(f)
+        return st
 
     def append(self, entries: Iterable[NewEntry], *, recorded_at: datetime | None = None) -> AppendResult:
         """Append a batch atomically. Entries whose idempotency key is already in the ledger
         (or earlier in this batch) are skipped, so a retry after an unknown outcome is a no-op."""
-        batch: list[NewEntry] = []
+        batch: list[tuple[NewEntry, tuple[str, str, str]]] = []
         seen: set[str] = set()
         dup_in_batch = 0
         for e in entries:
-            if e.key in seen:
+            d = e.derived()  # (content_hash, key, entry_id), computed once
+            if d[1] in seen:
                 dup_in_batch += 1
                 continue
-            seen.add(e.key)
-            batch.append(e)
+            seen.add(d[1])
+            batch.append((e, d))
 
         with self._lock:
             attempts = 0
             while True:
-                paths = self._batch_paths()
-                known: set[str] = set()
-                head, last_rec = 0, None
-                for first, p in paths:
-                    rows, max_rec, keys = self._file_info(p)
-                    known |= keys
-                    head = first + rows - 1
-                    last_rec = max_rec if last_rec is None or (max_rec and max_rec > last_rec) else last_rec
-                new = [e for e in batch if e.key not in known]
-                result = AppendResult(duplicates=dup_in_batch + len(batch) - len(new), head=head, attempts=attempts)
+                try:
+                    st = self._writer_state()
+                except _Moved:  # a compaction or purge changed a file as we read it
+                    self._writer = None
+                    continue
+                new = [(e, d) for e, d in batch if d[1] not in st.keys]
+                result = AppendResult(duplicates=dup_in_batch + len(batch) - len(new), head=st.head, attempts=attempts)
                 if not new:
                     return result
                 now = recorded_at or datetime.now(timezone.utc)
                 # Transaction time never runs backwards along seq, even across writers and clock skew.
-                if last_rec is not None and now < last_rec:
-                    now = last_rec
-                first_seq = head + 1
+                if st.last_rec is not None and now < st.last_rec:
+                    now = st.last_rec
+                first_seq = st.head + 1
                 attempts += 1
-                if self._publish(first_seq, new, now):
-                    result.entry_ids = [e.entry_id for e in new]
-                    result.first_seq, result.last_seq = first_seq, first_seq + len(new) - 1
-                    result.head, result.attempts = result.last_seq, attempts
+                published = self._publish(first_seq, new, now, st.files[-1] if st.files else None)
+                if published is not None:
+                    st.files.append(published)
+                    st.head = first_seq + len(new) - 1
+                    st.keys.update(d[1] for _, d in new)
+                    st.last_rec = now
+                    result.entry_ids = [d[2] for _, d in new]
+                    result.first_seq, result.last_seq = first_seq, st.head
+                    result.head, result.attempts = st.head, attempts
                     return result
-                # Another writer took first_seq: re-read the head and try the next one.
+                # Another writer took first_seq (or a compaction moved our head): list again;
+                # _writer_state notices a changed file and reads everything again.
 
-    def _publish(self, first_seq: int, entries: Sequence[NewEntry], recorded_at: datetime) -> bool:
-        rows = [e.to_row(first_seq + i, recorded_at) for i, e in enumerate(entries)]
-        table = pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA)
+    def _parquet_bytes(self, table: pa.Table) -> tuple[pa.Buffer, str]:
+        """The file's bytes and their SHA-256, hashed as written (no second read of the file)."""
+        sink = pa.BufferOutputStream()
+        pq.write_table(
+            table,
+            sink,
+            compression=self.compression,
+            write_page_checksum=True,
+            # the batch's own metadata, for humans reading a file in isolation
+            store_schema=True,
+        )
+        buf = sink.getvalue()
+        return buf, hashlib.sha256(buf).hexdigest()
+
+    def _write_tmp(self, buf: pa.Buffer) -> tuple[Path, os.stat_result]:
         tmp = self.tmp / f"{os.getpid()}-{uuid.uuid4().hex}.parquet"
+        with open(tmp, "wb") as f:
+            f.write(memoryview(buf))
+            f.flush()
+            os.fsync(f.fileno())  # the batch's one data fsync
+            return tmp, os.fstat(f.fileno())
+
+    def _publish(self, first_seq: int, entries: Sequence[tuple[NewEntry, tuple[str, str, str]]],
+                 recorded_at: datetime, last: _File | None) -> _File | None:
+        table = entries_table([e for e, _ in entries], [d for _, d in entries], first_seq, recorded_at)
+        buf, sha = self._parquet_bytes(table)
         final = self.root / batch_name(first_seq)
         marker = None
+        tmp, st = self._write_tmp(buf)
         try:
-            with open(tmp, "wb") as f:
-                pq.write_table(
-                    table,
-                    f,
-                    compression=self.compression,
-                    write_page_checksum=True,
-                    # the batch's own metadata, for humans reading a file in isolation
-                    store_schema=True,
-                )
-                f.flush()
-                os.fsync(f.fileno())
-            sha = sha256_file(tmp)
             marker = self.root / marker_name(first_seq, sha)
             marker.touch()
-            fsync_dir(self.root)
-            try:
-                os.link(tmp, final)  # put-if-absent: the commit point
-            except FileExistsError:
-                # Two writers that built byte-identical batches (same entries, seq and an explicit
-                # or clamped recorded_at) share one marker name: the loser's marker is then the
-                # winner's, and deleting it would leave a good batch failing verification.
-                if sha256_file(final) != sha:
-                    marker.unlink(missing_ok=True)
-                marker = None
-                return False
+            fsync_dir(self.root)  # the marker is durable before the batch can be
+            with self._publish_lock(shared=True):
+                if last is not None and not self._unchanged(last):
+                    # a compaction merged our head file away: the name we would take may be a
+                    # free name inside its run ("Why a writer takes the publish lock")
+                    self._drop_marker(marker, final, sha)
+                    marker = None
+                    return None
+                try:
+                    os.link(tmp, final)  # put-if-absent: the commit point
+                except FileExistsError:
+                    self._drop_marker(marker, final, sha)
+                    marker = None
+                    return None
             if not marker.exists():
                 # Only a twin's failed attempt or recover() (after STALE_MARKER_SECONDS) removes a
                 # marker whose batch is not yet published; the batch is now ours, so restore it.
                 marker.touch()
             marker = None
             fsync_dir(self.root)
-            st = final.stat()
-            key = (final.name, st.st_size, st.st_mtime_ns)
-            self._file_cache[key] = (len(rows), recorded_at, frozenset(e.key for e in entries))
-            self._verified.add(key)
-            return True
+            self._file_cache[(final.name, st.st_ino)] = (
+                table.num_rows, recorded_at, frozenset(d[1] for _, d in entries))
+            self._verified.add((final.name, st.st_ino, st.st_size, st.st_mtime_ns))
+            return _File(first_seq, final.name, st.st_ino)
         finally:
             tmp.unlink(missing_ok=True)
             if marker is not None and not final.exists():
                 marker.unlink(missing_ok=True)
 
+    def _drop_marker(self, marker: Path, final: Path, sha: str) -> None:
+        # Two writers that built byte-identical batches (same entries, seq and an explicit or
+        # clamped recorded_at) share one marker name: the loser's marker is then the winner's,
+        # and deleting it would leave a good batch failing verification.
+        try:
+            if sha256_file(final) == sha:
+                return
+        except FileNotFoundError:
+            pass
+        marker.unlink(missing_ok=True)
+
+    def _unchanged(self, f: _File) -> bool:
+        try:
+            return os.stat(self.root / f.name).st_ino == f.ino
+        except FileNotFoundError:
+            return False
+
     # ------------------------------------------------------------------ recovery
 
     def recover(self) -> dict[str, int]:
-        """Remove what crashed writers left: temp files of dead processes, and checksum markers
-        of publishes that lost a race or never happened. Committed batches are never touched."""
+        """Remove what crashed writers left: temp files of dead processes, checksum markers of
+        publishes that lost a race or never happened, and finish (or undo) a compaction that
+        died. Committed entries are never touched."""
         removed = {"tmp": 0, "markers": 0}
         for p in self.tmp.iterdir():
             m = TMP_RE.match(p.name)
@@ -277,6 +539,13 @@ class Ledger:
         now = time.time()
         with self._rewrite_lock(shared=True, blocking=False) as held:
             if held:
+                for p in self.root.glob(f".{COMPACTION_JOURNAL}.*.tmp"):
+                    p.unlink(missing_ok=True)  # a journal torn before its rename (its writer is dead)
+                if (self.root / COMPACTION_JOURNAL).exists():
+                    # (a live compaction holds the rewrite lock exclusively: this one died)
+                    with self._publish_lock(blocking=False) as names:
+                        if names:
+                            self._finish_compaction()
                 self._recover_markers(now, removed)
         return removed
 
@@ -294,7 +563,10 @@ class Ledger:
                 # batch is damaged and every marker is evidence: nothing is repaired silently.
                 if len(marks) < 2:
                     continue
-                sha = self._batch_sha(batch)
+                try:
+                    sha = self._batch_sha(batch)
+                except FileNotFoundError:
+                    continue
                 if any(s == sha for s, _ in marks):
                     for s, p in marks:
                         if s != sha:
@@ -313,11 +585,11 @@ class Ledger:
     def _batch_sha(self, path: Path) -> str:
         return sha256_file(path)
 
-    # ------------------------------------------------------------------ erasure
+    # ------------------------------------------------------------------ locks
 
     @contextlib.contextmanager
-    def _rewrite_lock(self, *, shared: bool = False, blocking: bool = True) -> Iterator[bool]:
-        fd = os.open(self.root / REWRITE_LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+    def _flock(self, name: str, *, shared: bool = False, blocking: bool = True) -> Iterator[bool]:
+        fd = os.open(self.root / name, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             flags = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if blocking else fcntl.LOCK_NB)
             try:
@@ -332,6 +604,14 @@ class Ledger:
         finally:
             os.close(fd)
 
+    def _rewrite_lock(self, *, shared: bool = False, blocking: bool = True):
+        return self._flock(REWRITE_LOCK, shared=shared, blocking=blocking)
+
+    def _publish_lock(self, *, shared: bool = False, blocking: bool = True):
+        return self._flock(PUBLISH_LOCK, shared=shared, blocking=blocking)
+
+    # ------------------------------------------------------------------ erasure
+
     def purge(self, erased: dict[str, str]) -> PurgeReport:
         """Rewrite every committed batch that holds an entry of ``erased`` (entry id -> id of the
         erasure entry that named it), replacing each such row by :func:`erased_stub`.
@@ -344,14 +624,20 @@ class Ledger:
         every instant. A kill leaves at most an extra marker (removed by ``recover()``) or a temp
         file of a dead process; running the purge again finishes the job (stubs are skipped).
         The old file's blocks are freed, not overwritten: no file under the ledger holds the
-        erased text afterwards, which is what a byte search can prove."""
+        erased text afterwards, which is what a byte search can prove. A compaction that died
+        is finished first, so no covered copy of an erased entry is left behind."""
         report = PurgeReport()
         if not erased:
             return report
         found: set[str] = set()
-        with self._lock, self._rewrite_lock():
-            for first, path in self._batch_paths():
-                table = read_parquet(path, schema=LEDGER_SCHEMA)
+        # lock order everywhere: rewrite lock, then self._lock, then the publish lock
+        with self._rewrite_lock(), self._lock:
+            if (self.root / COMPACTION_JOURNAL).exists():
+                with self._publish_lock():
+                    self._finish_compaction()
+            for f in self._scan():
+                path = self.root / f.name
+                table = self._read_file(f)
                 ids = table.column("entry_id").to_pylist()
                 hits = [i for i, e in enumerate(ids) if e in erased]
                 if not hits:
@@ -367,12 +653,12 @@ class Ledger:
                 if not todo:
                     continue
                 # (not waiting for the rewrite lock: this process holds it)
-                problems = self._check(first, path, None, wait_for_rewrite=False)
+                problems = self._check(f, None, wait_for_rewrite=False)
                 if problems:
                     raise LedgerCorruption("; ".join(problems))
                 for i in todo:
                     rows[i] = erased_stub(rows[i], erased[ids[i]])
-                self._replace_batch(first, path, pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA))
+                self._replace_batch(f.first, path, pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA))
                 report.files_rewritten.append(path.name)
                 report.rows_stubbed += len(todo)
         report.missing = sorted(set(erased) - found)
@@ -380,13 +666,9 @@ class Ledger:
 
     def _replace_batch(self, first: int, path: Path, table: pa.Table) -> None:
         old_markers = [p for p in self.root.glob(marker_glob(first))]
-        tmp = self.tmp / f"{os.getpid()}-{uuid.uuid4().hex}.parquet"
+        buf, sha = self._parquet_bytes(table)
+        tmp, st = self._write_tmp(buf)
         try:
-            with open(tmp, "wb") as f:
-                pq.write_table(table, f, compression=self.compression, write_page_checksum=True, store_schema=True)
-                f.flush()
-                os.fsync(f.fileno())
-            sha = sha256_file(tmp)
             marker = self.root / marker_name(first, sha)
             marker.touch()
             fsync_dir(self.root)
@@ -398,63 +680,180 @@ class Ledger:
             fsync_dir(self.root)
         finally:
             tmp.unlink(missing_ok=True)
-        st = path.stat()
-        key = (path.name, st.st_size, st.st_mtime_ns)
-        self._file_cache[key] = (
+        self._cache_written(path.name, st, table)
+
+    def _cache_written(self, name: str, st: os.stat_result, table: pa.Table) -> None:
+        self._file_cache[(name, st.st_ino)] = (
             table.num_rows,
             pc.max(table.column("recorded_at")).as_py() if table.num_rows else None,
             frozenset(table.column("idempotency_key").to_pylist()),
         )
-        self._verified.add(key)
+        self._verified.add((name, st.st_ino, st.st_size, st.st_mtime_ns))
+
+    # ------------------------------------------------------------------ compaction
+
+    def compact(self, *, small_rows: int = SMALL_FILE_ROWS, target_rows: int = TARGET_FILE_ROWS) -> CompactReport:
+        """Merge each run of consecutive batch files of fewer than ``small_rows`` rows into one
+        file of at most ``target_rows`` rows (the protocol is in the module docstring). Waits
+        for a running purge or compaction; appends go on meanwhile (they wait only for the few
+        milliseconds in which a run's names are swapped). Safe to interrupt at any point."""
+        report = CompactReport()
+        with self._rewrite_lock():
+            if (self.root / COMPACTION_JOURNAL).exists():
+                with self._lock, self._publish_lock():
+                    self._finish_compaction()
+                report.finished_pending = True
+            layout = self._layout(self._scan())  # no purge or compaction can move files now
+            report.files_before = len(layout.live)
+            for run in _runs(layout.live, small_rows, target_rows):
+                self._compact_run(run)
+                report.runs.append((run[0][0].first, run[-1][0].first + run[-1][1] - 1, len(run)))
+            report.files_after = report.files_before - sum(n - 1 for _, _, n in report.runs)
+        return report
+
+    def _compact_run(self, run: list[tuple[_File, int, datetime | None]]) -> None:
+        first, last = run[0][0].first, run[-1][0].first + run[-1][1] - 1
+        tables = []
+        for f, rows, _ in run:
+            problems = self._check(f, None, wait_for_rewrite=False)
+            if problems:  # a damaged batch is never merged into a "good" one
+                raise LedgerCorruption("; ".join(problems))
+            t = self._read_file(f)
+            if t.num_rows != rows:
+                raise LedgerCorruption(f"{f.name}: {t.num_rows} rows, listed with {rows}")
+            tables.append(t)
+        table = pa.concat_tables(tables)
+        if table.column("seq").to_pylist() != list(range(first, last + 1)):
+            raise LedgerCorruption(f"seqs of the files from {run[0][0].name} do not run {first}..{last}")
+        buf, sha = self._parquet_bytes(table)
+        if not pq.read_table(pa.BufferReader(buf)).equals(table):  # what we publish is what we read
+            raise RuntimeError(f"compaction of {first}..{last}: the merged file does not read back equal")
+        tmp, st = self._write_tmp(buf)
+        journal = self.root / COMPACTION_JOURNAL
+        try:
+            _write_durable(journal, {
+                "first": first, "last": last, "sha256": sha,
+                "files": [f.name for f, _, _ in run],
+            })
+            marker = self.root / marker_name(first, sha)
+            marker.touch()
+            fsync_dir(self.root)
+            with self._lock, self._publish_lock():
+                if not all(self._unchanged(f) for f, _, _ in run):
+                    raise RuntimeError(f"compaction of {first}..{last}: a file changed under the rewrite lock")
+                os.replace(tmp, self.root / run[0][0].name)  # the commit point
+                fsync_dir(self.root)
+                self._cache_written(run[0][0].name, st, table)
+                self._drop_covered(first, sha, [f.name for f, _, _ in run[1:]])
+            journal.unlink()
+            fsync_dir(self.root)
+        finally:
+            tmp.unlink(missing_ok=True)
+            if journal.exists():  # failed before the commit point: undo
+                if sha256_file(self.root / run[0][0].name) != sha:
+                    (self.root / marker_name(first, sha)).unlink(missing_ok=True)
+                    journal.unlink(missing_ok=True)
+
+    def _drop_covered(self, first: int, sha: str, covered: list[str]) -> None:
+        """Step 5: the first file's old marker, then each covered file (its marker, then the file)
+        in ascending seq order, so the covered files left by a kill are a suffix of the run."""
+        for p in self.root.glob(marker_glob(first)):
+            if p.name != marker_name(first, sha):
+                p.unlink(missing_ok=True)
+        for name in sorted(covered):
+            for p in self.root.glob(marker_glob(int(name[:20]))):
+                p.unlink(missing_ok=True)
+            (self.root / name).unlink(missing_ok=True)
+        fsync_dir(self.root)
+
+    def _finish_compaction(self) -> None:
+        """A compaction died with its journal in place (callers hold the rewrite lock and the
+        publish lock exclusively, or recover()'s shared rewrite lock: the compactor is dead). If
+        the run's first name holds the merged file, finish step 5; if not, undo steps 2-3."""
+        journal = self.root / COMPACTION_JOURNAL
+        try:
+            j = json.loads(journal.read_text())
+        except FileNotFoundError:
+            return
+        except ValueError:  # torn before its fsync: the run never reached its commit point
+            j = None
+        if j is not None:
+            first, sha = int(j["first"]), str(j["sha256"])
+            try:
+                published = sha256_file(self.root / batch_name(first)) == sha
+            except FileNotFoundError:
+                published = False
+            if published:
+                self._drop_covered(first, sha, [n for n in j["files"][1:]])
+            else:
+                (self.root / marker_name(first, sha)).unlink(missing_ok=True)
+        journal.unlink(missing_ok=True)
+        fsync_dir(self.root)
 
     # ------------------------------------------------------------------ reading
 
-    def _check(self, first: int, path: Path, expected_first: int | None, *, wait_for_rewrite: bool = True) -> list[str]:
+    def _check(self, f: _File, expected_first: int | None, *, wait_for_rewrite: bool = True) -> list[str]:
         problems = []
-        sha = sha256_file(path)
-        if wait_for_rewrite and not (self.root / marker_name(first, sha)).exists():
+        with self._pinned(f) as h:
+            sha = _sha_handle(h)
+        if wait_for_rewrite and not (self.root / marker_name(f.first, sha)).exists():
             # An erasure may be swapping this very file (new marker, replace, old marker gone):
             # wait for it to finish, then look again before calling it damage.
             with self._rewrite_lock(shared=True):
-                sha = sha256_file(path)
-        if not (self.root / marker_name(first, sha)).exists():
-            problems.append(f"{path.name}: checksum mismatch (sha256 {sha[:16]}... has no matching .sum marker)")
+                with self._pinned(f) as h:
+                    sha = _sha_handle(h)
+        if not (self.root / marker_name(f.first, sha)).exists():
+            problems.append(f"{f.name}: checksum mismatch (sha256 {sha[:16]}... has no matching .sum marker)")
             return problems
         try:
-            seqs = read_parquet(path, columns=["seq"]).column("seq").to_pylist()
-        except Exception as exc:
-            return [f"{path.name}: unreadable Parquet ({exc})"]
-        if seqs != list(range(first, first + len(seqs))):
-            problems.append(f"{path.name}: seqs inside the file do not run {first}..{first + len(seqs) - 1}")
-        if expected_first is not None and first != expected_first:
-            problems.append(f"{path.name}: seq gap, expected a batch starting at {expected_first}")
+            seqs = self._read_file(f, ["seq"]).column("seq").to_pylist()
+        except LedgerCorruption as exc:
+            return [f"{f.name}: unreadable Parquet ({exc})"]
+        if seqs != list(range(f.first, f.first + len(seqs))):
+            problems.append(f"{f.name}: seqs inside the file do not run {f.first}..{f.first + len(seqs) - 1}")
+        if expected_first is not None and f.first != expected_first:
+            problems.append(f"{f.name}: seq gap, expected a batch starting at {expected_first}")
         return problems
 
-    def _verified_paths(self, since_seq: int = 0) -> list[Path]:
-        out: list[Path] = []
-        expected: int | None = 1
-        for first, p in self._batch_paths():
-            st = p.stat()
-            key = (p.name, st.st_size, st.st_mtime_ns)
-            rows = self._file_info(p)[0]
+    def _verified_files(self, since_seq: int = 0) -> list[tuple[_File, int]]:
+        """The live files holding seqs above ``since_seq``, with their rows; every live file's
+        checksum and continuity verified (once per process and file version)."""
+        layout = self._layout(self._scan())
+        out: list[tuple[_File, int]] = []
+        expected = 1
+        for f, rows, _ in layout.live:
+            try:
+                st = os.stat(self.root / f.name)
+            except FileNotFoundError:
+                raise _Moved(f.name) from None
+            key = (f.name, f.ino, st.st_size, st.st_mtime_ns)
             if key not in self._verified:
-                problems = self._check(first, p, expected)
+                self._file_cache.pop((f.name, f.ino), None)  # read again what we verify
+                problems = self._check(f, expected)
                 if problems:
                     raise LedgerCorruption("; ".join(problems))
                 self._verified.add(key)
-            expected = first + rows
-            if first + rows - 1 > since_seq:
-                out.append(p)
+            expected = f.first + rows
+            if f.first + rows - 1 > since_seq:
+                out.append((f, rows))
         return out
 
     def read(self, columns: Sequence[str] | None = None, *, since_seq: int = 0, until_seq: int | None = None) -> pa.Table:
         """Committed entries in seq order, every file's checksum verified (once per process)."""
-        paths = self._verified_paths(since_seq)
         cols = list(columns) if columns else None
         need_seq = cols is not None and "seq" not in cols
         read_cols = (cols + ["seq"]) if need_seq else cols
-        # (an erasure may swap a file under us: read_parquet pins the inode it opened)
-        tables = [read_parquet(p, columns=read_cols, schema=LEDGER_SCHEMA) for p in paths]
+
+        def once() -> list[pa.Table]:
+            tables = []
+            for f, rows in self._verified_files(since_seq):
+                t = self._read_file(f, read_cols)
+                if t.num_rows != rows:  # the name was compacted after we listed it
+                    raise _Moved(f.name)
+                tables.append(t)
+            return tables
+
+        tables = self._stable(once)
         if not tables:
             schema = LEDGER_SCHEMA if cols is None else pa.schema([LEDGER_SCHEMA.field(c) for c in read_cols])
             t = schema.empty_table()
@@ -475,21 +874,28 @@ class Ledger:
             yield from batch.to_pylist()
 
     def verify(self) -> VerifyReport:
-        """Check every file's checksum and the seq continuity of the whole ledger."""
+        """Check every live file's checksum and the seq continuity of the whole ledger (covered
+        files, a dead compaction's leftovers, are skipped as every reader skips them)."""
+        return self._stable(self._verify_once)
+
+    def _verify_once(self) -> VerifyReport:
         report = VerifyReport()
         expected = 1
-        for first, p in self._batch_paths():
-            report.files += 1
-            problems = self._check(first, p, expected)
-            report.problems += problems
+        end = 0
+        for f in self._scan():
             try:
-                rows = self._file_info(p)[0]
+                rows = self._file_info(f)[0]
             except LedgerCorruption as exc:
-                report.problems.append(str(exc))
+                report.files += 1
+                report.problems += self._check(f, expected) or [str(exc)]
                 continue
+            if f.first <= end and f.first + rows - 1 <= end:
+                continue  # covered
+            report.files += 1
+            report.problems += self._check(f, expected)
             report.entries += rows
-            expected = first + rows
-            report.head = first + rows - 1
+            expected = f.first + rows
+            end = report.head = f.first + rows - 1
         return report
 
     def stats(self) -> dict[str, Any]:
@@ -509,6 +915,59 @@ class Ledger:
             out.write(json.dumps(row, default=_json_default, ensure_ascii=False) + "\n")
             n += 1
         return n
+
+
+def _runs(live: list[tuple[_File, int, datetime | None]], small_rows: int, target_rows: int):
+    """Runs of two or more consecutive small files, each run at most ``target_rows`` rows."""
+    run: list[tuple[_File, int, datetime | None]] = []
+    total = 0
+    for item in live:
+        rows = item[1]
+        if rows >= small_rows or total + rows > target_rows:
+            if len(run) > 1:
+                yield run
+            run, total = [], 0
+            if rows >= small_rows:
+                continue
+        run.append(item)
+        total += rows
+    if len(run) > 1:
+        yield run
+
+
+def _conform(t: pa.Table, columns: Sequence[str] | None) -> pa.Table:
+    """The table with the schema's columns, in order (missing ones as nulls) and types."""
+    names = list(columns) if columns is not None else LEDGER_SCHEMA.names
+    arrays = []
+    for name in names:
+        f = LEDGER_SCHEMA.field(name)
+        if name in t.column_names:
+            col = t.column(name)
+            arrays.append(col if col.type == f.type else col.cast(f.type))
+        else:
+            arrays.append(pa.nulls(t.num_rows, f.type))
+    return pa.Table.from_arrays(arrays, schema=pa.schema([LEDGER_SCHEMA.field(n) for n in names]))
+
+
+def _sha_handle(h: pa.NativeFile) -> str:
+    h.seek(0)
+    hasher = hashlib.sha256()
+    while True:
+        chunk = h.read(1 << 20)
+        if not chunk:
+            break
+        hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def _write_durable(path: Path, obj: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    with open(tmp, "w") as f:
+        json.dump(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
 
 
 _READERS: dict[str, Ledger] = {}
