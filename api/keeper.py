@@ -22,7 +22,10 @@ import threading
 import time
 from typing import Any, Callable
 
+from memc.locks import HomeBusy
+
 log = logging.getLogger("memc.api")
+
 
 class ViewKeeper:
     def __init__(
@@ -88,6 +91,9 @@ class ViewKeeper:
                     self.last_error, pause = None, self.interval
                 else:
                     raise RuntimeError(f"build failed: {getattr(report, 'failed_steps', '?')}")
+            except HomeBusy as exc:  # another process builds this home (memc build, a backfill): its turn
+                pause = self.interval
+                log.info("keeping views fresh: %s; retrying in %.0f s", exc, pause)
             except Exception as exc:  # a broken build must not take the server down: log, retry later
                 self.builds += 1
                 self.last_error = str(exc)[:500]

@@ -40,10 +40,14 @@ def dbt_project():
 
 
 def dbt_executable() -> str:
-    """The dbt beside this interpreter: `memc` is often run without activating its virtualenv,
-    and dagster-dbt's default is whatever ``dbt`` is first on PATH (none, then)."""
-    dbt = Path(sys.executable).with_name("dbt")
-    return str(dbt) if dbt.exists() else "dbt"
+    """The dbt beside this interpreter, through `memc-dbt` (catalog/dbt_child.py: ended with the
+    build that started it) where that is installed: `memc` is often run without activating its
+    virtualenv, and dagster-dbt's default is whatever ``dbt`` is first on PATH (none, then)."""
+    for name in ("memc-dbt", "dbt"):
+        exe = Path(sys.executable).with_name(name)
+        if exe.exists():
+            return str(exe)
+    return "dbt"
 
 
 def ensure_manifest() -> Path:

@@ -10,6 +10,7 @@ import click
 from claims.extract import ExtractorError
 from claims.extractors.registry import EXTRACTOR_CHOICES
 from cli.common import dump, home_option, resolve_home
+from memc.locks import HomeBusy, exclusive
 
 
 @click.command()
@@ -18,12 +19,22 @@ from cli.common import dump, home_option, resolve_home
 @click.pass_context
 def build(ctx, quiet, home_dir):
     """Materialize every view through Dagster, in-process, with a progress display."""
+    home = resolve_home(ctx, home_dir)
+    # The home's build lock before Dagster loads (seconds): a second build is refused at once.
+    # The runner takes it again (re-entrant) for the callers that do not come through here.
+    try:
+        with exclusive(home.build_lock, "memc build", wait=False):
+            _build(home, quiet)
+    except HomeBusy as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _build(home, quiet: bool) -> None:
     from rich.console import Console  # lazy: only `memc build` draws progress
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # lazy: only `memc build` draws progress
 
     from orchestration.runner import build as run_build  # lazy: loads Dagster and dbt (cli/__init__.py)
 
-    home = resolve_home(ctx, home_dir)
     with Progress(
         SpinnerColumn(), TextColumn("[bold]{task.description}"), TextColumn("{task.completed} steps done"),
         TimeElapsedColumn(), console=Console(stderr=True), disable=quiet,
@@ -83,7 +94,7 @@ def backfill_command(ctx, start, end, extractor, claims_only, as_json, home_dir)
         raise click.ClickException(f"no ledger at {home.ledger}: run `memc ingest` first")
     try:
         report = backfill(home, start, end, extractor=extractor, views=not claims_only)
-    except (ValueError, ExtractorError) as exc:
+    except (ValueError, ExtractorError, HomeBusy) as exc:
         raise click.ClickException(str(exc)) from None
     summary = {
         "extractor": report.extractor,
@@ -121,7 +132,7 @@ def dream_command(ctx, no_recompile, as_json, home_dir):
     home = resolve_home(ctx, home_dir)
     try:
         report = dream(home, recompile=not no_recompile)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, HomeBusy) as exc:
         raise click.ClickException(str(exc)) from None
     summary = {"success": report.success, "materialized": sorted(set(report.materialized)), "runs": len(report.runs),
                "failed_steps": report.failed_steps, "ledger_head": report.ledger_head}  # fmt: skip
@@ -150,7 +161,10 @@ def backfill_views_command(ctx, dry_run, as_json, home_dir):
     home = resolve_home(ctx, home_dir)
     if not home.ledger.exists():
         raise click.ClickException(f"no ledger at {home.ledger}: run `memc ingest` first")
-    report = backfill_views(home, dry_run=dry_run)
+    try:
+        report = backfill_views(home, dry_run=dry_run)
+    except HomeBusy as exc:
+        raise click.ClickException(str(exc)) from None
     summary = {"out_of_date": report.out_of_date, "materialized": sorted(set(report.materialized)),
                "success": report.success, "failed_steps": report.failed_steps, "dry_run": dry_run}  # fmt: skip
     if as_json:

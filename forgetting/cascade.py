@@ -33,8 +33,6 @@ deleted) is found in the ledger and purged the same way.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -43,7 +41,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 from ledger import Ledger
 from ledger.schema import NewEntry
@@ -51,6 +49,7 @@ from ledger.stubs import is_erased_stub
 from memc.atomic import write_json
 from memc.home import MemcHome
 from memc.ids import digest
+from memc.locks import exclusive
 from memc.visibility import ADMIN
 
 from forgetting.scrub import entry_texts, needles, remove_temp_files, scrub_home
@@ -138,18 +137,9 @@ def pending(home: MemcHome) -> list[str]:
     return [j["erasure_id"] for j in journals(home) if j.get("step") != "done"]
 
 
-@contextlib.contextmanager
-def _home_lock(home: MemcHome) -> Iterator[None]:
-    """One erasure at a time per home (across processes); a killed holder releases it."""
-    d = journal_dir(home)
-    d.mkdir(parents=True, exist_ok=True)
-    fd = os.open(d / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        os.close(fd)
+def _home_lock(home: MemcHome):
+    """One erasure at a time per home (across processes; a second waits); a killed holder releases it."""
+    return exclusive(journal_dir(home) / ".lock", "memc forget", wait=True)
 
 
 # ------------------------------------------------------------------------------- tombstone

@@ -96,6 +96,11 @@ class MemcHome:
     def dagster(self) -> Path:
         return self.root / "dagster"
 
+    @property
+    def build_lock(self) -> Path:
+        """Held by the one build (or backfill, or dream) running on this home (memc/locks.py)."""
+        return self.dagster / "build.lock"
+
     def view_dirs(self) -> dict[str, Path]:
         """Every rebuildable view, by name: deleting all of these loses nothing."""
         return {

@@ -12,6 +12,7 @@ partitioned asset has ``BackfillPolicy.single_run()`` and returns ``MaterializeR
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import uuid
 import warnings
@@ -30,6 +31,8 @@ from claims.store import days as stored_days
 from forgetting import resume
 from ledger import Ledger
 from memc.home import MemcHome
+from memc.locks import HomeBusy, exclusive
+from memc.processes import pid_alive
 from orchestration.definitions import build_definitions
 
 DAGSTER_YAML_HEADER = "# memc's local Dagster instance (runs, event logs, schedules) for this memory home."
@@ -79,15 +82,54 @@ _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 ProgressCallback = Callable[[str, str | None], None]
 
 
+def one_build_at_a_time(what: str):
+    """Runs of the asset graph on one home take turns: DuckDB (dbt) and Kùzu allow one writer,
+    and two builds at once failed deep inside them ("Could not set lock", six tracebacks).
+    A second build is refused at once with one line naming the running one (HomeBusy); the erasure
+    cascade's rebuild takes the lock again in its own process (re-entrant). Holding the lock, no
+    in-process run of this home is alive, so runs a killed build left STARTED are marked failed."""
+
+    def wrap(fn):
+        @functools.wraps(fn)
+        def locked(home: MemcHome, *args, **kwargs):
+            with exclusive(home.build_lock, what, wait=False):
+                return fn(home, *args, **kwargs)
+
+        return locked
+
+    return wrap
+
+
+# The run tag naming the process that runs an in-process build: a run still STARTED whose process
+# is gone was killed with it (kill -9, OOM), and nothing else will ever end it.
+PID_TAG = "memc/pid"
+
+
+def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark failed the in-process runs of this home that are still STARTED (or STARTING) while
+    the process that ran them is gone; returns their ids. Runs the daemon launched carry no pid
+    tag and are its own to monitor."""
+    alive = (dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.NOT_STARTED)
+    dead = []
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=list(alive))):
+        pid = run.tags.get(PID_TAG)
+        if pid and pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
+            instance.report_run_failed(run, message=f"the process that ran it (pid {pid}) is gone: the build was killed")
+            dead.append(run.run_id)
+    return dead
+
+
 def _definitions(home: MemcHome, instance: dg.DagsterInstance | None) -> tuple[dg.Definitions, dg.DagsterInstance]:
     """The definitions bound to this home and its Dagster instance; the dbt manifest is parsed
     first if a model changed (the definitions cannot load without it)."""
 
     ensure_manifest()
+    instance = instance or dg.DagsterInstance.get()
+    fail_dead_runs(instance)  # every entry point calls this once, holding the build lock
+    return build_definitions(str(home.root)), instance
 
-    return build_definitions(str(home.root)), instance or dg.DagsterInstance.get()
 
-
+@one_build_at_a_time("memc build")
 def build(
     home: MemcHome,
     *,
@@ -175,6 +217,7 @@ def partition_code_versions(instance: dg.DagsterInstance, asset_key: dg.AssetKey
     return out
 
 
+@one_build_at_a_time("memc backfill")
 def backfill(
     home: MemcHome,
     start: str,
@@ -247,6 +290,7 @@ def out_of_date_views(defs: dg.Definitions, instance: dg.DagsterInstance) -> lis
     return out
 
 
+@one_build_at_a_time("memc backfill-views")
 def backfill_views(
     home: MemcHome,
     *,
@@ -274,6 +318,7 @@ def backfill_views(
     return report
 
 
+@one_build_at_a_time("memc dream")
 def dream(
     home: MemcHome,
     *,
@@ -337,10 +382,10 @@ def _run(job, instance, selection, on_event, report: BuildReport, tags: dict[str
             asset_selection=list(selection) if selection else None,
             raise_on_error=False,
             run_config=_QUIET,
-            tags={"memc/trigger": "memc build", **(tags or {})},
+            tags={"memc/trigger": "memc build", **(tags or {}), PID_TAG: str(os.getpid())},
         )
     report.runs.append(run_id)
     report.success = report.success and result.success
 
 
-__all__ = ["BackfillReport", "BuildReport", "backfill", "backfill_views", "build", "dream", "out_of_date_views", "partition_code_versions", "prepare_environment", "LEDGER"]
+__all__ = ["BackfillReport", "BuildReport", "HomeBusy", "backfill", "backfill_views", "build", "dream", "out_of_date_views", "partition_code_versions", "prepare_environment", "LEDGER"]

@@ -1,0 +1,107 @@
+"""One build at a time per home, and a killed build leaves nothing running or half-recorded:
+real `memc build` processes on one home. While one builds, a second is refused at once with one
+line naming the first; `kill -9` of the first ends its dbt child too (it ran on for ~10 s,
+holding DuckDB's lock); the run it left STARTED is marked failed by the next build, which
+succeeds."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from conftest import SAMPLES
+from memc.home import MemcHome
+from memc.locks import holder
+
+MEMC = str(Path(sys.executable).with_name("memc"))
+
+
+def _memc(home: MemcHome, *args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([MEMC, "--home", str(home.root), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def _until(condition, seconds: float, what: str):
+    """Poll ``condition`` until it returns something truthy; fail naming ``what`` after ``seconds``."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        got = condition()
+        if got:
+            return got
+        time.sleep(0.2)
+    pytest.fail(f"gave up waiting for {what} after {seconds:.0f} s")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _dbt_child(pid: int) -> int | None:
+    for child in _children(pid):
+        try:
+            cmd = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(part.endswith((b"/dbt", b"/memc-dbt")) for part in cmd) and b"build" in cmd:
+            return child
+    return None
+
+
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return True
+    return state == "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc and relies on PR_SET_PDEATHSIG")
+def test_one_build_at_a_time_and_a_killed_build_leaves_nothing_behind(tmp_path):
+    home = MemcHome.resolve(tmp_path / "home").ensure()
+    ingest = subprocess.run([MEMC, "--home", str(home.root), "ingest", str(SAMPLES / "team"), "--scope", "team"], capture_output=True, text=True)
+    assert ingest.returncode == 0, ingest.stderr
+
+    first = _memc(home, "build", "--quiet")
+    try:
+        _until(lambda: (holder(home.build_lock) or {}).get("pid") == first.pid, 120, "the first build to take the lock")
+        second = _memc(home, "build", "--quiet")
+        _, err = second.communicate(timeout=120)
+        assert second.returncode != 0
+        refusal = [line for line in err.splitlines() if line.strip()]
+        assert len(refusal) == 1 and f"memc build (pid {first.pid}" in refusal[0] and "running on this home" in refusal[0], err
+
+        dbt = _until(lambda: _dbt_child(first.pid), 240, "the first build's dbt child")
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+        _until(lambda: _gone(dbt), 20, f"dbt (pid {dbt}) to end with its build")
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+
+    # The killed build's run is still STARTED in the run storage; the next build fails it first.
+    instance = dg.DagsterInstance.from_config(str(home.dagster))
+    started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+    assert [r.tags.get("memc/pid") for r in started] == [str(first.pid)]
+    third = _memc(home, "build", "--quiet")
+    out, err = third.communicate(timeout=600)
+    assert third.returncode == 0, err[-3000:]
+    assert out.startswith("built:"), out
+    killed = instance.get_run_by_id(started[0].run_id)
+    assert killed.status == dg.DagsterRunStatus.FAILURE
+    assert holder(home.build_lock) is None  # released, and no stale name left in the file
