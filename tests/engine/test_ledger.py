@@ -653,3 +653,251 @@ def test_crash_leftovers_are_removed_on_open_and_commits_untouched(tmp_path):
     assert list((root / "_tmp").iterdir()) == []
     assert_clean_markers(root)
     assert Ledger(root).verify().ok
+
+
+# --------------------------------------------------------------------------- 6. compaction
+
+COMPACTOR = Path(__file__).resolve().parents[1] / "ledger_compactor.py"
+
+
+def _one_entry_appends(ledger: Ledger, slot: str, batches: range) -> set[str]:
+    for b in batches:
+        ledger.append(lw.batch_entries(slot, b))
+    return {k for b in batches for k in lw.batch_keys(slot, b)}
+
+
+def test_compaction_keeps_every_entry_and_its_key(tmp_path):
+    root = tmp_path / "ledger"
+    ledger = Ledger(root)
+    keys = _one_entry_appends(ledger, "s@1", range(120))
+    keys |= _one_entry_appends(ledger, "big@12000", range(1))  # a big batch is left as it is
+    keys |= _one_entry_appends(ledger, "t@3", range(40))
+    stale = Ledger(root)  # a second writer whose view of the files predates the compaction
+    keys |= _one_entry_appends(stale, "u@2", range(1))
+    before = ledger.read()
+    files_before = len(batch_files(root))
+
+    report = ledger.compact(small_rows=1000, target_rows=100)
+    # 120 one-entry files -> two runs (100 + 20 rows); the 12,000-row batch stays; 40 three-entry
+    # files and the last two-entry one -> runs of at most 100 rows
+    assert [r[2] for r in report.runs] == [100, 20, 33, 8]
+    assert len(batch_files(root)) == files_before - sum(n - 1 for _, _, n in report.runs) == 5
+    assert not (root / ".compaction.json").exists() and list((root / "_tmp").iterdir()) == []
+    assert_clean_markers(root)
+    after = Ledger(root).read()
+    assert after.equals(before), "compaction changed a value"
+    assert_whole_ledger(root, keys)
+
+    # idempotency: re-appending a compacted entry (from this writer and the stale one) is a no-op
+    for w in (ledger, stale):
+        r = w.append(lw.batch_entries("s@1", 7) + lw.batch_entries("t@3", 39))
+        assert (r.appended, r.duplicates) == (0, 4)
+    # the stale writer's head file was merged away: it must not publish into a freed name
+    r = stale.append(lw.batch_entries("v@2", 0))
+    assert (r.appended, r.first_seq) == (2, before.num_rows + 1)
+    keys |= set(lw.batch_keys("v@2", 0))
+    assert_whole_ledger(root, keys)
+    # the stale writer's new file merges into the last merged one (23 + 2 rows)
+    assert ledger.compact(small_rows=1000, target_rows=100).files_merged == 2
+    assert_whole_ledger(root, keys)
+    assert_clean_markers(root)
+
+
+def test_purge_after_compaction_leaves_no_copy(tmp_path):
+    root = tmp_path / "ledger"
+    ledger = Ledger(root, compression="none")  # uncompressed: a byte search proves the erasure
+    secret = "the launch code is 0000-SWORDFISH"
+    ids = []
+    for i in range(30):
+        e = NewEntry(kind="message", content=secret if i == 17 else f"turn {i}", valid_at=lw.VALID_AT,
+                     idempotency_key=f"k{i}")
+        ids.append(ledger.append([e]).entry_ids[0])
+    assert ledger.compact(small_rows=100).files_merged == 30
+    assert len(batch_files(root)) == 1
+    pr = ledger.purge({ids[17]: "e_erasure"})
+    assert (pr.rows_stubbed, pr.missing) == (1, [])
+    fresh = Ledger(root)
+    assert fresh.verify().ok
+    t = fresh.read(columns=["entry_id", "content", "idempotency_key"])
+    assert t.column("entry_id").to_pylist() == ids
+    assert secret not in t.column("content").to_pylist()
+    assert all(secret.encode() not in p.read_bytes() for p in root.rglob("*") if p.is_file())
+    # the stub keeps the key: the erased evidence does not come back with a re-ingest
+    again = NewEntry(kind="message", content=secret, valid_at=lw.VALID_AT, idempotency_key="k17")
+    assert fresh.append([again]).duplicates == 1
+    assert_clean_markers(root)
+
+
+def test_compaction_refuses_a_damaged_batch(tmp_path):
+    root = tmp_path / "ledger"
+    ledger = Ledger(root)
+    _one_entry_appends(ledger, "d@1", range(10))
+    victim = sorted(batch_files(root).values())[4]
+    data = bytearray(victim.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    with pytest.raises(LedgerCorruption, match=victim.name[:20]):
+        Ledger(root).compact()
+    assert len(batch_files(root)) == 10, "a damaged batch was merged (laundered) or a file removed"
+    assert not (root / ".compaction.json").exists()
+
+
+class Compactor:
+    def __init__(self, root: Path, small_rows: int, die_after: str | None = None):
+        self.proc = subprocess.Popen(
+            [sys.executable, str(COMPACTOR), "--root", str(root), "--small-rows", str(small_rows)]
+            + (["--die-after", die_after] if die_after else []),
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+        )
+        _LIVE.append(self)
+        line = self.proc.stdout.readline()
+        assert line.startswith("READY"), line + self.proc.stderr.read()
+        self.go_at = 0.0
+
+    def go(self) -> None:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        self.go_at = time.monotonic()
+
+    def kill(self) -> None:
+        try:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+
+def _reader_loop(root: Path, stop: threading.Event, errors: list, reads: list) -> None:
+    """Reads the whole ledger again and again through one long-lived handle that never runs
+    recover(): every read must hold each entry exactly once, seqs 1..head."""
+    reader = Ledger(root)
+    while not stop.is_set():
+        try:
+            t = reader.read(columns=["seq", "idempotency_key"])
+            seqs = t.column("seq").to_pylist()
+            keys = t.column("idempotency_key").to_pylist()
+            assert seqs == list(range(1, len(seqs) + 1)), "a read saw a gap or a seq twice"
+            assert len(set(keys)) == len(keys), "a read saw an entry twice"
+            reads.append(len(seqs))
+        except Exception as exc:  # noqa: BLE001 - reported to the test thread
+            errors.append(exc)
+            return
+
+
+def run_compaction_kills(root: Path, trials: int, seed: int) -> Counter:
+    """Each trial: 40-80 one-entry appends, then a compactor subprocess killed at a random moment
+    of its run while a writer subprocess appends and a reader thread reads; then the ledger as
+    the kill left it (read by the never-recovering reader and checked), recovered by a fresh
+    handle, checked again (every entry exactly once, markers clean, no journal)."""
+    rng = random.Random(seed)
+    stats: Counter = Counter()
+    ledger = Ledger(root)
+    keys: set[str] = set()
+    durations: list[float] = []  # go -> DONE of uninterrupted runs, as observed
+    nxt = 0
+    ahead = Writer(root, "cw@1")
+    tmp_markers = root.parent / "markers-aside"
+    tmp_markers.mkdir()
+    for trial in range(trials):
+        keys |= _one_entry_appends(ledger, f"k{trial}@1", range(rng.randint(40, 80)))
+        comp = Compactor(root, small_rows=400)
+        w = ahead
+        w.wait_ready()
+        stop, errors, reads = threading.Event(), [], []
+        rt = threading.Thread(target=_reader_loop, args=(root, stop, errors, reads), daemon=True)
+        rt.start()
+        w.go(start=nxt)
+        comp.go()
+        # every third run goes to the end: its duration calibrates where the others are killed,
+        # uniformly over 1.2 times a run (the swap and removals are its last few percent)
+        calibrate = trial % 3 == 0
+        kill_at = comp.go_at + (120 if calibrate else rng.uniform(0, 1.2 * statistics.median(durations[-5:])))
+        while time.monotonic() < kill_at and comp.proc.poll() is None:
+            time.sleep(0.0005)
+        done = comp.proc.poll() is not None
+        if done:
+            out = comp.proc.stdout.read()
+            assert comp.proc.returncode == 0 and out.startswith("DONE"), out + comp.proc.stderr.read()
+            durations.append(time.monotonic() - comp.go_at)
+            stats["completed"] += 1
+        else:
+            comp.kill()
+            stats["killed"] += 1
+            journal = (root / ".compaction.json").exists()
+            stats["killed_with_journal"] += journal
+        w.kill()  # the writer too, mid-append or not
+        acks = w.acks()
+        nxt_before, nxt = nxt, w.start + len(acks)
+        ahead = Writer(root, "cw@1") if trial + 1 < trials else None
+        stop.set()
+        rt.join(30)
+        assert not errors, errors[0]
+        stats["reads_during"] += len(reads)
+        # the writer's in-flight batch (unacknowledged) is retried from nxt: all or nothing now
+        keys |= {k for b in range(nxt_before, nxt) for k in lw.batch_keys("cw@1", b)}
+        inflight = set(lw.batch_keys("cw@1", nxt))
+        # as the kill left it, before any recovery: exactly once already
+        t = ledger.read(columns=["seq", "idempotency_key"])
+        seen = t.column("idempotency_key").to_pylist()
+        assert len(seen) == len(set(seen)) and t.column("seq").to_pylist() == list(range(1, len(seen) + 1))
+        assert keys <= set(seen) <= keys | inflight
+        if inflight <= set(seen):
+            keys |= inflight
+            nxt += 1
+        fresh = Ledger(root)  # recover(): finishes or undoes the dead compaction
+        assert not (root / ".compaction.json").exists()
+        assert list((root / "_tmp").iterdir()) == []
+        assert_whole_ledger(root, keys)
+        # clean markers, but for the killed writer's own: one for head + 1 with no batch (young,
+        # so kept: its writer might be alive; the next publish at that seq makes it a loser's)
+        head, files = fresh.head(), batch_files(root)
+        pending = [p for seq, _, p in markers(root) if seq not in files]
+        assert all(seq == head + 1 for seq, _, p in markers(root) if seq not in files), pending
+        stats["dead_writer_marker"] += len(pending)
+        for p in pending:
+            p.rename(tmp_markers / p.name)
+        assert_clean_markers(root)
+        for p in pending:
+            (tmp_markers / p.name).rename(p)
+        assert fresh.append(lw.batch_entries("cw@1", max(0, nxt - 1))).appended == 0  # keys still known
+    # and a last compaction, not interrupted, over whatever the kills left
+    for p in root.glob("*.sum"):  # the last killed writer's marker: stale by now for the test
+        if int(p.name[:20]) not in batch_files(root):
+            p.unlink()
+    ledger.compact(small_rows=400)
+    assert_whole_ledger(root, keys)
+    assert_clean_markers(root)
+    stats["files_at_end"] = len(batch_files(root))
+    stats["entries"] = len(keys)
+    return stats
+
+
+def test_kill9_compaction_random_points(tmp_path):
+    seed = _seed()
+    stats = run_compaction_kills(tmp_path / "ledger", trials=10, seed=seed)
+    print(f"\ncompaction kill -9: {dict(stats)}")
+    assert stats["killed"] + stats["completed"] == 10
+    assert stats["killed"] >= 2  # of the 6 runs meant to be killed, most die before their end
+
+
+@pytest.mark.parametrize("step", ["journal", "commit", "removal"])
+def test_compaction_killed_after_each_step(tmp_path, step):
+    """The compactor SIGKILLs itself right after one step: before recovery a reader already sees
+    every entry once; recover() rolls the run back (journal only) or forward (swapped in)."""
+    root = tmp_path / "ledger"
+    ledger = Ledger(root)
+    keys = _one_entry_appends(ledger, "x@1", range(30))
+    before = ledger.read()
+    comp = Compactor(root, small_rows=100, die_after=step)
+    comp.go()
+    assert comp.proc.wait(60) == -signal.SIGKILL
+    assert (root / ".compaction.json").exists(), "the kill came after the journal was removed"
+    assert ledger.read().equals(before)  # the handle from before: no recover() has run
+    assert ledger.verify().ok
+    fresh = Ledger(root)
+    assert not (root / ".compaction.json").exists()
+    assert fresh.read().equals(before)
+    assert_whole_ledger(root, keys)
+    assert_clean_markers(root)
+    assert len(batch_files(root)) == (30 if step == "journal" else 1)
+    assert fresh.append(lw.batch_entries("x@1", 29)).duplicates == 1
