@@ -27,7 +27,13 @@ from memc.home import MemcHome
 from orchestration.automation import apply_policies, automation_sensor
 from catalog.keys import LEDGER
 from catalog.resources import EmbedderResource, MemcResource
-from orchestration.schedules import compact_views, compaction_schedule, nightly_dreaming
+from orchestration.schedules import (
+    compact_ledger,
+    compact_views,
+    compaction_schedule,
+    ledger_compaction_schedule,
+    nightly_dreaming,
+)
 from orchestration.sensors import ingest_inbox, make_inbox_sensor, make_ledger_head_sensor
 from orchestration.settings import load_settings
 
@@ -41,13 +47,13 @@ def build_definitions(home_dir: str | None = None) -> dg.Definitions:
     return dg.Definitions(
         assets=[*assets.ledger.ASSETS, *assets.profile.SOURCES, *apply_policies(views, settings)],
         asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS, *checks.profile.CHECKS, *checks.skills.CHECKS],
-        jobs=[ingest_inbox, observe_ledger, compact_views],
+        jobs=[ingest_inbox, observe_ledger, compact_views, compact_ledger],
         sensors=[
             make_inbox_sensor(min(15, settings.sensor_interval_seconds)),
             make_ledger_head_sensor(settings.sensor_interval_seconds),
             automation_sensor(settings),
         ],
-        schedules=[nightly_dreaming, compaction_schedule(settings)],
+        schedules=[nightly_dreaming, compaction_schedule(settings), ledger_compaction_schedule(settings)],
         resources={"memc": MemcResource(home_dir=home_dir), "embedder": EmbedderResource(), "dbt": dbt_resource()},
         # In-process: each step of the multiprocess executor re-imports the code location (5-13 s
         # a step on 2 cores; docs/stack-notes.md).

@@ -124,6 +124,8 @@ def test_sensors_and_schedules_run_by_default(defs):
     assert isinstance(automation, dg.AutomationConditionSensorDefinition)
     assert defs.resolve_schedule_def("view_compaction").default_status == dg.DefaultScheduleStatus.RUNNING
     assert defs.resolve_job_def("compact_views")
+    assert defs.resolve_schedule_def("ledger_compaction").default_status == dg.DefaultScheduleStatus.RUNNING
+    assert defs.resolve_job_def("compact_ledger")
     dreaming = defs.resolve_asset_graph().get(CENTRALITY).automation_condition
     assert dreaming.get_label() == "nightly (0 3 * * *)"
 
@@ -149,3 +151,28 @@ def test_view_compaction_drops_old_lance_versions(tmp_path):
     stats = compact_views(home, keep=timedelta(0))
     assert stats["compacted"] and stats["after"]["rows"] == stats["before"]["rows"] == 3
     assert stats["after"]["versions"] < stats["before"]["versions"]
+
+
+def test_ledger_compaction_job_merges_small_batches(tmp_path):
+    """The maintenance job, run by Dagster in process on a home of 40 one-entry appends: one file
+    after, every entry read as before, the observation on the ledger asset."""
+    from datetime import datetime, timezone
+
+    from catalog.resources import MemcResource
+    from ledger import Ledger, NewEntry
+    from memc.home import MemcHome
+    from orchestration.schedules import compact_ledger
+
+    home = MemcHome.resolve(tmp_path / "home").ensure()
+    ledger = Ledger(home.ledger)
+    for i in range(40):
+        ledger.append([NewEntry(kind="event", content=f"e{i}", valid_at=datetime(2024, 1, 1, tzinfo=timezone.utc))])
+    before = ledger.read()
+    result = compact_ledger.execute_in_process(resources={"memc": MemcResource(home_dir=str(home.root))})
+    assert result.success
+    (obs,) = [e.event_specific_data.asset_observation for e in result.all_events if e.event_type_value == "ASSET_OBSERVATION"]
+    assert obs.asset_key == LEDGER
+    assert (obs.metadata["compaction/files_before"].value, obs.metadata["compaction/files_after"].value) == (40, 1)
+    fresh = Ledger(home.ledger)
+    assert fresh.verify().ok and fresh.read().equals(before)
+    assert len(list(home.ledger.glob("*.parquet"))) == 1
