@@ -1,16 +1,22 @@
-"""Ledger append throughput against the raw cost of writing the same rows with pyarrow.
+"""Ledger append throughput against the raw cost of writing the same rows with pyarrow, and reads
+of a ledger of many small batches before and after compaction.
 
     .venv/bin/python benchmarks/bench_ledger.py [out_dir]      # prints JSON
 
 For batches of 1, 100 and 10,000 entries: the median over several appends to a fresh ledger
-of ``Ledger.append`` (idempotency scan, row conversion, Parquet write, fsync, checksum marker,
-link, directory fsyncs), and in the same process the median cost of
+of ``Ledger.append`` (ids and keys, the idempotency check, the columnar table, Parquet write,
+checksum, fsync, marker, link, directory fsyncs), and in the same process the median cost of
 ``pyarrow.parquet.write_table`` of the same rows (same schema, compression and options) into a
-plain file, so ``ratio`` says how many times a ledger append costs a bare Parquet write.
-Two more baselines split that overhead: building the table from the rows (Python objects to
-Arrow) plus the write, and the write plus an fsync. A last measure shows how the cost of a
-one-entry append grows with the number of committed files (each append lists the directory
-and checks every committed key). Runs in about 20-40 s on 2 cores.
+plain file, so ``ratio`` says how many times a ledger append costs a bare Parquet write. Two
+more baselines split that overhead: building the table from the rows (Python objects to Arrow)
+plus the write, and the write plus an fsync. Building the NewEntry objects (pydantic
+validation, which callers do as they parse, so errors name the file and line) is not in the
+append's time; ``validate_ms`` reports it beside.
+
+Growth: the median one-entry append over the first and the last 50 of 500 one-entry appends.
+Reads: a fresh handle reading (and verifying) those 500 one-entry batches, then the same after
+``Ledger.compact``, against a ledger holding the same 500 entries written as one batch.
+Runs in about 30-50 s on 2 cores.
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ def _bench_size(out_dir: Path, n: int, reps: int) -> dict[str, Any]:
     ledger = Ledger(out_dir / f"ledger-{n}")
     opts = _write_options(ledger)
     batches = [_entries(f"n{n}-r{r}", n) for r in range(reps)]  # distinct keys: nothing deduplicated
+    validate_s = _timed(lambda: _entries(f"n{n}-v", n))
     ledger_s = []
     for batch in batches:
         ledger_s.append(_timed(lambda: ledger.append(batch)))
@@ -119,23 +126,52 @@ def _bench_size(out_dir: Path, n: int, reps: int) -> dict[str, Any]:
         "ratio_vs_from_pylist_plus_write": round(med["ledger"] / med["build_write"], 2),
         "ratio_vs_write_plus_fsync": round(med["ledger"] / med["write_fsync"], 2),
         "ledger_append_ms_min_max": [round(min(ledger_s) * 1e3, 3), round(max(ledger_s) * 1e3, 3)],
+        # building the batch's NewEntry objects (validation), once, not part of the append
+        "validate_ms": round(validate_s * 1e3, 3),
     }
 
 
 def _bench_growth(out_dir: Path, files: int) -> dict[str, Any]:
-    """Median one-entry append cost over the first and the last 50 of ``files`` appends."""
+    """Median one-entry append cost over the first and the last 50 of ``files`` appends; then
+    reads of those files by a fresh handle before and after compaction, against a ledger of the
+    same entries written in one batch (median of 3 fresh handles each)."""
     ledger = Ledger(out_dir / "ledger-growth")
     times = []
-    for i in range(files):
-        batch = _entries(f"g{i}", 1)
-        times.append(_timed(lambda: ledger.append(batch)))
+    entries = [_entries(f"g{i}", 1)[0] for i in range(files)]
+    for e in entries:
+        times.append(_timed(lambda: ledger.append([e])))
+    bulk = Ledger(out_dir / "ledger-bulk")
+    bulk.append(entries)
+
+    def fresh_read(root: Path) -> float:
+        return statistics.median(_timed(lambda: Ledger(root).read()) for _ in range(3))
+
+    read_small = fresh_read(ledger.root)
+    verify_small = _timed(lambda: Ledger(ledger.root).verify())
+    compact_s = _timed(lambda: Ledger(ledger.root).compact())
+    read_compacted = fresh_read(ledger.root)
+    read_bulk = fresh_read(bulk.root)
+    # the same entries, values and all, whichever way they were written or merged
+    cols = [c for c in LEDGER_SCHEMA.names if c != "recorded_at"]
+    assert Ledger(ledger.root).read(cols).equals(Ledger(bulk.root).read(cols))
+    files_after = len(Ledger(ledger.root).batches())
+    after = statistics.median(_timed(lambda: ledger.append(_entries(f"after{i}", 1))) for i in range(20))
     return {
         "appends": files,
         "append_1_ms_first_50": round(statistics.median(times[:50]) * 1e3, 3),
         "append_1_ms_last_50": round(statistics.median(times[-50:]) * 1e3, 3),
-        "open_ms": round(_timed(lambda: Ledger(ledger.root)) * 1e3, 1),
-        "verify_ms": round(_timed(lambda: Ledger(ledger.root).verify()) * 1e3, 1),
-        "read_all_ms": round(_timed(lambda: Ledger(ledger.root).read()) * 1e3, 1),
+        "last_over_first": round(statistics.median(times[-50:]) / statistics.median(times[:50]), 2),
+        "open_ms": round(_timed(lambda: Ledger(bulk.root)) * 1e3, 1),
+        "verify_small_batches_ms": round(verify_small * 1e3, 1),
+        "read_small_batches_ms": round(read_small * 1e3, 1),
+        "compact_ms": round(compact_s * 1e3, 1),
+        "files_after_compaction": files_after,
+        "read_compacted_ms": round(read_compacted * 1e3, 1),
+        "read_bulk_ms": round(read_bulk * 1e3, 1),
+        "small_over_bulk": round(read_small / read_bulk, 2),
+        "compacted_over_bulk": round(read_compacted / read_bulk, 2),
+        # median of 20, by the writer that made the 500 (its view of the files predates the merge)
+        "append_1_after_compaction_ms": round(after * 1e3, 3),
     }
 
 
