@@ -37,7 +37,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api import models as m
 from api.auth import Caller, KeyError_, check_principal
 from api.errors import ApiError, invalid, unauthenticated
-from api.local import LOCAL_ASK_PATH, check_token, is_loopback
+from api.local import LOCAL_ASK_PATH, check_token, is_loopback, remove_record
 from api.service import Service, package_version as _version
 from memc.home import MemcHome
 
@@ -160,7 +160,7 @@ def create_app(
     the views whenever the ledger is ahead of them (api/keeper.py), so an application that only
     ingests and asks gets contexts from built views. ``local_token``: the operator's token of
     <home>/run/serve.json, which opens ``POST /v1/local/ask`` to `memc ask` on this machine
-    (api/local.py); without it that route does not exist."""
+    (api/local.py), and whose record the shutdown removes; without it that route does not exist."""
     service = Service(home)
 
     @asynccontextmanager
@@ -172,6 +172,10 @@ def create_app(
         yield
         if service.keeper is not None:
             service.keeper.stop()
+        if local_token:
+            # Here, not after uvicorn returns: on SIGTERM uvicorn re-raises the signal once it has
+            # shut down, and the process ends before any code after the server would run.
+            remove_record(home, local_token)
 
     app = FastAPI(
         lifespan=lifespan,

@@ -10,8 +10,6 @@ take. `memc --help` still loads them all, for their one-line help."""
 
 from __future__ import annotations
 
-import importlib
-
 import click
 
 from cli.common import home_option
@@ -41,7 +39,9 @@ class LazyGroup(click.Group):
         if name not in COMMANDS:
             return None
         module, attr = COMMANDS[name]
-        return getattr(importlib.import_module(module), attr)
+        # __import__, not importlib.import_module: that one bypasses `python -X importtime`,
+        # which then hides the command's own module from the profile.
+        return getattr(__import__(module, fromlist=[attr]), attr)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -68,7 +68,7 @@ def serve(ctx, host, port, max_body_mb, log_level, keep_fresh, home_dir):
     record = local.write_record(home, host=host, port=port, token=token, version=package_version()) if local.connect_host(host) else None
     try:
         uvicorn.Server(config).run(sockets=[sock])
-    finally:
+    finally:  # the app's shutdown removes it (api/app.py); this covers a failed start-up
         if record is not None:
             local.remove_record(home, token)
 
