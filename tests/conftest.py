@@ -37,3 +37,91 @@ def built_home(tmp_path_factory):
     report = build(home)
     assert report.success, report.failed_steps
     return home, report
+
+
+# ---------------------------------------------------------------------------------- scale and seeds
+
+
+def scaled(full: int, least: int) -> int:
+    """How many trials (compiles, examples) a heavy ``slow`` variant runs: ``full`` times
+    MEMC_SLOW_SCALE (default 1, the full variant), never fewer than ``least``. CI runs the slow
+    variants at a reduced scale (.ci/run); ``make test-slow`` at full scale."""
+    scale = float(os.environ.get("MEMC_SLOW_SCALE") or 1)
+    if not 0 < scale <= 1:
+        raise ValueError(f"MEMC_SLOW_SCALE={scale}: give a fraction in (0, 1]")
+    return max(least, round(full * scale))
+
+
+@pytest.fixture
+def seed(request) -> int:
+    """A seed for a test's random choices: MEMC_TEST_SEED when set (to replay a failure), else a
+    fresh one. Printed (pytest shows a failing test's output) and recorded as a user property
+    (in --junitxml), so any failure names the seed that replays it."""
+    value = int(os.environ.get("MEMC_TEST_SEED") or int.from_bytes(os.urandom(4), "big"))
+    request.node.user_properties.append(("seed", value))
+    print(f"MEMC_TEST_SEED={value}  # replay: MEMC_TEST_SEED={value} pytest '{request.node.nodeid}'")
+    return value
+
+
+# ---------------------------------------------------------------------------------- skips in CI
+# A skip in CI used to pass the run: the browser test without Chromium, the root-only branch of a
+# permission test. When CI=true, any skip not listed in tests/allowed_skips.txt fails the session.
+
+ALLOWED_SKIPS = Path(__file__).with_name("allowed_skips.txt")
+_skips: list[tuple[str, str]] = []
+_BAD_SKIPS = pytest.StashKey[list]()
+
+
+def allowed_skips(path: Path = ALLOWED_SKIPS) -> dict[str, str]:
+    """nodeid -> reason, one per line as ``<nodeid>  # <reason>``; a line without a reason is an error."""
+    out: dict[str, str] = {}
+    for n, line in enumerate(path.read_text().splitlines() if path.exists() else [], 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        nodeid, sep, reason = line.partition(" # ")
+        if not sep or not reason.strip() or not nodeid.strip():
+            raise pytest.UsageError(f"{path.name}:{n}: write '<nodeid>  # <why this skip is allowed in CI>'")
+        out[nodeid.strip()] = reason.strip()
+    return out
+
+
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+def _skip_reason(report) -> str:
+    lr = report.longrepr
+    return str(lr[2]) if isinstance(lr, tuple) and len(lr) == 3 else str(lr)
+
+
+def pytest_runtest_logreport(report):
+    if report.skipped and not hasattr(report, "wasxfail"):
+        _skips.append((report.nodeid, _skip_reason(report)))
+
+
+def pytest_collectreport(report):
+    if report.skipped:  # pytest.skip(allow_module_level=True), importorskip at import
+        _skips.append((report.nodeid, _skip_reason(report)))
+
+
+def unallowed_skips(skips: list[tuple[str, str]], allowed: dict[str, str]) -> list[tuple[str, str]]:
+    return [(nodeid, reason) for nodeid, reason in skips if nodeid not in allowed]
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if not _in_ci():
+        return
+    bad = unallowed_skips(_skips, allowed_skips())
+    session.config.stash[_BAD_SKIPS] = bad
+    if bad and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    bad = config.stash.get(_BAD_SKIPS, [])
+    if bad:
+        terminalreporter.section("skips not allowed in CI", sep="=", red=True, bold=True)
+        for nodeid, reason in bad:
+            terminalreporter.line(f"SKIPPED {nodeid}: {reason}", red=True)
+        terminalreporter.line(f"CI=true: a skip fails the run unless {ALLOWED_SKIPS.relative_to(REPO)} lists it with a reason.")
+
