@@ -19,6 +19,7 @@ from typing import Any
 
 from ledger import Ledger
 from memc.home import MemcHome
+from memc.locks import exclusive
 from views.build import vector_store
 
 # Versions younger than this survive: a query that opened an older version a moment ago can
@@ -44,9 +45,14 @@ def compact_views(home: MemcHome, *, keep: timedelta = DEFAULT_KEEP) -> dict[str
 
 
 def compact_ledger(home: MemcHome) -> dict[str, Any]:
+    """Merge the ledger's small batch files, holding the home's build lock (waiting for a running
+    build): dbt's staging model reads ledger/*.parquet by glob, not through the Ledger's reader,
+    and for the moment between a merged file's publish and its sources' removal a glob sees
+    both; no build may read then."""
     ledger = Ledger(home.ledger)
-    head = ledger.head()
-    report = ledger.compact()
-    if ledger.head() < head:
-        raise RuntimeError(f"ledger compaction moved the head back: {head} -> {ledger.head()}")
-    return {**report.to_dict(), "head": ledger.head()}
+    with exclusive(home.build_lock, "ledger compaction", wait=True):
+        head = ledger.head()
+        report = ledger.compact()
+        if ledger.head() < head:
+            raise RuntimeError(f"ledger compaction moved the head back: {head} -> {ledger.head()}")
+        return {**report.to_dict(), "head": ledger.head()}
