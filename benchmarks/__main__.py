@@ -112,8 +112,33 @@ def _plot_extract(res: dict) -> str | None:
     return "img/extract_throughput.png"
 
 
+def _plot_ask(res: dict) -> str:
+    """Median wall time of each command in a fresh process, against the bare interpreter."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = ["interpreter", "help", "ask_warm", "model_floor", "ask_cold"]
+    labels = ["python -c\n'import memc'", "memc --help", "memc ask\n(memc serve up)", "load MiniLM,\nembed one question", "memc ask\n--no-server"]
+    values = [res["median_s"][n] for n in names]
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    ax.bar(labels, values, color=["#999999", "#999999", "#55a868", "#dd8452", "#4c72b0"])
+    for i, v in enumerate(values):
+        ax.text(i, v, f"{v:.2f} s", ha="center", va="bottom", fontsize=8)
+    ax.axhline(2.0, color="#c44e52", linestyle="--", linewidth=1, label="2 s target")
+    ax.set_ylabel("seconds, median of a fresh process")
+    ax.tick_params(axis="x", labelsize=8)
+    ax.legend()
+    fig.tight_layout()
+    IMG.mkdir(parents=True, exist_ok=True)
+    fig.savefig(IMG / "ask_cold.png", dpi=110)
+    plt.close(fig)
+    return "img/ask_cold.png"
+
+
 # Plots of the generic sections, by benchmark module.
-PLOTS = {"bench_extract": _plot_extract}
+PLOTS = {"bench_extract": _plot_extract, "bench_ask": _plot_ask}
 
 
 def _section(title: str, intro: str, result: dict, module: str | None = None) -> list[str]:
@@ -144,6 +169,8 @@ SECTIONS = [
      "Embedding throughput through the pipeline (evidence rows -> LanceDB sync) against calling the model's encode directly on the same texts in the same process (target ratio <= 1.10); graph build, PageRank and Louvain at 10k and 100k entries."),
     ("bench_http", "HTTP API",
      "Ask throughput and latency over HTTP on loopback with a few concurrent clients."),
+    ("bench_ask", "`memc ask` from a cold process",
+     "Wall time of whole commands, each in a fresh subprocess over the built sample corpus (median of 5, interleaved): `memc ask` handed to a running `memc serve` (`ask_warm`, api/local.py) and compiled in the CLI process (`ask_cold`, `--no-server`), against the bare interpreter (`python -c 'import memc'`) and the floor of the local compile (a process that only loads MiniLM and embeds the question). `imports_*`: the costliest packages of one `-X importtime` run of each ask (cumulative ms; the route threads' imports overlap). Target: <= 2 s."),
 ]
 
 
