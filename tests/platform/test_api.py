@@ -2,7 +2,8 @@
 
 Two servers, started once for the module: one over the session's built sample corpus (asks and
 state, read only) and one over a scratch copy of it (ingest, idempotency, scopes, staleness,
-forget, size limits, internal errors), so writes never disturb the shared home.
+size limits, internal errors), so writes never disturb the shared home. Forgetting drops the views,
+so its test starts a server over a copy of its own: no test depends on running before or after it.
 """
 
 from __future__ import annotations
@@ -192,8 +193,14 @@ def test_state_as_of_and_ask_parameters(built):
         err(c.post("/v1/ask", json={"question": "x", "budget_tokens": 1}), 422, "invalid_request")
         err(c.post("/v1/ask", content=b'{"question": "x",', headers={"content-type": "application/json"}), 400, "malformed_json")
 
+        # as_of is implemented (there is no 501 fallback any more): the one right answer is where
+        # she lived on 2024-03-01, Lisbon, and nothing she said later
         r = c.post("/v1/ask", json={"question": "Where does Elena live?", "as_of": "2024-03-01T00:00:00Z"})
         assert r.status_code == 200, r.text
+        then = r.json()
+        assert then["as_of"].startswith("2024-03-01"), then["as_of"]
+        assert {f["object"] for f in then["state"] if f["subject"] == "Elena" and f["predicate"] == "lives_in"} == {"Lisbon"}, then["rendered"]
+        assert "Potsdam" not in r.text
 
     with client(srv, keys["elena"]) as c:  # asked as whom, for what (query/asking.py)
         mine = c.post("/v1/ask", json={"question": "Where do I live now?"}).json()
@@ -349,9 +356,22 @@ def test_a_view_never_built_is_reported_and_one_too_far_behind_is_503(fresh):
     assert e["details"]["views"]["state"]["watermark"] is not None and e["details"]["views"]["state"]["behind"] >= 1
 
 
-def test_forget_is_admin_only_and_erases(fresh):
-    """Last in the module: forgetting without a rebuild leaves the scratch home's views dropped."""
-    srv, keys, home = fresh
+@pytest.fixture
+def forgettable(built_home, tmp_path):
+    """A server over a copy of the built corpus of its own: forgetting without a rebuild drops the
+    views, which would change what every later test on the shared scratch server sees."""
+    from api.process import ServerProcess
+    from memc.home import MemcHome
+
+    home = MemcHome.resolve(tmp_path / "home")
+    shutil.copytree(built_home[0].root, home.root, ignore=shutil.ignore_patterns("config"))
+    keys = _keys(home, ("alice", "alice", False, None), ("admin", "ops", True, None))
+    with ServerProcess(home.root) as srv:
+        yield srv, keys, home
+
+
+def test_forget_is_admin_only_and_erases(forgettable):
+    srv, keys, home = forgettable
     with client(srv, keys["alice"]) as c:
         made = c.post("/v1/ingest", json={"entries": _entries("Alice's old phone number is 555-0199.")}).json()
         entry_id = made["entries"][0]["entry_id"]
