@@ -11,6 +11,7 @@ import time
 
 import anyio
 import pytest
+from mcp_client import http_transport, tool_data, tool_error_text
 
 MEMC = [sys.executable, "-m", "cli.main"]
 TOOLS = {"remember", "recall", "state", "forget"}
@@ -35,28 +36,6 @@ def _params(home, *args: str):
     return StdioServerParameters(command=MEMC[0], args=[*MEMC[1:], "--home", str(home.root), "mcp", "--no-keep-fresh", *args], env=env)
 
 
-def _data(result) -> dict:
-    assert not result.is_error, result.content
-    if result.structured_content is not None:
-        data = result.structured_content
-        return data.get("result", data) if set(data) == {"result"} else data
-    return json.loads(result.content[0].text)
-
-
-def http_transport(port: int, key: str | None):
-    """The SDK's streamable-HTTP client transport, sending ``key`` as a bearer token."""
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return streamable_http_client(f"http://127.0.0.1:{port}/mcp", http_client=httpx2.AsyncClient(headers=headers, timeout=120))
-
-
-def _error_text(result) -> str:
-    assert result.is_error, result
-    return " ".join(getattr(c, "text", "") for c in result.content)
-
-
 def test_remember_then_recall_over_stdio_with_provenance(scratch):
     from mcp import Client
 
@@ -69,16 +48,16 @@ def test_remember_then_recall_over_stdio_with_provenance(scratch):
             for t in tools:  # no tool lets the caller say who is asking
                 assert not {"asker", "principal", "as", "as_admin"} & set(t.input_schema.get("properties", {})), t.name
 
-            remembered = _data(await client.call_tool("remember", {"content": fact, "valid_at": "2025-03-01T09:00:00Z", "source_ref": "chat-7"}))
+            remembered = tool_data(await client.call_tool("remember", {"content": fact, "valid_at": "2025-03-01T09:00:00Z", "source_ref": "chat-7"}))
             assert remembered["appended"] == 1 and remembered["principal"] == "marta"
             entry = remembered["entries"][0]
             assert entry["visibility"] == ["marta"] and entry["kind"] == "observation"
             assert remembered["watermarks"] is None  # no refresh: the compiler patches the index's tail
 
-            again = _data(await client.call_tool("remember", {"content": fact, "valid_at": "2025-03-01T09:00:00Z", "source_ref": "chat-7"}))
+            again = tool_data(await client.call_tool("remember", {"content": fact, "valid_at": "2025-03-01T09:00:00Z", "source_ref": "chat-7"}))
             assert again["appended"] == 0 and again["entries"][0]["entry_id"] == entry["entry_id"]
 
-            ctx = _data(await client.call_tool("recall", {"question": "Where does Marta keep her bike?"}))
+            ctx = tool_data(await client.call_tool("recall", {"question": "Where does Marta keep her bike?"}))
             assert ctx["asker"] == "marta"
             hits = [i for i in ctx["items"] if "blue shed" in i["text"]]
             assert hits, ctx["rendered"]
@@ -88,17 +67,17 @@ def test_remember_then_recall_over_stdio_with_provenance(scratch):
             assert "[chat-7]" in ctx["rendered"]  # the rendering cites the turn by its source ref; ids are in items
             assert ctx["staleness"]["evidence_index"]["decision"] == "patched"
 
-            march = _data(await client.call_tool("state", {"entity": "Elena", "as_of": "2024-03-01T00:00:00Z"}))
+            march = tool_data(await client.call_tool("state", {"entity": "Elena", "as_of": "2024-03-01T00:00:00Z"}))
             assert {f["object"] for f in march["facts"] if f["predicate"] == "lives_in"} == {"Lisbon"}
 
-            assert _error_text(await client.call_tool("forget", {"entry_ids": [entry["entry_id"]], "reason": "test"})).count("forbidden")
+            assert tool_error_text(await client.call_tool("forget", {"entry_ids": [entry["entry_id"]], "reason": "test"})).count("forbidden")
             # the fixed principal may not write where it may not see (docs/security.md), and what it
             # tried to write is not there for anyone
             planted = await client.call_tool("remember", {"content": "Marta's locker code is 9931.", "visibility": ["elena"]})
-            assert "forbidden: entries[0]: 'marta' may not write evidence visible to ['elena']" in _error_text(planted)
-            secret = _data(await client.call_tool("recall", {"question": "What is Marta's locker code?", "k": 20}))
+            assert "forbidden: entries[0]: 'marta' may not write evidence visible to ['elena']" in tool_error_text(planted)
+            secret = tool_data(await client.call_tool("recall", {"question": "What is Marta's locker code?", "k": 20}))
             assert "9931" not in json.dumps(secret)
-            assert "invalid_request: malformed principal" in _error_text(await client.call_tool("remember", {"content": "x", "visibility": ["not a principal"]}))
+            assert "invalid_request: malformed principal" in tool_error_text(await client.call_tool("remember", {"content": "x", "visibility": ["not a principal"]}))
 
     anyio.run(main)
 
@@ -137,12 +116,12 @@ def test_streamable_http_admin_forget_and_principal_is_required(scratch):
                     await anyio.sleep(0.3)
             try:
                 assert {t.name for t in (await client.list_tools()).tools} == TOOLS
-                made = _data(await client.call_tool("remember", {"content": "Ops rotated the VPN secret on Monday."}))
+                made = tool_data(await client.call_tool("remember", {"content": "Ops rotated the VPN secret on Monday."}))
                 entry_id = made["entries"][0]["entry_id"]
                 assert made["principal"] == "ops" and made["entries"][0]["visibility"] == ["ops"]
-                report = _data(await client.call_tool("forget", {"entry_ids": [entry_id], "reason": "test erasure", "rebuild": False}))
+                report = tool_data(await client.call_tool("forget", {"entry_ids": [entry_id], "reason": "test erasure", "rebuild": False}))
                 assert report["status"] == "done" and report["erased"] == [entry_id] and report["by"] == "ops"
-                assert "invalid_request" in _error_text(await client.call_tool("forget", {"reason": "names nothing"}))
+                assert "invalid_request" in tool_error_text(await client.call_tool("forget", {"reason": "names nothing"}))
             finally:
                 await client.__aexit__(None, None, None)
             return entry_id

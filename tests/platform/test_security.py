@@ -155,7 +155,7 @@ def test_mcp_over_http_needs_a_key_and_acts_for_its_principal(served):
     from mcp import Client
 
     from api.process import free_port
-    from test_mcp import _data, _error_text, http_transport
+    from mcp_client import http_transport, tool_data, tool_error_text
 
     srv, keys, home = served
     refused = memc(home, "mcp", "--as", "alice", "--http", "0")
@@ -182,13 +182,13 @@ def test_mcp_over_http_needs_a_key_and_acts_for_its_principal(served):
 
         async def main():
             async with Client(http_transport(port, keys["bob"]), read_timeout_seconds=120) as client:
-                made = _data(await client.call_tool("remember", {"content": "Bob parks on level 2.", "valid_at": "2025-06-03T08:00:00Z"}))
+                made = tool_data(await client.call_tool("remember", {"content": "Bob parks on level 2.", "valid_at": "2025-06-03T08:00:00Z"}))
                 assert made["principal"] == "bob" and made["entries"][0]["visibility"] == ["bob"]
                 planted = await client.call_tool("remember", {"content": "Alice lives in Atlantis.", "visibility": ["alice"], "actor": "Alice"})
-                assert "forbidden: entries[0]: 'bob' may not write evidence visible to ['alice']" in _error_text(planted)
-                ctx = _data(await client.call_tool("recall", {"question": "Where does Bob park?"}))
+                assert "forbidden: entries[0]: 'bob' may not write evidence visible to ['alice']" in tool_error_text(planted)
+                ctx = tool_data(await client.call_tool("recall", {"question": "Where does Bob park?"}))
                 assert ctx["asker"] == "bob" and any("level 2" in i["text"] for i in ctx["items"])
-                assert "forbidden" in _error_text(await client.call_tool("forget", {"entry_ids": [made["entries"][0]["entry_id"]], "reason": "x"}))
+                assert "forbidden" in tool_error_text(await client.call_tool("forget", {"entry_ids": [made["entries"][0]["entry_id"]], "reason": "x"}))
 
         anyio.run(main)
     finally:
@@ -238,7 +238,7 @@ def test_a_question_quoting_an_erased_word_leaves_no_byte_of_it(tmp_path_factory
     from ledger import Ledger
     from ledger.schema import NewEntry
     from query import compile_context
-    from test_canaries import _all_hits
+    from canary_stores import all_hits
     from forget_homes import copy_home, forensic_home
 
     monkeypatch.setenv("MEMC_PARQUET_COMPRESSION", "none")
@@ -254,7 +254,7 @@ def test_a_question_quoting_an_erased_word_leaves_no_byte_of_it(tmp_path_factory
 
     rep = forget(home, entry_ids=[eid], reason="asked", by="alice", rebuild=rebuild_views)
     assert rep.status == "done" and rep.rebuilt
-    hits = _all_hits(home, [word], [question])
+    hits = all_hits(home, [word], [question])
     assert hits == {k: {} for k in hits}, hits
 
 
