@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import scaled
 from forget_homes import copy_home, files_containing, forensic_home
 
 from forgetting import forget, journals, pending, resume
@@ -388,8 +389,10 @@ def test_kill_forget_at_random_points_10_trials(tmp_path_factory):
 
 
 @pytest.mark.slow
-def test_kill_forget_at_random_points_60_trials(tmp_path_factory):
-    _kill_trials(tmp_path_factory, trials=60, seed=81)
+def test_kill_forget_at_random_points_60_trials(tmp_path_factory, seed):
+    """60 at full scale (MEMC_SLOW_SCALE reduces it in CI), from a fresh seed each run (printed;
+    MEMC_TEST_SEED replays the kill points, the machine's timing aside)."""
+    _kill_trials(tmp_path_factory, trials=scaled(60, least=12), seed=seed)
 
 
 def test_forget_report_is_json_ready():
