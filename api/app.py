@@ -66,6 +66,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         400: "Malformed request (bad JSON or multipart)",
         401: "Missing, unknown or revoked API key",
         403: "The key's principal may not do this",
+        404: "The scope holds nothing the key's principal may see (details list the scopes it may see)",
         413: "Request body over the server's limit",
         422: "A field is invalid (the field and entry are named)",
         500: "Internal error (a reference; the trace is in the server log)",
@@ -279,10 +280,11 @@ def create_app(
         vis = [p.strip() for p in visibility.split(",") if p.strip()] if visibility else None
         return service.ingest_file(who, data, file.filename or "upload", scope=scope, visibility=vis, format=format, refresh=refresh)
 
-    @app.post("/v1/ask", response_model=m.ContextOut, tags=["query"], responses=_errors(403, 422, 503))
+    @app.post("/v1/ask", response_model=m.ContextOut, tags=["query"], responses=_errors(403, 404, 422, 503))
     def ask(body: m.AskRequest, who: Auth) -> dict[str, Any]:
         """Compile a context for the question, for the key's principal only, with provenance
-        (entry ids, source refs, times) and the watermarks it was compiled against."""
+        (entry ids, source refs, times) and the watermarks it was compiled against. A scope
+        holding nothing the principal may see is 404 ``unknown_scope``, naming the scopes it may see."""
         return service.ask(
             who,
             body.question,

@@ -11,6 +11,7 @@ tool error whose text starts with the code.
 | 401 | ``unauthenticated`` | no API key, or an unknown or revoked one |
 | 403 | ``forbidden`` | the key's principal may not do this (forget without admin, a scope outside the key's) |
 | 404 | ``not_found`` | no such route |
+| 404 | ``unknown_scope`` | an ask names a scope holding nothing the caller may see (details: the scope, and the scopes it may see) |
 | 405 | ``method_not_allowed`` | the route exists, the method does not |
 | 413 | ``payload_too_large`` | the request body is over the server's limit |
 | 422 | ``invalid_request``, ``invalid_entry`` | the body parsed but a field is wrong (the entry index and field are named) |
@@ -56,6 +57,10 @@ def forbidden(message: str) -> ApiError:
 
 def invalid(message: str, details: Any = None, code: str = "invalid_request") -> ApiError:
     return ApiError(422, code, message, details)
+
+
+def unknown_scope(scope: str, visible: list[str], message: str) -> ApiError:
+    return ApiError(404, "unknown_scope", message, {"scope": scope, "visible_scopes": visible})
 
 
 def stale_view(message: str, details: Any) -> ApiError:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 from api.auth import Caller, KeyStore
-from api.errors import ApiError, forbidden, invalid, stale_view, view_unavailable
+from api.errors import ApiError, forbidden, invalid, stale_view, unknown_scope, view_unavailable
 from api.keeper import ViewKeeper
 from catalog.keys import EVIDENCE_INDEX
 from forgetting import forget
@@ -30,6 +30,7 @@ from ingestion.formats import DEFAULT_LIMITS, Source, check_visibility, event_en
 from ledger import Ledger
 from memc.home import MemcHome
 from orchestration.runner import build, rebuild_views
+from query.acl import UnknownScopeError
 from query.asking import Goal, GoalError
 from query.compile import compile_context, view_watermarks
 from query.config import QueryConfig
@@ -328,6 +329,8 @@ class Service:
             )  # fmt: skip
         except StaleViewError as exc:  # the compiler failed closed on a stale view
             raise stale_view(str(exc), json_ready(exc.to_dict())) from None
+        except UnknownScopeError as exc:
+            raise unknown_scope(exc.scope, exc.visible, str(exc)) from None
         out = json_ready(ctx.to_dict())
         out["rendered"] = ctx.render()
         return out

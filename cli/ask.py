@@ -176,6 +176,7 @@ def _compile_here(home, question, asker, scope, when, budget, preset, k, goal, u
     # lazy: ~7 s of torch and sentence-transformers (in the compile, for the question's
     # embedding) and ~1 s of the pipeline that a running server spares
     from query import QueryConfig, StaleViewError, compile_context
+    from query.acl import UnknownScopeError
     from views.embedder import Embedder
 
     config = QueryConfig.preset(preset)
@@ -191,6 +192,8 @@ def _compile_here(home, question, asker, scope, when, budget, preset, k, goal, u
         )  # fmt: skip
     except StaleViewError as exc:
         raise click.ClickException(f"{exc}. Run `memc build` (or `memc up` to keep views fresh).") from None
+    except UnknownScopeError as exc:
+        raise click.ClickException(str(exc)) from None
     return result.to_dict(), result.render()
 
 

@@ -40,6 +40,9 @@ class LedgerFacts:
     derived_from: dict[str, tuple[str, ...]]
     erased: frozenset[str]  # named by a tombstone, stubbed, or derived from either
     ingested_by: dict[str, str | None] = field(default_factory=dict)  # entry id -> who wrote it
+    # scope -> the distinct visibilities of its entries: which scopes an asker may see, without a
+    # pass over every entry per ask (a scope holds a handful of distinct visibilities).
+    scopes: dict[str, frozenset[tuple[str, ...]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,7 @@ class _Cached:
 
 _cache: dict[str, _Cached] = {}
 _cache_lock = threading.Lock()
-_COLUMNS = ["seq", "entry_id", "kind", "visibility", "derived_from", "attributes", "ingested_by"]
+_COLUMNS = ["seq", "entry_id", "kind", "visibility", "derived_from", "attributes", "ingested_by", "scope"]
 
 
 def ledger_facts(ledger: Ledger) -> LedgerFacts:
@@ -74,9 +77,10 @@ def ledger_facts(ledger: Ledger) -> LedgerFacts:
         t = reader.read(_COLUMNS, since_seq=hit.head)
         vis, derived_map, named, head = dict(hit.facts.visibility), dict(hit.facts.derived_from), set(hit.named), hit.head
         writers = dict(hit.facts.ingested_by)
+        scopes = {sc: set(v) for sc, v in hit.facts.scopes.items()}
     else:
         t = reader.read(_COLUMNS)
-        vis, derived_map, named, head, writers = {}, {}, set(), 0, {}
+        vis, derived_map, named, head, writers, scopes = {}, {}, set(), 0, {}, {}
     ids = t.column("entry_id").to_pylist()
     kinds = t.column("kind").to_pylist()
     derived = t.column("derived_from").to_pylist()
@@ -96,6 +100,9 @@ def ledger_facts(ledger: Ledger) -> LedgerFacts:
     vis.update(zip(ids, t.column("visibility").to_pylist()))
     writers.update((e, w) for e, w in zip(ids, t.column("ingested_by").to_pylist()) if w)
     derived_map.update((e, tuple(d)) for e, d in zip(ids, derived) if d)
+    for sc, v in zip(t.column("scope").to_pylist(), t.column("visibility").to_pylist()):
+        if sc is not None:
+            scopes.setdefault(sc, set()).add(tuple(v) if v is not None else ())
     if t.num_rows:
         head = max(head, int(pc.max(t.column("seq")).as_py()))
     # Derived entries computed from an erased one are erased too (chains are short).
@@ -107,7 +114,10 @@ def ledger_facts(ledger: Ledger) -> LedgerFacts:
             if e not in erased and any(i in erased for i in inputs):
                 erased.add(e)
                 changed = True
-    facts = LedgerFacts(visibility=vis, derived_from=derived_map, erased=frozenset(erased), ingested_by=writers)
+    facts = LedgerFacts(
+        visibility=vis, derived_from=derived_map, erased=frozenset(erased), ingested_by=writers,
+        scopes={sc: frozenset(v) for sc, v in scopes.items()},
+    )  # fmt: skip
     with _cache_lock:
         _cache[key] = _Cached(sig, head, facts, frozenset(named))
     return facts
@@ -229,6 +239,33 @@ def check_context(ctx: Any, ledger: Ledger) -> AclReport:
         level = logging.INFO if v["why"] == "erased" else logging.ERROR
         log.log(level, "acl: dropped %s for asker %s: %s (%s)", v.get("item") or v.get("state") or v.get("conflict") or v.get("skill"), ctx.asker, v["why"], ",".join(v["entries"]))
     return report
+
+
+class UnknownScopeError(LookupError):
+    """An ask named a scope holding nothing the asker may see: a typo, or someone else's scope.
+    Answered as an error, not as an empty context that looks like memory knowing nothing. It
+    names only the scopes the asker may see, so it tells no one that a private scope exists."""
+
+    def __init__(self, scope: str, visible: list[str]):
+        self.scope = scope
+        self.visible = visible
+        listed = ", ".join(repr(s) for s in visible) if visible else "none"
+        super().__init__(f"unknown scope {scope!r}: it holds no evidence you may see; the scopes you may see: {listed}")
+
+
+def visible_scopes(ledger: Ledger, asker: str) -> list[str]:
+    """The scopes holding at least one entry ``asker`` may see, sorted."""
+    facts = ledger_facts(ledger)
+    return sorted(sc for sc, vis in facts.scopes.items() if any(may_see(asker, v) for v in vis))
+
+
+def check_scope(ledger: Ledger, asker: str, scope: str | None) -> None:
+    """Raises :class:`UnknownScopeError` when ``scope`` holds nothing ``asker`` may see."""
+    if scope is None:
+        return
+    visible = visible_scopes(ledger, asker)
+    if scope not in visible:
+        raise UnknownScopeError(scope, visible)
 
 
 def may_see_entries(ledger: Ledger, asker: str, entry_ids: list[str]) -> dict[str, str | None]:

@@ -30,7 +30,7 @@ from ledger import Ledger, shared_reader
 from memc.home import MemcHome
 from memc.watermark import read_watermark
 from query import current
-from query.acl import check_context
+from query.acl import check_context, check_scope
 from query.asking import Goal
 from query.config import EVIDENCE_KINDS, QueryConfig
 from query.context import Context
@@ -76,13 +76,16 @@ def compile_context(
     predicates) is the agent's current task: it shapes which facts and evidence rank first.
     ``uncolored`` leaves out every fact about the asker (query/asking.py). ``replay_of``: the
     query id this compile replays (query/replay.py), noted in its log record. Raises
-    StaleViewError when a view must fail closed."""
+    StaleViewError when a view must fail closed, and UnknownScopeError (query/acl.py) when
+    ``scope`` holds nothing the asker may see."""
     started = time.perf_counter()
     home = home or MemcHome.resolve()
     config = config or QueryConfig()
     if budget_tokens is not None:
         config = config.model_copy(update={"budget_tokens": budget_tokens})
     ledger = shared_reader(home.ledger)
+    # An unknown scope is an error, not an empty context that reads as "memory knows nothing".
+    check_scope(ledger, asker, scope)
     head = ledger.head()
     ctx = Context(
         question=question,
