@@ -6,7 +6,8 @@ One pass of :func:`process_inbox` looks at every regular, non-hidden file direct
   read) -> left for the next pass;
 * ingested (one atomic append per file) -> moved to ``inbox/processed/``;
 * bad input -> moved to ``inbox/rejected/`` with ``<name>.error.json`` beside it (path, line,
-  field, message), so the sender can fix and drop it again.
+  field, message of the first error, and ``errors``: every bad line found, up to 50, each with
+  its file, line and field), so the sender can fix them all and drop it again.
 
 Moves never overwrite (a taken name gets ``-1``, ``-2``... before its extension) and never
 leave the memory home: names are plain file names, symlinks are rejected rather than followed,
@@ -80,7 +81,10 @@ class InboxReport:
         if not (self.processed or self.rejected or self.deferred):
             return "inbox: nothing to do"
         lines = [f"processed {p.name} -> {p.moved_to.parent.name}/{p.moved_to.name}: {p.report.status}" for p in self.processed]
-        lines += [f"rejected {r.name!r}: {r.error}" for r in self.rejected]
+        lines += [
+            f"rejected {r.name!r}: {r.error}" + (f" (and {len(r.error.more)}{'+' if r.error.truncated else ''} more)" if r.error.more else "")
+            for r in self.rejected
+        ]
         lines += [f"left {d.name!r} for the next pass: {d.reason}" for d in self.deferred]
         lines.append(
             f"inbox: {len(self.processed)} processed ({self.appended} new entries), "
@@ -351,10 +355,13 @@ def _reject(report: InboxReport, path: Path, rejected_dir: Path, err: IngestErro
         report.deferred.append(DeferredFile(name, "disappeared before it could be rejected"))
         return
     error_file = moved.with_name(moved.name + ERROR_SUFFIX)
+    facts = err.to_dict()
+    # Each error names its file by the name it was dropped as (its path is the inbox's copy).
+    facts["errors"] = [{"file": name, **e} for e in facts["errors"]]
     payload = {
         "file": name,
         "rejected_as": moved.name,
-        **err.to_dict(),
+        **facts,
         "rejected_at": datetime.now(timezone.utc).isoformat(),
     }
     _write_error(error_file, payload)

@@ -8,6 +8,8 @@ from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from ledger.schema import NewEntry
 
+from ingestion.errors import MAX_REPORTED, IngestError
+
 from ingestion.formats.common import BOM, Source, build_entry, decode_utf8, file_key_and_visibility, human_size, json_type, parse_time, short
 from ingestion.formats.trajectories import is_trajectory_record, trajectory_entry
 
@@ -16,9 +18,12 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
 
 
-def iter_json_lines(stream: BinaryIO, source: Source) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_json_lines(stream: BinaryIO, source: Source, errors: list[IngestError] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank line, read one line at a time so that an
-    oversize line is rejected after reading at most ``max_record_bytes`` of it."""
+    oversize line is rejected after reading at most ``max_record_bytes`` of it. With ``errors``,
+    a line that is not a JSON object (or not UTF-8) is added there and the reading goes on, so a
+    rejection can name every bad line; an oversize line still ends it (the rest of that line
+    would be read as lines of its own)."""
     limit = source.limits.max_record_bytes
     offset = 0
     lineno = 0
@@ -39,20 +44,33 @@ def iter_json_lines(stream: BinaryIO, source: Source) -> Iterator[tuple[int, dic
             )
         if lineno == 1 and body.startswith(BOM):
             body, start = body[3:], start + 3
-        text = decode_utf8(body, source, base_offset=start, line=lineno)
-        if not text.strip():
-            continue
         try:
-            obj = json.loads(text, parse_constant=_reject_constant)
-        except json.JSONDecodeError as exc:
-            raise source.error(f"not valid JSON: {exc.msg} at column {exc.colno}", line=lineno) from None
-        except ValueError as exc:
-            raise source.error(f"not valid JSON: {exc}", line=lineno) from None
-        except RecursionError:
-            raise source.error("not valid JSON: nested too deeply", line=lineno) from None
-        if not isinstance(obj, dict):
-            raise source.error(f"expected one JSON object per line, got {json_type(obj)}", line=lineno)
-        yield lineno, obj
+            obj = _object(body, source, start, lineno)
+        except IngestError as err:
+            if errors is None:
+                raise
+            errors.append(err)
+            continue
+        if obj is not None:
+            yield lineno, obj
+
+
+def _object(body: bytes, source: Source, start: int, lineno: int) -> dict[str, Any] | None:
+    """One line's JSON object, or None for a blank line."""
+    text = decode_utf8(body, source, base_offset=start, line=lineno)
+    if not text.strip():
+        return None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise source.error(f"not valid JSON: {exc.msg} at column {exc.colno}", line=lineno) from None
+    except ValueError as exc:
+        raise source.error(f"not valid JSON: {exc}", line=lineno) from None
+    except RecursionError:
+        raise source.error("not valid JSON: nested too deeply", line=lineno) from None
+    if not isinstance(obj, dict):
+        raise source.error(f"expected one JSON object per line, got {json_type(obj)}", line=lineno)
+    return obj
 
 
 def is_conversation_record(obj: Mapping[str, Any]) -> bool:
@@ -177,21 +195,46 @@ def _one_of(obj: Mapping[str, Any], keys: tuple[str, str], source: Source, line:
 
 def parse_jsonl(stream: BinaryIO, source: Source, *, kind: str | None = None) -> tuple[str, list[NewEntry]]:
     """A JSONL file -> (format, entries). ``kind`` forces ``conversation``, ``trajectories`` or
-    ``events``; by default the first record decides, and every later line must be of the same format."""
+    ``events``; by default the first record decides, and every later line must be of the same format.
+
+    A bad line does not end the parse: it goes on to find the file's other bad lines (up to
+    MAX_REPORTED), then raises the first error carrying the others (``IngestError.more``), so a
+    rejection names them all. Nothing is returned, so nothing of the file is committed."""
     entries: list[NewEntry] = []
+    errors: list[IngestError] = []
     make: Callable[[Mapping[str, Any], Source, int], NewEntry] | None = None
     fmt = kind
-    for lineno, obj in iter_json_lines(stream, source):
-        if make is None:
-            if fmt is None:
-                fmt = "conversation" if is_conversation_record(obj) else "trajectories" if is_trajectory_record(obj) else "events"
-            make = {"conversation": conversation_entry, "trajectories": trajectory_entry}.get(fmt, event_entry)
-        if len(entries) >= source.limits.max_entries:
-            raise source.error(
-                f"more than {source.limits.max_entries:,} entries in one file (Limits.max_entries); split the file",
-                line=lineno,
-            )
-        entries.append(make(obj, source, lineno))
+    truncated = False
+    try:
+        for lineno, obj in iter_json_lines(stream, source, errors):
+            if len(errors) >= MAX_REPORTED:
+                truncated = True
+                break
+            if make is None:
+                if fmt is None:
+                    fmt = "conversation" if is_conversation_record(obj) else "trajectories" if is_trajectory_record(obj) else "events"
+                make = {"conversation": conversation_entry, "trajectories": trajectory_entry}.get(fmt, event_entry)
+            if len(entries) >= source.limits.max_entries:
+                raise source.error(
+                    f"more than {source.limits.max_entries:,} entries in one file (Limits.max_entries); split the file",
+                    line=lineno,
+                )
+            try:
+                entries.append(make(obj, source, lineno))
+            except IngestError as err:
+                if err.retryable:
+                    raise
+                errors.append(err)
+    except IngestError as err:  # one the parse cannot read past (an oversize line, too many entries)
+        if err.retryable or not errors:
+            raise
+        errors.append(err)
+        truncated = True
+    if errors:
+        truncated = truncated or len(errors) > MAX_REPORTED
+        errors = errors[:MAX_REPORTED]
+        first = errors[0]
+        raise IngestError(first.message, path=first.path, line=first.line, field=first.field, more=errors[1:], truncated=truncated)
     if not entries:
         raise source.error("no entries: every line is blank")
     return fmt or "events", entries
