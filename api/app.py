@@ -15,6 +15,9 @@ Routes (all under ``/v1``; every one but ``/health`` needs an API key, as
 | POST | /forget | admin key | erase entries by id, source, scope or subject |
 | POST | /local/ask | the operator's token, loopback only | `memc ask` handed to this server (api/local.py; not in the OpenAPI document) |
 
+Outside ``/v1``, without a key: ``/openapi.json``, and the pages over it, ``/docs`` (Swagger UI)
+and ``/redoc``, whose scripts and styles this server serves itself (``/docs-assets/``), offline.
+
 Errors are ``{"error": {"code", "message", "details"}}`` with the codes of :mod:`api.errors`;
 a bug answers 500 ``internal_error`` with a reference, and the trace goes to the server log only.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from importlib.resources import files
 import uuid
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -30,7 +34,8 @@ from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, File, Form, Header, Query, Request, UploadFile
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -130,6 +135,23 @@ async def _send_error(send, err: ApiError) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+# Swagger UI's and ReDoc's assets, from the fastapi-standalone-docs wheel: FastAPI's own pages
+# load them from a CDN, so /docs and /redoc were blank on a machine without internet. Served at
+# DOCS_ASSETS under fixed names (no path from the request reaches the file system).
+DOCS_ASSETS = "/docs-assets"
+_ASSETS = {
+    "swagger-ui-bundle.js": ("swagger", "swagger-ui-bundle.js", "text/javascript"),
+    "swagger-ui.css": ("swagger", "swagger-ui.css", "text/css"),
+    "redoc.standalone.js": ("redoc", "redoc.standalone.js", "text/javascript"),
+    "favicon.png": ("fastapi", "favicon.png", "image/png"),
+}
+
+
+def _asset(name: str):
+    folder, file, media = _ASSETS[name]
+    return str(files("fastapi_standalone_docs") / "static" / folder / file), media
+
+
 def _warm(service: Service) -> None:
     try:
         service.embedder.encode(["warm up"])
@@ -180,6 +202,8 @@ def create_app(
 
     app = FastAPI(
         lifespan=lifespan,
+        docs_url=None,  # served below from local assets
+        redoc_url=None,
         title="memc",
         version=_version(),
         description=(
@@ -224,6 +248,31 @@ def create_app(
             {"error": {"code": "internal_error", "message": f"internal error (reference {ref}; the details are in the server log)"}},
             status_code=500,
         )
+
+    # -------------------------------------------------------------- docs, offline
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url, title=f"{app.title} - Swagger UI",
+            swagger_js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js", swagger_css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            swagger_favicon_url=f"{DOCS_ASSETS}/favicon.png",
+        )  # fmt: skip
+
+    @app.get("/redoc", include_in_schema=False)
+    def redoc() -> HTMLResponse:
+        return get_redoc_html(
+            openapi_url=app.openapi_url, title=f"{app.title} - ReDoc", redoc_js_url=f"{DOCS_ASSETS}/redoc.standalone.js",
+            redoc_favicon_url=f"{DOCS_ASSETS}/favicon.png", with_google_fonts=False,  # fonts from Google are a CDN too
+        )  # fmt: skip
+
+    @app.get(DOCS_ASSETS + "/{name}", include_in_schema=False)
+    def docs_asset(name: str) -> FileResponse:
+        if name not in _ASSETS:
+            raise StarletteHTTPException(404, "no such asset")
+        path, media = _asset(name)
+        # The files change only with the package version: let a browser keep them a day.
+        return FileResponse(path, media_type=media, headers={"Cache-Control": "public, max-age=86400"})
 
     # -------------------------------------------------------------- routes
 
