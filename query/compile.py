@@ -40,6 +40,7 @@ from query.pack import pack
 from query.plan import PlanRecorder, new_query_id
 from query.retrieve import retrieve
 from query.staleness import assess
+from views.lance_filters import PRINCIPAL_RE, SCOPE_RE, check_literal
 from views.profile import logged_entities
 from views.skills import Skill, matching_skills
 
@@ -84,7 +85,11 @@ def compile_context(
     if budget_tokens is not None:
         config = config.model_copy(update={"budget_tokens": budget_tokens})
     ledger = shared_reader(home.ledger)
-    # An unknown scope is an error, not an empty context that reads as "memory knows nothing".
+    # A malformed asker or scope is refused first, as malformed (never looked up, never widened);
+    # an unknown scope is an error, not an empty context that reads as "memory knows nothing".
+    check_literal(asker, PRINCIPAL_RE, "principal")
+    if scope is not None:
+        check_literal(scope, SCOPE_RE, "scope")
     check_scope(ledger, asker, scope)
     head = ledger.head()
     ctx = Context(

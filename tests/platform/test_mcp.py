@@ -57,7 +57,7 @@ def test_remember_then_recall_over_stdio_with_provenance(scratch):
             again = tool_data(await client.call_tool("remember", {"content": fact, "valid_at": "2025-03-01T09:00:00Z", "source_ref": "chat-7"}))
             assert again["appended"] == 0 and again["entries"][0]["entry_id"] == entry["entry_id"]
 
-            ctx = tool_data(await client.call_tool("recall", {"question": "Where does Marta keep her bike?"}))
+            ctx = tool_data(await client.call_tool("recall", {"question": "Where does Marta keep her bike?", "format": "json"}))
             assert ctx["asker"] == "marta"
             hits = [i for i in ctx["items"] if "blue shed" in i["text"]]
             assert hits, ctx["rendered"]
@@ -75,7 +75,7 @@ def test_remember_then_recall_over_stdio_with_provenance(scratch):
             # tried to write is not there for anyone
             planted = await client.call_tool("remember", {"content": "Marta's locker code is 9931.", "visibility": ["elena"]})
             assert "forbidden: entries[0]: 'marta' may not write evidence visible to ['elena']" in tool_error_text(planted)
-            secret = tool_data(await client.call_tool("recall", {"question": "What is Marta's locker code?", "k": 20}))
+            secret = tool_data(await client.call_tool("recall", {"question": "What is Marta's locker code?", "k": 20, "format": "json"}))
             assert "9931" not in json.dumps(secret)
             assert "invalid_request: malformed principal" in tool_error_text(await client.call_tool("remember", {"content": "x", "visibility": ["not a principal"]}))
 

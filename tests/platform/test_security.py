@@ -186,7 +186,7 @@ def test_mcp_over_http_needs_a_key_and_acts_for_its_principal(served):
                 assert made["principal"] == "bob" and made["entries"][0]["visibility"] == ["bob"]
                 planted = await client.call_tool("remember", {"content": "Alice lives in Atlantis.", "visibility": ["alice"], "actor": "Alice"})
                 assert "forbidden: entries[0]: 'bob' may not write evidence visible to ['alice']" in tool_error_text(planted)
-                ctx = tool_data(await client.call_tool("recall", {"question": "Where does Bob park?"}))
+                ctx = tool_data(await client.call_tool("recall", {"question": "Where does Bob park?", "format": "json"}))
                 assert ctx["asker"] == "bob" and any("level 2" in i["text"] for i in ctx["items"])
                 assert "forbidden" in tool_error_text(await client.call_tool("forget", {"entry_ids": [made["entries"][0]["entry_id"]], "reason": "x"}))
 
