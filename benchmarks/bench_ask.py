@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks import REPO, built_sample_home
+
 QUESTION = "Where does Elena live now?"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "DAGSTER_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
 FLOOR = "from views.embedder import Embedder; Embedder(threads=1).encode(['Where does Elena live now?'])"
@@ -64,17 +65,7 @@ def run(home=None, *, reps: int = 5) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as tmp:
         if home is None:
-            sys.path.insert(0, str(REPO / "tests"))
-            from conftest import ingest_sample_corpus  # the corpus the demo and the tests use
-
-            from memc.home import MemcHome
-            from orchestration.runner import build
-
-            home = MemcHome.resolve(Path(tmp) / "home").ensure()
-            ingest_sample_corpus(home)
-            report = build(home)
-            if not report.success:
-                raise SystemExit(f"build failed: {report.failed_steps}")
+            home = built_sample_home(Path(tmp))
         memc = [sys.executable, "-m", "cli.main", "--home", str(home.root)]
         ask = [*memc, "ask", QUESTION, "--as", "tomasz", "--scope", "team"]
         cmds = {

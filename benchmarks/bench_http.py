@@ -9,14 +9,13 @@ give the HTTP latency as a ratio of the compiler's own."""
 from __future__ import annotations
 
 import statistics
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks import built_sample_home
 
 QUESTIONS = [
     "Where does Elena live now?",
@@ -97,17 +96,7 @@ def run(home=None, *, levels: tuple[int, ...] = (1, 2, 4), requests_per_level: i
 
     with tempfile.TemporaryDirectory() as tmp:
         if home is None:
-            sys.path.insert(0, str(REPO / "tests"))
-            from conftest import ingest_sample_corpus  # the corpus the demo and the tests use
-
-            from memc.home import MemcHome
-            from orchestration.runner import build
-
-            home = MemcHome.resolve(Path(tmp) / "home").ensure()
-            ingest_sample_corpus(home)
-            report = build(home)
-            if not report.success:
-                raise SystemExit(f"build failed: {report.failed_steps}")
+            home = built_sample_home(Path(tmp))
         key, record = KeyStore(home).add("tomasz")
         try:
             with ServerProcess(home.root, log_path=Path(tmp) / "serve.log") as srv:

@@ -134,3 +134,58 @@ def test_streamable_http_admin_forget_and_principal_is_required(scratch):
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+
+
+# Issue 20's day-one defects: recall answers with the rendered context an agent reads, the
+# JSON only on request; an unknown scope is a tool error naming the scopes the asker may see.
+def test_recall_answers_with_the_rendering_and_json_on_request(scratch):
+    from mcp import Client
+
+    question = "Where does Elena live?"
+
+    async def main():
+        async with Client(_params(scratch, "--as", "elena"), read_timeout_seconds=180) as client:
+            recall = next(t for t in (await client.list_tools()).tools if t.name == "recall")
+            assert recall.input_schema["properties"]["format"]["enum"] == ["text", "json"]
+            assert "format='json'" in recall.description
+
+            text_result = await client.call_tool("recall", {"question": question})
+            assert not text_result.is_error, text_result.content
+            assert text_result.structured_content is None  # nothing beside the text for a client to forward
+            assert len(text_result.content) == 1
+            text = text_result.content[0].text
+
+            json_result = await client.call_tool("recall", {"question": question, "format": "json"})
+            data = tool_data(json_result)
+            json_text = json_result.content[0].text
+            assert json.loads(json_text) == data  # the text of the JSON answer is the JSON itself
+
+            # The default is the rendering the JSON carries (one compile per call: the query id
+            # under it differs), and it is the lean one.
+            assert text.startswith(data["rendered"]), (text[:300], data["rendered"][:300])
+            assert text.rstrip().endswith(text_result_query_id(text))
+            assert data["items"] and data["rendered"].count("\n") > 3
+            assert len(text) * 3 < len(json_text), (len(text), len(json_text))
+            with pytest.raises(ValueError):
+                json.loads(text)
+
+    anyio.run(main)
+
+
+def text_result_query_id(text: str) -> str:
+    last = text.rstrip().splitlines()[-1]
+    assert last.startswith("query "), last
+    return last
+
+
+def test_recall_in_an_unknown_scope_is_an_error_naming_the_visible_scopes(scratch):
+    from mcp import Client
+
+    async def main():
+        async with Client(_params(scratch, "--as", "elena"), read_timeout_seconds=180) as client:
+            msg = tool_error_text(await client.call_tool("recall", {"question": "Where does Elena live?", "scope": "nosuch"}))
+            assert "unknown_scope: unknown scope 'nosuch'" in msg and "'nosuch'" in msg and "'team'" in msg, msg
+            # the known scope still answers
+            assert "Elena" in (await client.call_tool("recall", {"question": "Where does Elena live?", "scope": "team"})).content[0].text
+
+    anyio.run(main)
