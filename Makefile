@@ -44,7 +44,7 @@ demo: install manifest
 SLOW_SCALE ?= 0.2
 test: install manifest
 	$(BIN)/lint-imports
-	MEMC_SLOW_SCALE=$(SLOW_SCALE) $(BIN)/python -m pytest -q -m "slow or not slow"
+	MEMC_SLOW_SCALE=$(SLOW_SCALE) $(BIN)/python -m pytest -q -m "slow or not slow" --durations=25
 
 # The lanes, each runnable alone (tests/README.md says what belongs where).
 test-unit: install manifest

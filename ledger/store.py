@@ -71,8 +71,8 @@ link (microseconds), and not by the purge, so appends never wait for an erasure.
 Glob readers. dbt reads ``ledger/*.parquet`` directly (dbt_project/models/staging/_sources.yml).
 Between steps 4 and 5 (milliseconds, weekly) such a reader would see a run's rows twice; the
 staging model's ``unique`` tests on seq and entry_id then fail the build rather than fold
-duplicates, and under the daemon one run at a time means the maintenance job never overlaps a
-build (orchestration/runner.py, ``max_concurrent_runs: 1``).
+duplicates, and the maintenance job compacts holding the home's build lock
+(orchestration/maintenance.py, memc/locks.py), so no build reads the ledger meanwhile.
 
 File names and checksums are in ledger/files.py, what a purge leaves of an entry in
 ledger/stubs.py.
