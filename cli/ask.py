@@ -6,23 +6,18 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import click
 
-from cli.common import dump, home_option, parse_time, principal_arg, resolve_home
+from cli.common import dump, home_option, parse_time, principal_arg, resolve_home, time_or_now
 from query.config import PRESETS
 
 # The stages these commands run are imported inside each command: `memc ask` answered by a
 # running `memc serve` (api/local.py) needs none of them, and `memc --help` lists the commands
 # without loading them (importing cli.main: 0.74 s with them at the top, measured with
 # `python -X importtime`; see docs/benchmarks.md, "`memc ask` from a cold process").
-
-
-def _time_or_now(value: str | None, name: str) -> datetime:
-    """An ISO date or time option (UTC if no zone given); now when not given."""
-    return parse_time(value, name) or datetime.now(timezone.utc)
 
 
 def _render(result: dict[str, Any]) -> str:
@@ -224,8 +219,8 @@ def state(ctx, entity, asker, admin, as_of, known_at, scope, as_json, home_dir):
             home.marts,
             entity,
             principal=None if admin else asker,
-            as_of=_time_or_now(as_of, "--as-of"),
-            known_at=_time_or_now(known_at, "--known-at"),
+            as_of=time_or_now(as_of, "--as-of"),
+            known_at=time_or_now(known_at, "--known-at"),
             scope=scope,
             ledger=home.ledger,
         )

@@ -53,6 +53,11 @@ def parse_time(value: str | None, name: str) -> datetime | None:
     return t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t
 
 
+def time_or_now(value: str | None, name: str) -> datetime:
+    """An ISO date or time option (UTC if no zone given); now when not given."""
+    return parse_time(value, name) or datetime.now(timezone.utc)
+
+
 def principal_arg(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """The ``--as`` callback: a principal anyone may act as (not ``public``, not a ``memc:`` name:
     ``--as memc:admin`` would otherwise read what only administrators may, such as tombstones)."""

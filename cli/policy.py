@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from cli.common import dump, home_option, parse_time, principal_arg, resolve_home
+from cli.common import dump, home_option, principal_arg, resolve_home, time_or_now
 from query.actions import StateQueryError, actions_for_entity, render_actions
 
 
@@ -33,8 +33,8 @@ def actions_command(ctx, entity, asker, admin, as_of, known_at, scope, as_json, 
             home.marts,
             entity,
             principal=None if admin else asker,
-            as_of=parse_time(as_of, "--as-of") or _now(),
-            known_at=parse_time(known_at, "--known-at") or _now(),
+            as_of=time_or_now(as_of, "--as-of"),
+            known_at=time_or_now(known_at, "--known-at"),
             scope=scope,
         )
     except StateQueryError as exc:
@@ -43,12 +43,6 @@ def actions_command(ctx, entity, asker, admin, as_of, known_at, scope, as_json, 
         dump(result)
     else:
         click.echo(render_actions(result))
-
-
-def _now():
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc)
 
 
 @click.command("compare")
