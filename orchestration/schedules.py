@@ -57,7 +57,8 @@ def compaction_schedule(settings: Settings) -> dg.ScheduleDefinition:
 
 
 @dg.op(description="Merge runs of small ledger batch files into files of up to 50,000 entries (seqs, ids, keys and "
-       "values unchanged; crash-safe; under the ledger's rewrite lock, as an erasure's purge).")
+       "values unchanged; crash-safe; under the ledger's rewrite lock, as an erasure's purge, and the home's build "
+       "lock, so no build reads the ledger's files meanwhile).")
 def compact_ledger_files(context: dg.OpExecutionContext, memc: MemcResource) -> None:
     stats = maintenance.compact_ledger(memc.home)
     context.log.info(f"ledger compaction: {stats}")
