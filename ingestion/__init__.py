@@ -13,6 +13,7 @@ from ingestion.inbox import (
     ProcessedFile,
     RejectedFile,
     check_inbox_name,
+    check_inbox_path,
     pending_inbox_files,
     process_inbox,
 )
@@ -28,6 +29,7 @@ from ingestion.ingest import (
     ingest_paths,
     parse_file,
 )
+from ingestion.settings import IngestSettings, ResolvedVisibility, load_ingest_settings, public_default_warning, resolve_visibility
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -43,12 +45,18 @@ __all__ = [
     "ParsedFile",
     "ProcessedFile",
     "RejectedFile",
+    "IngestSettings",
+    "ResolvedVisibility",
     "check_inbox_name",
+    "check_inbox_path",
     "collect_files",
     "format_for",
     "ingest_file",
     "ingest_paths",
+    "load_ingest_settings",
     "parse_file",
     "pending_inbox_files",
     "process_inbox",
+    "public_default_warning",
+    "resolve_visibility",
 ]

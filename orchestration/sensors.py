@@ -8,11 +8,17 @@ from catalog.keys import LEDGER
 from catalog.resources import MemcResource
 
 
-@dg.op(description="Ingest every ready file in the inbox: each file one atomic append; bad files go to rejected/ with an error report.")
+@dg.op(
+    description="Ingest every ready file in the inbox and its folders: each file one atomic append, in the scope "
+    "and visibility its folder's memc-inbox.toml (or its own <file>.memc.toml) sets; bad files go to rejected/ "
+    "with an error report. Entries made public only because nothing gave a visibility are logged as warnings."
+)
 def ingest_inbox_files(context: dg.OpExecutionContext, memc: MemcResource) -> None:
     ledger = memc.ledger()
     report = process_inbox(memc.home, ledger)
-    context.log.info(str(report))
+    context.log.info(report.summary())
+    for warning in report.warnings:
+        context.log.warning(warning)
     stats = ledger.stats()
     # Record the new head on the source asset so that its downstream views see new data.
     context.log_event(
@@ -36,7 +42,8 @@ def make_inbox_sensor(interval_seconds: int = 15) -> dg.SensorDefinition:
         files = pending_inbox_files(memc.home)
         if not files:
             return dg.SkipReason("inbox is empty")
-        signature = "|".join(f"{p.name}:{p.stat().st_mtime_ns}" for p in files)
+        inbox = memc.home.inbox
+        signature = "|".join(f"{p.relative_to(inbox).as_posix()}:{p.stat(follow_symlinks=False).st_mtime_ns}" for p in files)
         if signature == context.cursor:
             return dg.SkipReason("files already handed to a run")
         context.update_cursor(signature)
