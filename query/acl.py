@@ -202,6 +202,8 @@ def check_context(ctx: Any, ledger: Ledger) -> AclReport:
             report.violations.append({"state": f"{f.subject} {f.predicate}", "entries": [f.source_entry_id], "why": why})
         else:
             f.source_ingested_by = checker.facts.ingested_by.get(f.source_entry_id)
+            # a restated value's other sources are cited too: an unseeable one is dropped
+            f.sources = [s for s in f.sources if not checker.why_not(s["source_entry_id"])]
             facts.append(f)
     ctx.items, ctx.state = kept, facts
     if conflicts:

@@ -53,6 +53,9 @@ class StateFact:
     source_ingested_by: str | None = None  # who wrote the source entry (from the ledger)
     subject_id: str | None = None
     claim_id: str | None = None
+    # Every claim of this value, the newest first (its own source fields are the first's); a
+    # restatement adds a source, not a fact line (query/state.py merge_restatements).
+    sources: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -137,9 +140,11 @@ def _via(writer: str | None, asker: str) -> str:
 
 def state_line(f: StateFact, asker: str) -> str:
     until = f" until {f.valid_to[:10]}" if f.valid_to else ""
+    # The older sources of a restated value by their refs only: the newest one's quote says it.
+    also = "".join(f"; also {_cite(s.get('source_ref'), s['source_entry_id'])}" for s in f.sources[1:])
     return (
         f"  {f.subject} {f.predicate} {f.object}  (since {f.valid_from[:10]}{until}; "
-        f"source {f.source_ref or '-'} {f.source_entry_id}{_via(f.source_ingested_by, asker)}: \"{f.quote}\")"
+        f"source {f.source_ref or '-'} {f.source_entry_id}{_via(f.source_ingested_by, asker)}: \"{f.quote}\"{also})"
     )
 
 

@@ -15,9 +15,9 @@ from query import intent
 from query.asking import Goal, asked_with_goal, subject_words
 from query.config import QueryConfig
 from query.context import StateFact, iso
-from query.state import StateQueryError, state_for_entity
+from query.state import StateQueryError, merge_restatements, state_for_entity
 from views import dossiers as dossier_views
-from views.marts import STATE_CURRENT, mart_path
+from views.marts import ENTITY_ANALYTICS, STATE_CURRENT, mart_path, read_mart
 from views.state_index import STATE_SOURCE, state_index
 
 
@@ -82,6 +82,8 @@ def state_facts(
         return [], []
     words = subject_words(question, asker, goal, uncolored=uncolored)  # "Elena's employer" names Elena
     source, conflict_rows = state_rows(home, words)
+    if intent.wants_analytics(question):
+        source = [*source, *analytics_rows(home, words, {r["subject_id"] for r in source})]
     rows = [r for r in source if holds_for(r, asker, scope) and intent.shown(r["predicate"], question)]
     mentioned = {r["subject_id"] for r in rows if r["subject"].casefold() in words}
     if uncolored:
@@ -90,9 +92,9 @@ def state_facts(
         return state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at, question, words, asked_with_goal(question, goal))
     newest: dict[tuple[str, str, str], dict[str, Any]] = {}
     facts = []
-    for r in rows:
-        if r["subject_id"] not in mentioned:
-            continue
+    # One line per value: a value restated in several entries (a move said again, a sister
+    # named twice) is one fact, since its first claim, with every source (query/state.py).
+    for r in merge_restatements([r for r in rows if r["subject_id"] in mentioned]):
         if r["cardinality"] == "functional":
             key = (r["scope"], r["subject_id"], r["predicate"])
             if r.get("in_conflict"):
@@ -128,6 +130,21 @@ def state_rows(home: MemcHome, words: set[str]) -> tuple[list[dict[str, Any]], l
     STATE_SOURCE.set("state_current")
     index = state_index(home)
     return (index.rows_for(words) if index is not None else None) or ([], [])
+
+
+def analytics_rows(home: MemcHome, words: set[str], subject_ids: set[str]) -> list[dict[str, Any]]:
+    """Dreaming's derived analytics (centrality, community) about the subjects ``words`` name
+    (or the state rows found): read from their own mart, entity_analytics, only for a question
+    about importance or groups. Rows read as state_current's (``holds_for``); a few per entity."""
+
+    path = mart_path(home, ENTITY_ANALYTICS)
+    if not path.exists():
+        return []
+    return [
+        r
+        for r in read_mart(path).to_pylist()
+        if r["subject_id"] in subject_ids or (r["subject"] or "").casefold() in words
+    ]
 
 
 def state_source() -> str:
@@ -170,6 +187,7 @@ def fact_of(r: dict[str, Any]) -> StateFact:
         scope=r["scope"],
         subject_id=r.get("subject_id"),
         claim_id=r.get("claim_id"),
+        sources=[{k: iso(v) if isinstance(v, datetime) else v for k, v in src.items()} for src in r.get("sources", ())],
     )
 
 

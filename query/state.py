@@ -150,7 +150,8 @@ def state_for_entity(
     ledger: Path | None = None,
 ) -> dict[str, Any]:
     """What held for ``entity`` at valid time ``as_of`` as known at ``known_at``, for
-    ``principal`` (None = administrator), with the conflicts that asker may see. Given the
+    ``principal`` (None = administrator), with the conflicts that asker may see: one fact per
+    value, its restatements merged into ``sources`` (``merge_restatements``). Given the
     ``ledger`` directory, each fact and conflict side also says who wrote its source entry
     (``source_ingested_by``, ``ingested_by_a``/``_b``), read from the ledger itself."""
 
@@ -176,6 +177,8 @@ def state_for_entity(
         for c in conflicts:
             for side in ("a", "b"):
                 c[f"ingested_by_{side}"] = writers.get(c.get(f"source_entry_id_{side}"))
+    # A value restated from several entries is one fact, since its first claim (the move).
+    facts = merge_restatements(facts)
     return {
         "entity": entity,
         "subjects": subjects,
@@ -185,6 +188,38 @@ def state_for_entity(
         "facts": facts,
         "conflicts": conflicts,
     }
+
+
+# What a merged fact keeps of each claim behind it, newest first under ``sources``.
+SOURCE_FIELDS = ("claim_id", "source_entry_id", "source_ref", "source_kind", "quote", "valid_from", "recorded_at", "source_ingested_by")
+
+
+def merge_restatements(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One fact per value: the rows (claims) an asker may see of the same scope, subject,
+    predicate and value (normalised, as the fold compares objects) become one row. A restatement
+    closes nothing in the fold (int_claim_closings_paired), so the value holds since the earliest
+    ``valid_from`` among them (the move, not the restatement) and, while any is open, has no
+    ``valid_to``; the newest claim (by valid, then transaction time) gives the row's own source
+    fields, and ``sources`` lists every claim's source, the newest first. Rows keep their first
+    occurrence's order."""
+
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["scope"], r["subject_id"], r["predicate"], normalize_name(str(r["object"]))), []).append(r)
+    merged = []
+    for same in groups.values():
+        same = sorted(same, key=lambda r: (r["valid_from"], r["recorded_at"], r.get("claim_id") or ""), reverse=True)
+        ends = [r.get("valid_to") for r in same]
+        fact = {
+            **same[0],
+            "valid_from": min(r["valid_from"] for r in same),
+            "valid_to": None if any(e is None for e in ends) else max(ends),
+            "sources": [{k: r.get(k) for k in SOURCE_FIELDS} for r in same],
+        }
+        if "in_conflict" in fact:
+            fact["in_conflict"] = any(r.get("in_conflict") for r in same)
+        merged.append(fact)
+    return merged
 
 
 def _visibility_columns(schema) -> list[str]:

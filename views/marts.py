@@ -20,6 +20,8 @@ from memc.home import MemcHome
 STATE_CURRENT = "state_current"
 STATE_HISTORY = "state_history"
 STATE_CLOSINGS = "state_closings"
+# Dreaming's derived analytics (centrality, community), apart from the facts in state_current.
+ENTITY_ANALYTICS = "entity_analytics"
 CONFLICTS = "conflicts"
 ENTITIES = "entities"
 INTERACTIONS = "interactions"

@@ -25,12 +25,12 @@ from claims.store import CLAIMS_FILE, REJECTIONS_FILE, day_dir, extractor_dir
 from ledger import Ledger
 from ledger.schema import NewEntry
 from memc.ids import content_id, entity_id
-from views.marts import CONFLICTS, MEMORY_ACTIONS, STATE_CURRENT, STATE_HISTORY, mart_path
+from views.marts import CONFLICTS, ENTITY_ANALYTICS, MEMORY_ACTIONS, STATE_CURRENT, STATE_HISTORY, mart_path
 
 REPO = Path(__file__).resolve().parents[2]
 DBT_DIR = REPO / "dbt_project"
 EXTRACTOR_KEY = "test-1"
-FUNCTIONAL = {"lives_in", "works_at"}
+FUNCTIONAL = {"lives_in", "works_at", "centrality"}
 TS = pa.timestamp("us", tz="UTC")
 
 CLAIMS_SCHEMA = pa.schema(
@@ -146,6 +146,9 @@ def run_results(home) -> list[dict[str, Any]]:
 #   conflict   Tomasz works_at Acme (public) and Globex (only tomasz), same valid and
 #              transaction time;
 #   duplicate  Omar likes chess (T1), and says it again (T2); a validator refuses one proposal (T2);
+#   restatement Omar lives_in Oslo (valid Jan, T1), moves to Bergen (valid Feb, T2) and says
+#              Bergen again (valid Jun, T3): Bergen holds since February, with both sources;
+#   analytics  dreaming's derived centrality of Omar (T3): in entity_analytics, not a fact;
 #   retraction Priya likes tea (Jan) and coffee (Feb), no longer tea (May, T3); Priya lives_in
 #              Rome (elena and priya may see it), retracted in an entry only priya may see (T4).
 T1, T2, T3, T4, T5 = t("2024-01-02"), t("2024-02-02"), t("2024-06-02"), t("2024-06-03"), t("2024-09-01")
@@ -159,17 +162,21 @@ STEPS = [
             {"actor": "Priya", "text": "I like tea", "valid": t("2024-01-01"), "ref": "m4", "session": "x", "claims": [("likes", "tea", "assert")]},
             {"actor": "Priya", "text": "I live in Rome", "valid": t("2024-01-01"), "ref": "m5", "visibility": ("elena", "priya"), "claims": [("lives_in", "Rome", "assert")]},
             {"actor": "Omar", "text": "I like chess", "valid": t("2024-01-01"), "ref": "m5b", "claims": [("likes", "chess", "assert")]},
+            {"actor": "Omar", "text": "I live in Oslo", "valid": t("2024-01-01"), "ref": "m5c", "claims": [("lives_in", "Oslo", "assert")]},
         ], True),  # the first batch's claims in the flat layout the claims store used to write
         (T2, [
             {"actor": "Priya", "text": "I like coffee", "valid": t("2024-02-01"), "ref": "m6", "claims": [("likes", "coffee", "assert")],
              "rejected": [("ontology", "unknown predicate 'adores'", {"subject": "Priya", "predicate": "adores", "object": "coffee", "valid_at": "2024-02-01T00:00:00+00:00"})]},
             {"actor": "Omar", "text": "I still like chess", "valid": t("2024-02-01"), "ref": "m6b", "claims": [("likes", "chess", "assert")]},
+            {"actor": "Omar", "text": "I moved to Bergen", "valid": t("2024-02-01"), "ref": "m6c", "claims": [("lives_in", "Bergen", "assert")]},
         ], False),
     ],
     [
         (T3, [
             {"actor": "Elena", "text": "I moved to Berlin", "valid": t("2024-06-01"), "ref": "m7", "claims": [("lives_in", "Berlin", "assert")]},
             {"actor": "Priya", "text": "I no longer like tea", "valid": t("2024-05-01"), "ref": "m8", "claims": [("likes", "tea", "retract")]},
+            {"actor": "Omar", "text": "I still live in Bergen", "valid": t("2024-06-01"), "ref": "m7b", "claims": [("lives_in", "Bergen", "assert")]},
+            {"actor": "Omar", "kind": "derived_claim", "text": "claim: Omar centrality = 0.4200", "valid": t("2024-06-01"), "ref": "centrality:omar", "claims": [("centrality", "0.4200", "assert")]},
         ], False),
         (T4, [{"actor": "Priya", "text": "I no longer live in Rome", "valid": t("2024-04-01"), "ref": "m9", "visibility": ("priya",), "claims": [("lives_in", "Rome", "retract")]}], False),
     ],
@@ -181,7 +188,7 @@ STEPS = [
 TABLES = (
     "int_claims_joined_to_entries", "int_claim_closings_paired", "int_claim_versions_folded",
     "int_entity_events_collected", "state_current", "state_history", "state_closings",
-    "conflicts", "entities", "interactions", "timeline", "memory_actions",
+    "conflicts", "entities", "interactions", "timeline", "memory_actions", "entity_analytics",
 )
 NOW = t("2030-01-01")
 
@@ -231,7 +238,7 @@ def test_incremental_builds_equal_a_full_refresh(fold_home):
     rebuilt = snapshot(home)
     for name in TABLES:
         assert rebuilt[name] == grown[name], name
-    assert len(grown["int_claims_joined_to_entries"]) == 12
+    assert len(grown["int_claims_joined_to_entries"]) == 16
     assert grown["state_history"] and grown["conflicts"]
 
 
@@ -292,6 +299,63 @@ def test_retraction_closes_for_those_who_may_see_it(fold_home):
     assert set(current) == {"coffee", "Rome"} and current["Rome"]["closed_for"] == ["priya"]
 
 
+def test_restatement_keeps_the_moves_date(fold_home):
+    """Bergen said again in June closes nothing: the claim of the move keeps one open version
+    from February, both claims stay current, and every reader shows one Bergen since February
+    with both sources, the newest first (before fold-2 the restatement closed the move's claim,
+    and "since" read June)."""
+    home = fold_home[0]
+    history = [r for r in pq.read_table(mart_path(home, STATE_HISTORY)).to_pylist() if r["source_ref"] == "m6c"]
+    assert [(r["version"], r["valid_to"], r["close_reason"]) for r in history] == [(1, None, None)]
+    current = pq.read_table(mart_path(home, STATE_CURRENT)).to_pylist()
+    assert sorted((r["object"], r["source_ref"]) for r in current if r["subject"] == "Omar" and r["predicate"] == "lives_in") == [
+        ("Bergen", "m6c"), ("Bergen", "m7b")
+    ]
+    for when in (NOW, t("2024-07-01")):
+        facts = [f for f in _as_of(home, "Omar", "tomasz", when)["facts"] if f["predicate"] == "lives_in"]
+        assert [(f["object"], f["valid_from"], f["source_ref"]) for f in facts] == [("Bergen", t("2024-02-01"), "m7b")]
+        assert [s["source_ref"] for s in facts[0]["sources"]] == ["m7b", "m6c"]
+    out = memc(home, "state", "Omar", "--as", "tomasz")
+    assert out.returncode == 0, out.stderr
+    lines = [ln for ln in out.stdout.splitlines() if ln.strip().startswith("lives_in")]
+    assert lines == ["  lives_in             Bergen  (since 2024-02-01)"], out.stdout
+
+
+def test_what_holds_now_shows_one_line_per_fact(fold_home):
+    """The compiled context's "What holds now": Bergen since the move, chess once (said in two
+    entries), each with its sources merged, the newest first, in the text and the JSON."""
+    from query.config import QueryConfig
+    from query.context import Context
+    from query.facts import state_facts
+
+    home = fold_home[0]
+    facts, _ = state_facts(home, "Where does Omar live, and what does Omar like?", "tomasz", None, QueryConfig())
+    shown = [(f.predicate, f.object, f.valid_from[:10], [s["source_ref"] for s in f.sources]) for f in facts]
+    assert sorted(shown) == [("likes", "chess", "2024-01-01", ["m6b", "m5b"]), ("lives_in", "Bergen", "2024-02-01", ["m7b", "m6c"])]
+    ctx = Context(question="q", asker="tomasz", scope=None, ledger_head=0, watermarks={}, state=facts)
+    text = ctx.render()
+    assert text.count("Omar likes chess") == 1 and text.count("Omar lives_in Bergen") == 1
+    assert "Omar lives_in Bergen  (since 2024-02-01;" in text and "also m6c" in text
+    assert [s["source_ref"] for s in ctx.to_dict()["state"][0]["sources"]] == [s["source_ref"] for s in facts[0].sources]
+
+
+def test_derived_analytics_have_their_own_mart(fold_home):
+    """Dreaming's centrality is in entity_analytics, not among the facts (state_current,
+    state_history); the compiler shows it only when the question asks about importance."""
+    from query.config import QueryConfig
+    from query.facts import state_facts
+
+    home = fold_home[0]
+    facts_marts = [pq.read_table(mart_path(home, m)).to_pylist() for m in (STATE_CURRENT, STATE_HISTORY)]
+    assert not [r for rows in facts_marts for r in rows if r["predicate"] == "centrality"]
+    analytics = [r for r in pq.read_table(mart_path(home, ENTITY_ANALYTICS)).to_pylist() if r["claim_id"]]
+    assert [(r["subject"], r["predicate"], r["object"], r["closed_for"]) for r in analytics] == [("Omar", "centrality", "0.4200", [])]
+    plain, _ = state_facts(home, "Where does Omar live?", "tomasz", None, QueryConfig())
+    assert plain and "centrality" not in {f.predicate for f in plain}
+    asked, _ = state_facts(home, "How central is Omar?", "tomasz", None, QueryConfig())
+    assert ("centrality", "0.4200") in {(f.predicate, f.object) for f in asked}
+
+
 def _actions(home, entity=None, principal=None, **times):
     from query.actions import actions_for_entity
 
@@ -316,6 +380,10 @@ def test_memory_actions_record_what_the_fold_did(fold_home):
         "m5b": ("ADD", "first_value"),  # chess
         "m6": ("ADD", "accumulate"),  # coffee beside tea
         "m6b": ("NONE", "duplicate"),  # chess again
+        "m5c": ("ADD", "first_value"),  # Oslo
+        "m6c": ("UPDATE", "newer_value"),  # Bergen ends Oslo
+        "m7b": ("NONE", "duplicate"),  # Bergen said again: corroborates, changes nothing
+        "centrality:omar": ("ADD", "first_value"),  # an analytic: folded, shown apart
         "m7": ("UPDATE", "newer_value"),  # Berlin ends Paris
         "m8": ("DELETE", "retraction"),  # no longer tea
         "m9": ("DELETE", "retraction"),  # no longer Rome (seen by priya only)
@@ -332,7 +400,7 @@ def test_memory_actions_record_what_the_fold_did(fold_home):
     assert [(r["action"], r["rule"], r["predicate"], r["detail"]) for r in rejected] == [
         ("NONE", "rejected", "adores", "ontology: unknown predicate 'adores'")
     ]
-    assert {r["fold_version"] for r in every} == {"fold-1"}
+    assert {r["fold_version"] for r in every} == {"fold-2"}
     assert {(r["extractor"], r["extractor_version"]) for r in every} == {("test", "1")}
 
 
@@ -389,7 +457,7 @@ def test_state_as_of_macro_matches_memc_state(fold_home):
         dbt(home, "run", "--select", "state_as_of", vars={"as_of": f"{as_of} 00:00:00+00", "known_at": f"{known} 00:00:00+00", "principal": principal})
         with duckdb.connect(str(home.warehouse_db), read_only=True) as con:
             by_macro = sorted(r[0] for r in con.execute("select claim_id from state_as_of").fetchall())
-        by_cli = sorted(f["claim_id"] for e in ("Elena", "Tomasz", "Priya", "Omar") for f in _as_of(home, e, principal, t(as_of), t(known))["facts"])
+        by_cli = sorted(s["claim_id"] for e in ("Elena", "Tomasz", "Priya", "Omar") for f in _as_of(home, e, principal, t(as_of), t(known))["facts"] for s in f["sources"])
         assert by_macro == by_cli and by_macro, (principal, as_of)
 
 

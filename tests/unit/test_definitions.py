@@ -71,3 +71,13 @@ def test_code_versions_name_the_extractor_and_the_embedding_model():
     graph = build_definitions().resolve_asset_graph()
     assert graph.get(keys.CLAIMS).code_version == RULES.key
     assert graph.get(keys.EVIDENCE_INDEX).code_version == EMBEDDING_MODEL_VERSION
+
+
+def test_entity_analytics_is_its_own_dbt_asset_with_catalog_text():
+    """Dreaming's derived analytics have their own mart (issue 20): a dbt asset beside
+    state_current, fed by the same fold, whose description (the catalog text) says its grain."""
+    graph = build_definitions().resolve_asset_graph()
+    analytics = graph.get(dg.AssetKey("entity_analytics"))
+    assert dg.AssetKey("int_claim_closings_paired") in analytics.parent_keys
+    assert "centrality" in analytics.description and "Grain" in analytics.description
+    assert "entity_analytics" in graph.get(keys.STATE_CURRENT).description  # where the analytics went

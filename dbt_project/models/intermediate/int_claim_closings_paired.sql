@@ -1,9 +1,12 @@
 {{ config(materialized='incremental', incremental_strategy='append', on_schema_change='append_new_columns') }}
 -- Which claim closes which. The fold is pairwise, so it can be stored once and appended to:
---   * functional predicates: a claim newer by valid time, then by transaction time, closes an
---     older one from its own valid time (a move; a user's correction recorded later about an
---     earlier time). Two claims with the same valid AND transaction time close neither: that is
---     a conflict (see the conflicts mart), and the fold keeps both rather than pick a winner;
+--   * functional predicates: a claim of another value (normalised object), newer by valid
+--     time, then by transaction time, closes an older one from its own valid time (a move; a
+--     user's correction recorded later about an earlier time). A restatement of the same value
+--     closes nothing: the value holds from when it first became true (the move), and the
+--     restatement is one more claim of it, open beside it (memory_actions: NONE, duplicate).
+--     Two claims with the same valid AND transaction time close neither: that is a conflict
+--     (see the conflicts mart), and the fold keeps both rather than pick a winner;
 --   * any predicate: a retraction (polarity 'retract') closes the matching claim (same subject,
 --     predicate and normalised object) from the retraction's valid time, if it is not older
 --     (valid time, transaction time, then seq: a retraction in the same entry closes);
@@ -102,6 +105,7 @@ pairs as (
         (
             x.cardinality = 'functional'
             and y.polarity = 'assert'
+            and y.object_key is distinct from x.object_key
             and (y.valid_at > x.valid_at or (y.valid_at = x.valid_at and y.recorded_at > x.recorded_at))
         )
         or (

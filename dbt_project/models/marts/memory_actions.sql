@@ -17,7 +17,8 @@
 --   DELETE  retraction   a retraction that closed a matching value
 --           erasure      an erasure tombstone in the ledger (`closes` lists the erased entry ids)
 --   NONE    duplicate    the same value of the same subject and predicate was already open
---                        (a restatement: the fold keeps the newer statement, the value is as it was)
+--                        (a restatement: it closes nothing, the value holds from its first claim
+--                        on, and the restatement stands beside it as corroborating evidence)
 --           nothing_to_retract  a retraction that matched no open value
 --           rejected     a validator refused the proposal (`detail`: the validator and reason)
 --

@@ -5,59 +5,12 @@
 -- closers naming every principal of a private claim); otherwise it stays, and `closed_for`
 -- lists the principals for whom a closer they may see has closed it. So:
 --   * may_see(P, visibility) and P not in closed_for  -> exact per-asker state;
---   * may_see alone, then the newest row per functional predicate (what query/context.py does)
+--   * may_see alone, then the newest value per functional predicate (what query/facts.py does)
 --     -> the same answer, except after a retraction P may see that others may not.
 -- Claims in an unresolved conflict (same valid and transaction time, different values) are all
 -- kept, flagged by in_conflict: the fold does not pick a winner between them.
-with claims as (
-    select * from {{ ref('int_claims_joined_to_entries') }}
-    where polarity = 'assert'
-),
-
-closers as (
-    select
-        claim_id,
-        bool_or(list_contains(closer_visibility, 'public')) as closed_publicly,
-        list_sort(list_distinct(flatten(list(closer_visibility)))) as closer_principals,
-        list_sort(list_distinct(list(closer_claim_id))) as closed_by
-    from {{ ref('int_claim_closings_paired') }}
-    group by claim_id
-),
-
-unresolved as (
-    select distinct unnest([claim_id_a, claim_id_b]) as claim_id
-    from {{ ref('conflicts') }}
-    where resolution = 'unresolved'
-)
-
-select
-    c.scope,
-    c.subject_id,
-    c.subject,
-    c.predicate,
-    c.object,
-    c.cardinality,
-    c.valid_at as valid_from,
-    c.recorded_at,
-    c.visibility,
-    c.claim_id,
-    c.source_entry_id,
-    c.source_seq,
-    c.source_ref,
-    c.quote,
-    c.confidence,
-    c.object_id,
-    c.time_phrase,
-    c.asserted_by,
-    c.source_kind,
-    coalesce(k.closer_principals, []::varchar[]) as closed_for,
-    coalesce(k.closed_by, []::varchar[]) as closed_by,
-    u.claim_id is not null as in_conflict
-from claims as c
-left join closers as k using (claim_id)
-left join unresolved as u using (claim_id)
-where not coalesce(
-    k.closed_publicly
-    or (not list_contains(c.visibility, 'public') and list_has_all(k.closer_principals, c.visibility)),
-    false
-)
+-- A restatement of the current value is a row of its own beside the claim that first stated it
+-- (its valid_from is the move's; int_claim_closings_paired): readers show one line per value,
+-- since the earliest valid_from among the rows they may see (query/facts.py).
+-- Dreaming's derived analytics (centrality, community) are not facts: they are in entity_analytics.
+{{ current_claims(analytics=false) }}

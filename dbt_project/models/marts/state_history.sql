@@ -3,7 +3,9 @@
 -- claim counts, whoever may see it). A fact held at valid time V as known at transaction time T
 -- when valid_from <= V < valid_to and recorded_from <= T < recorded_to (a NULL end is open).
 -- Per asker, use the state_as_of macro instead: what an asker believed depends on which closers
--- the asker may see.
+-- the asker may see. A restatement of a value that holds closes nothing: the value's first claim
+-- keeps one open version from the move on, and the restatement has its own beside it. Dreaming's
+-- derived analytics are not here (entity_analytics).
 select
     c.scope,
     c.subject_id,
@@ -31,3 +33,4 @@ select
     c.confidence
 from {{ ref('int_claim_versions_folded') }} as v
 inner join {{ ref('int_claims_joined_to_entries') }} as c using (claim_id)
+where c.source_kind is distinct from 'derived_claim'
