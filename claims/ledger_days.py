@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import date, timedelta
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,12 +55,23 @@ def day_range(start: str, end: str) -> list[str]:
     return [(a + timedelta(days=i)).isoformat() for i in range((b - a).days + 1)]
 
 
-def contiguous(days: Iterable[str]) -> list[tuple[str, str]]:
-    """Sorted ISO days grouped into (first, last) runs of consecutive days."""
-    runs: list[list[date]] = []
-    for d in sorted(date.fromisoformat(x) for x in set(days)):
-        if runs and d - runs[-1][1] == timedelta(days=1):
+def contiguous(days: Iterable[str], among: Sequence[str] | None = None) -> list[tuple[str, str]]:
+    """Sorted ISO days grouped into (first, last) runs of consecutive days: consecutive in the
+    calendar, or with ``among`` (every ledger day, sorted) consecutive in it, so that a day with
+    no entries between two ledger days does not split a run (it is no partition)."""
+    wanted = sorted(set(days))
+    if among is not None:
+        index = {d: i for i, d in enumerate(among)}
+        unknown = [d for d in wanted if d not in index]
+        if unknown:
+            raise ValueError(f"not ledger days: {unknown}")
+        position = index.__getitem__
+    else:
+        position = lambda d: date.fromisoformat(d).toordinal()  # noqa: E731
+    runs: list[list[str]] = []
+    for d in wanted:
+        if runs and position(d) - position(runs[-1][1]) == 1:
             runs[-1][1] = d
         else:
             runs.append([d, d])
-    return [(a.isoformat(), b.isoformat()) for a, b in runs]
+    return [(a, b) for a, b in runs]

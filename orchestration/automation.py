@@ -1,18 +1,19 @@
 """How the platform runs itself: declarative automation conditions and freshness policies,
 applied once to every asset spec by the composition root (``apply_policies``).
 
-The chain is ledger (observed source) -> entity_aliases -> claims (daily partitions) -> the
+The chain is ledger (observed source) -> entity_aliases -> claims (a partition per ledger day) -> the
 unpartitioned views (dbt state, evidence index, entity graph) -> centrality (dreaming).
 
 * entity_aliases: eager, on every ledger growth.
-* claims: eager on the latest ledger day (a growing ledger only ever adds entries to today's
+* claims (one partition per ledger day that has entries): eager on the latest ledger day (a growing ledger only ever adds entries to today's
   partition: ``recorded_at`` is the commit time), but never on the very tick the ledger grew:
   entity_aliases is being requested then, in another run (different partitioning), and claims
   resolve names through it. The trigger is remembered; claims run once the aliases are done.
 * the views below claims: refreshed when claims (or any non-ledger dependency) were updated,
   never while the extraction pass is pending. Plain ``eager()`` never fires below a
-  daily-partitioned asset (its "any dependency missing" clause is true while any of the ~900
-  days since 2024-01-01 is missing: pitfall P6), and eager on the ledger itself would compile
+  partitioned asset (its "any dependency missing" clause is true while any day is missing:
+  pitfall P6, seen with the ~900 calendar days of the former daily partitions), and eager on
+  the ledger itself would compile
   the views once from stale claims and once more from fresh ones. So one refresh of all
   views, in one run, after each extraction.
 * centrality: nightly, on the dreaming cron; its write-back grows the ledger, which refreshes
@@ -57,7 +58,45 @@ _LEDGER_GREW = AC.asset_matches(LEDGER, AC.newly_updated())
 
 ALIASES_EAGER = AC.eager()
 
-CLAIMS_EAGER = (AC.eager() & ~_LEDGER_GREW).with_label("eager, after entity_aliases")
+
+class LatestLedgerDay(dg.AutomationCondition):
+    """True for the newest ledger-day partition only (a growing ledger only adds entries to its
+    latest day: ``recorded_at`` is the commit time). What ``in_latest_time_window()`` is to a
+    daily calendar, for the dynamic ledger-day partitions, on which that condition is true for
+    every day: with it, each append would re-extract every day. Plain Python, so the automation
+    sensor runs in the code server (``use_user_code_server``)."""
+
+    @property
+    def name(self) -> str:
+        return "latest_ledger_day"
+
+    @property
+    def description(self) -> str:
+        return "the latest ledger day"
+
+    @property
+    def requires_cursor(self) -> bool:
+        return False
+
+    def evaluate(self, context: dg.AutomationContext) -> dg.AutomationResult:
+        keys = context.asset_graph_view.get_full_subset(key=context.key).expensively_compute_partition_keys()
+        # ISO dates: the greatest string is the newest day.
+        latest = {max(keys)} if keys else set()
+        return dg.AutomationResult(context, context.candidate_subset.compute_intersection_with_partition_keys(latest))
+
+
+# eager() without its in_latest_time_window(): the latest day when a dependency was updated
+# (the ledger grew, so the aliases did; remembered until entity_aliases are done), and every
+# day that is missing, a new day's as soon as its partition is added and every unbuilt day on
+# a daemon's first tick; not a day whose extraction failed (`memc backfill` retries it), or it
+# would be retried every tick.
+CLAIMS_EAGER = (
+    ((LatestLedgerDay() & AC.any_deps_updated()).since_last_handled() | (AC.missing() & ~AC.execution_failed()))
+    & ~AC.any_deps_missing()
+    & ~AC.any_deps_in_progress()
+    & ~AC.in_progress()
+    & ~_LEDGER_GREW
+).with_label("eager on the latest and missing ledger days, after entity_aliases")
 
 _EXTRACTION_PENDING = (
     _LEDGER_GREW
@@ -68,7 +107,7 @@ _EXTRACTION_PENDING = (
 # A view never builds over a view that was never built (and is not being requested with it):
 # on a fresh home, entity_aliases finishing before claims start let a run select only the marts
 # below it, and dbt failed on the never-built staging view of the ledger (seen in CI). The
-# ledger is an observed source, claims are daily partitions (pitfall P6) and the query log is
+# ledger is an observed source, claims are partitioned by ledger day (pitfall P6) and the query log is
 # external: none of them is ever "materialized" as a whole.
 _UPSTREAM_NEVER_BUILT = (
     AC.any_deps_match(AC.missing() & ~AC.will_be_requested())
@@ -185,6 +224,9 @@ def automation_sensor(settings: Settings) -> dg.AutomationConditionSensorDefinit
     return dg.AutomationConditionSensorDefinition(
         "memc_automation",
         target=dg.AssetSelection.all(),
+        # LatestLedgerDay is Python of ours: the daemon's own evaluator only runs Dagster's
+        # serializable built-in conditions. The code server evaluates ~25 assets per tick.
+        use_user_code_server=True,
         default_status=dg.DefaultSensorStatus.RUNNING,
         minimum_interval_seconds=settings.sensor_interval_seconds,
         description="Evaluates every asset's automation condition: views refresh when the ledger grows, dreaming runs nightly.",

@@ -6,7 +6,9 @@ lineage and check results. In-process execution: one partition plus everything d
 
 Partitioned assets (claims, by ledger day) run over a range of days in the same single run as
 everything below them, through the partition-range tags: that works in-process because every
-partitioned asset has ``BackfillPolicy.single_run()`` and returns ``MaterializeResult``.
+partitioned asset has ``BackfillPolicy.single_run()`` and returns ``MaterializeResult``. The
+ledger days are dynamic partitions: every entry point registers the ledger's days first
+(``register_ledger_days``), so a range from the first to the last day holds exactly them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import uuid
 import warnings
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -24,7 +27,7 @@ import dagster as dg
 
 from catalog.dbt_project import ensure_manifest
 from catalog.keys import CENTRALITY, CLAIMS, ENTITY_ALIASES, LEDGER
-from catalog.partitions import LEDGER_DAYS, range_tags
+from catalog.partitions import range_tags, register_ledger_days
 from claims.extract import active_extractor
 from claims.ledger_days import contiguous, day_range, ledger_days
 from claims.store import days as stored_days
@@ -157,11 +160,11 @@ def build(
 
     job = defs.resolve_implicit_global_asset_job_def()
     head_before = _head(home)
-    _run(job, instance, selection, on_event, report, _all_days_tags(defs, home, selection))
+    _run(job, instance, selection, on_event, report, _all_days_tags(defs, home, instance, selection))
     if report.success and selection is None and _head(home) > head_before:
         observe.execute_in_process(instance=instance, run_config=_QUIET)
         everything = [k for k in defs.resolve_asset_graph().materializable_asset_keys if k not in (CENTRALITY,)]
-        _run(job, instance, everything, on_event, report, _all_days_tags(defs, home, everything))
+        _run(job, instance, everything, on_event, report, _all_days_tags(defs, home, instance, everything))
     report.ledger_head = _head(home)
     return report
 
@@ -181,22 +184,15 @@ def _partitioned(defs: dg.Definitions, selection: Sequence[dg.AssetKey] | None) 
     return any(graph.get(k).partitions_def is not None for k in keys)
 
 
-def _all_days_tags(defs: dg.Definitions, home: MemcHome, selection: Sequence[dg.AssetKey] | None) -> dict[str, str]:
-    """Range tags over every ledger day with entries (today for an empty ledger), if the
-    selection holds a partitioned asset. Days between two ledger days are in the range too:
-    they compile to empty partitions, which is what they are."""
+def _all_days_tags(defs: dg.Definitions, home: MemcHome, instance: dg.DagsterInstance, selection: Sequence[dg.AssetKey] | None) -> dict[str, str]:
+    """Range tags over every ledger day (registered as partitions first), if the selection holds
+    a partitioned asset. An empty ledger has no day yet: today is registered, the day its first
+    entries will most likely be recorded on, so that the claims (empty) exist for the views."""
     if not _partitioned(defs, selection):
         return {}
-
-    days = ledger_days(Ledger(home.ledger)) or [LEDGER_DAYS.get_last_partition_key()]
-    _check_days(days)
+    days = ledger_days(Ledger(home.ledger)) or [datetime.now(timezone.utc).date().isoformat()]
+    register_ledger_days(instance, days)
     return range_tags(days[0], days[-1])
-
-
-def _check_days(days: Sequence[str]) -> None:
-    first = LEDGER_DAYS.get_first_partition_key()
-    if days and days[0] < first:
-        raise ValueError(f"ledger day {days[0]} is before the first ledger-day partition {first}")
 
 
 @dataclass
@@ -247,11 +243,11 @@ def backfill(
     report = BackfillReport(extractor=active.key)
     present = set(ledger_days(Ledger(home.ledger)))
     report.days_with_entries = [d for d in wanted if d in present]
-    _check_days(report.days_with_entries)
+    register_ledger_days(instance, sorted(present))
     versions = partition_code_versions(instance, CLAIMS, report.days_with_entries)
     on_disk = set(stored_days(home.claims, active.key))
     report.out_of_date = [d for d in report.days_with_entries if versions[d] != active.key or d not in on_disk]
-    report.ranges = contiguous(report.out_of_date)
+    report.ranges = contiguous(report.out_of_date, among=sorted(present))
     report.ledger_head = _head(home)
     if not report.ranges:
         return report
@@ -342,7 +338,7 @@ def dream(
     if report.success and recompile and _head(home) > before:
         observe.execute_in_process(instance=instance, run_config=_QUIET)
         everything = [k for k in defs.resolve_asset_graph().materializable_asset_keys if k != CENTRALITY]
-        _run(job, instance, everything, on_event, report, {**_all_days_tags(defs, home, everything), "memc/trigger": "memc dream"})
+        _run(job, instance, everything, on_event, report, {**_all_days_tags(defs, home, instance, everything), "memc/trigger": "memc dream"})
     report.ledger_head = _head(home)
     return report
 

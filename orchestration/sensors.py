@@ -5,6 +5,8 @@ import dagster as dg
 
 from ingestion.inbox import pending_inbox_files, process_inbox
 from catalog.keys import LEDGER
+from catalog.partitions import LEDGER_DAYS, new_ledger_days
+from claims.ledger_days import ledger_days
 from catalog.resources import MemcResource
 
 
@@ -60,16 +62,21 @@ def make_ledger_head_sensor(interval_seconds: int = 30) -> dg.SensorDefinition:
     def ledger_head_sensor(context: dg.SensorEvaluationContext, memc: MemcResource):
         """Records an observation of the ledger whenever its head moved, whoever wrote it
         (`memc ingest`, the HTTP API, dreaming's write-back): the automation refreshes the
-        views on it. Costs one directory listing per tick; launches no run."""
-        head = memc.ledger().head()
+        views on it. A ledger day that has its first entries becomes a partition of the claims
+        here. Costs one directory listing per tick, and a read of recorded_at when the head
+        moved; launches no run."""
+        ledger = memc.ledger()
+        head = ledger.head()
         if context.cursor == str(head):
             return dg.SkipReason(f"ledger head unchanged at {head}")
+        new_days = new_ledger_days(ledger_days(ledger), context.instance.get_dynamic_partitions(LEDGER_DAYS.name))
         return dg.SensorResult(
             asset_events=[
                 dg.AssetObservation(
                     asset_key=LEDGER, metadata={"head_seq": head}, tags={"dagster/data_version": str(head)}
                 )
             ],
+            dynamic_partitions_requests=[LEDGER_DAYS.build_add_request(new_days)] if new_days else None,
             cursor=str(head),
         )
 

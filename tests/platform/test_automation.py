@@ -32,6 +32,10 @@ def test_views_refresh_once_after_the_extraction_pass(defs):
         result = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor)
         return result, result.cursor
 
+    # two ledger days, built (what the ledger-head sensor and a build leave)
+    instance.add_dynamic_partitions(LEDGER_DAYS.name, ["2024-06-01", "2024-06-02"])
+    for day in ("2024-06-01", "2024-06-02"):
+        instance.report_runless_asset_event(dg.AssetMaterialization(CLAIMS, partition=day))
     r, cursor = tick(None)
     assert _requested(defs, r) == {}
     # the ledger grew (what the inbox job and the ledger-head sensor record)
@@ -40,10 +44,10 @@ def test_views_refresh_once_after_the_extraction_pass(defs):
     assert _requested(defs, r) == {"entity_aliases": 1}, "only the aliases on the tick the ledger grew"
     instance.report_runless_asset_event(dg.AssetMaterialization(ENTITY_ALIASES))
     r, cursor = tick(cursor)
-    today = LEDGER_DAYS.get_last_partition_key()
+    latest = "2024-06-02"
     assert _requested(defs, r) == {"claims": 1}, "then the latest ledger day's claims, and no view yet"
-    assert r.get_requested_partitions(CLAIMS) == {today}
-    instance.report_runless_asset_event(dg.AssetMaterialization(CLAIMS, partition=today))
+    assert r.get_requested_partitions(CLAIMS) == {latest}, "not every day: only the latest can have grown"
+    instance.report_runless_asset_event(dg.AssetMaterialization(CLAIMS, partition=latest))
     r, cursor = tick(cursor)
     requested = _requested(defs, r)
     # every view below the claims at once (one run: all unpartitioned), dreaming left to its cron
@@ -52,6 +56,30 @@ def test_views_refresh_once_after_the_extraction_pass(defs):
         assert key.to_user_string() in requested
     r, cursor = tick(cursor)
     assert _requested(defs, r) == {}, "nothing more until the ledger grows again"
+    for key in views:
+        instance.report_runless_asset_event(dg.AssetMaterialization(dg.AssetKey.from_user_string(key)))
+    r, cursor = tick(cursor)
+
+    # A new ledger day: its partition is added with the ledger's growth (the ledger-head sensor
+    # does both), and its claims run once the aliases are done; the older days are not redone.
+    instance.add_dynamic_partitions(LEDGER_DAYS.name, ["2024-06-03"])
+    instance.report_runless_asset_event(dg.AssetObservation(LEDGER, tags={"dagster/data_version": "20"}))
+    r, cursor = tick(cursor)
+    assert _requested(defs, r) == {"entity_aliases": 1}
+    instance.report_runless_asset_event(dg.AssetMaterialization(ENTITY_ALIASES))
+    r, cursor = tick(cursor)
+    assert r.get_requested_partitions(CLAIMS) == {"2024-06-03"}
+
+
+def test_unbuilt_ledger_days_are_extracted_on_the_first_tick(defs):
+    """A daemon started on a home whose days were never extracted: every missing day, not only
+    the latest (a day that is "Missing" in the UI is a real day with entries and no claims)."""
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(LEDGER_DAYS.name, ["2024-06-01", "2024-06-02", "2024-06-04"])
+    instance.report_runless_asset_event(dg.AssetObservation(LEDGER, tags={"dagster/data_version": "5"}))
+    instance.report_runless_asset_event(dg.AssetMaterialization(ENTITY_ALIASES))
+    r = dg.evaluate_automation_conditions(defs=defs, instance=instance)
+    assert r.get_requested_partitions(CLAIMS) == {"2024-06-01", "2024-06-02", "2024-06-04"}
 
 
 def test_no_view_builds_over_a_view_never_built(defs):
@@ -60,6 +88,8 @@ def test_no_view_builds_over_a_view_never_built(defs):
     that do not exist yet."""
     instance = dg.DagsterInstance.ephemeral()
     cursor = None
+    # the ledger-head sensor adds the first ledger day's partition with its observation
+    instance.add_dynamic_partitions(LEDGER_DAYS.name, ["2024-06-01"])
     instance.report_runless_asset_event(dg.AssetObservation(LEDGER, tags={"dagster/data_version": "15"}))
     cursor = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=cursor).cursor
     instance.report_runless_asset_event(dg.AssetMaterialization(ENTITY_ALIASES))
@@ -76,8 +106,8 @@ def test_no_view_builds_over_a_view_never_built(defs):
 
 
 def test_plain_eager_would_never_fire_below_the_partitioned_claims(defs):
-    """Pitfall P6, the reason for the views' own condition: plain eager() waits for ~900
-    missing ledger days."""
+    """Pitfall P6, the reason for the views' own condition: plain eager() waits while any
+    ledger day is missing."""
     graph = defs.resolve_asset_graph()
     plain = dg.Definitions(
         assets=[
@@ -87,16 +117,19 @@ def test_plain_eager_would_never_fire_below_the_partitioned_claims(defs):
         ]
     )
     instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(LEDGER_DAYS.name, ["2024-06-01", "2024-06-02"])
     cursor = dg.evaluate_automation_conditions(defs=plain, instance=instance).cursor
-    instance.report_runless_asset_event(dg.AssetMaterialization(CLAIMS, partition=LEDGER_DAYS.get_last_partition_key()))
+    instance.report_runless_asset_event(dg.AssetMaterialization(CLAIMS, partition="2024-06-02"))
     r = dg.evaluate_automation_conditions(defs=plain, instance=instance, cursor=cursor)
     assert r.get_num_requested(STATE_CURRENT) == 0
     assert graph.get(STATE_CURRENT).automation_condition.get_label() == "eager, after the extraction pass"
 
 
-def test_ledger_head_sensor_observes_every_append(tmp_path, defs):
+def test_ledger_head_sensor_observes_every_append_and_adds_its_days(tmp_path, defs):
+    from datetime import datetime, timezone
+
     from ingestion import ingest_paths
-    from ledger import Ledger
+    from ledger import Ledger, NewEntry
     from memc.home import MemcHome
     from catalog.resources import MemcResource
 
@@ -104,16 +137,42 @@ def test_ledger_head_sensor_observes_every_append(tmp_path, defs):
 
     home = MemcHome.resolve(tmp_path / "home").ensure()
     sensor = defs.resolve_sensor_def("ledger_head_sensor")
+    instance = dg.DagsterInstance.ephemeral()
     resources = {"memc": MemcResource(home_dir=str(home.root))}
-    first = sensor(dg.build_sensor_context(resources=resources))
-    assert first.cursor == "0"
-    assert isinstance(sensor(dg.build_sensor_context(cursor="0", resources=resources)), dg.SkipReason)
-    ingest_paths(Ledger(home.ledger), [SAMPLES / "team" / "orders.jsonl"], scope="team")  # `memc ingest`, not the inbox
-    head = Ledger(home.ledger).head()
-    grown = sensor(dg.build_sensor_context(cursor="0", resources=resources))
+
+    def evaluate(cursor):
+        return sensor(dg.build_sensor_context(cursor=cursor, resources=resources, instance=instance))
+
+    def apply(result):  # what the daemon does with a sensor's partition requests
+        for request in result.dynamic_partitions_requests or []:
+            instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+
+    first = evaluate(None)
+    assert first.cursor == "0" and not first.dynamic_partitions_requests, "an empty ledger has no day"
+    assert isinstance(evaluate("0"), dg.SkipReason)
+    ledger = Ledger(home.ledger)
+    for day in ("2024-06-01", "2024-06-03"):
+        at = datetime.fromisoformat(f"{day}T12:00:00+00:00")
+        ledger.append([NewEntry(kind="document", content=f"on {day}", valid_at=at)], recorded_at=at)
+    head = ledger.head()
+    grown = evaluate("0")
     assert isinstance(grown, dg.SensorResult) and grown.cursor == str(head)
     (obs,) = grown.asset_events
     assert obs.asset_key == LEDGER and obs.tags["dagster/data_version"] == str(head)
+    (request,) = grown.dynamic_partitions_requests
+    assert request.partitions_def_name == LEDGER_DAYS.name and list(request.partition_keys) == ["2024-06-01", "2024-06-03"]
+    apply(grown)
+    assert instance.get_dynamic_partitions(LEDGER_DAYS.name) == ["2024-06-01", "2024-06-03"], "no day without entries"
+
+    # `memc ingest` (not the inbox) today: the head moves, and today becomes a partition.
+    ingest_paths(Ledger(home.ledger), [SAMPLES / "team" / "orders.jsonl"], scope="team")
+    today = datetime.now(timezone.utc).date().isoformat()
+    again = evaluate(grown.cursor)
+    assert again.cursor == str(Ledger(home.ledger).head())
+    assert [list(r.partition_keys) for r in again.dynamic_partitions_requests] == [[today]]
+    apply(again)
+    # the same head again: nothing to observe, no partition to add
+    assert isinstance(evaluate(again.cursor), dg.SkipReason)
 
 
 def test_sensors_and_schedules_run_by_default(defs):

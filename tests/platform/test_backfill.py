@@ -14,6 +14,7 @@ import claims.extract
 import claims.extractors.registry
 from claims.extractors import rules
 from claims.extract import RULES, Extractor
+from catalog.partitions import LEDGER_DAYS
 from claims.store import day_dir, days, read_claims
 from ledger import Ledger
 from ledger.schema import NewEntry
@@ -79,6 +80,9 @@ def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
     assert od["object_id"] == oda["subject_id"], "'Od' resolves to Oda (prefix-in-conversation)"
     instance = dg.DagsterInstance.get()
     assert set(partition_code_versions(instance, CLAIMS, list(LEDGER)).values()) == {RULES.key}
+    # The partitions are the ledger days (no 06-03, no calendar from 2024-01-01), none Missing.
+    assert instance.get_dynamic_partitions(LEDGER_DAYS.name) == list(LEDGER)
+    assert instance.get_materialized_partitions(CLAIMS) == set(LEDGER)
     before_v1 = _snapshot(home, RULES.key)
 
     # 2. A new extractor version: nothing of it on disk, every day out of date.
@@ -120,6 +124,15 @@ def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
     merge = [r for r in read_aliases(home.claims).to_pylist() if r["rule"] == "prefix-in-conversation"]
     assert [(r["alias"], r["canonical_name"]) for r in merge] == [("Od", "Oda")] and merge[0]["evidence"]
     assert ENTITY_ALIASES.to_user_string() == "entity_aliases"
+
+    # 5. A new ledger day gets its partition with the next build (which extracts every day again).
+    at = datetime.fromisoformat("2024-06-07T09:00:00+00:00")
+    Ledger(home.ledger).append([NewEntry(kind="message", scope="crew", actor="Per", content="I moved to Oslo.", valid_at=at,
+                                         session_id="crew:S1", source_ref="2024-06-07:0")], recorded_at=at)  # fmt: skip
+    grown = build(home, selection=[ENTITY_ALIASES, CLAIMS])
+    assert grown.success, grown.failed_steps
+    assert instance.get_dynamic_partitions(LEDGER_DAYS.name) == [*LEDGER, "2024-06-07"]
+    assert instance.get_materialized_partitions(CLAIMS) == {*LEDGER, "2024-06-07"}
 
 
 def test_claims_command_lists_claims_and_rejections(home, tmp_path):
