@@ -29,7 +29,17 @@ def _render(result: dict[str, Any]) -> str:
         return lines[0] + "\n  no such entity"
     if not result["facts"]:
         lines.append("  nothing holds for this asker")
+    # Two scopes can each hold an entity of this name (a team's Elena, an inbox drop's Elena):
+    # then the facts are grouped under their scope, or two current cities would read as one.
+    scopes = sorted({s["scope"] for s in result["subjects"]} | {f["scope"] for f in result["facts"]})
+    mixed = len(scopes) > 1
+    if mixed:
+        lines[0] += f"; in {len(scopes)} scopes ({', '.join(scopes)}): --scope S shows one"
+    shown_scope = None
     for f in result["facts"]:
+        if mixed and f["scope"] != shown_scope:
+            shown_scope = f["scope"]
+            lines.append(f" scope {shown_scope}:")
         until = f" until {f['valid_to']:%Y-%m-%d}" if f["valid_to"] else ""
         lines.append(f"  {f['predicate']:<20} {f['object']}  (since {f['valid_from']:%Y-%m-%d}{until})")
         by = f.get("source_ingested_by")
@@ -40,7 +50,8 @@ def _render(result: dict[str, Any]) -> str:
     if result["conflicts"]:
         lines.append("Conflicts (same valid time, different values):")
         for c in result["conflicts"]:
-            lines.append(f"  {c['predicate']} at {c['valid_at']:%Y-%m-%d}: {c['resolution']}")
+            where = f"[{c['scope']}] " if mixed and c.get("scope") else ""
+            lines.append(f"  {where}{c['predicate']} at {c['valid_at']:%Y-%m-%d}: {c['resolution']}")
             for side in ("a", "b"):
                 lines.append(
                     f"    {c['object_' + side]!s:<24} source {c['source_ref_' + side] or '-'} {c['source_entry_id_' + side]}: "

@@ -105,9 +105,15 @@ def render_actions(result: dict[str, Any]) -> str:
             f"{values[i]['object']} ({values[i]['source_ref'] or i})" if i in values else i for i in ids
         )
 
+    # Actions from several scopes (no --scope): each line names its scope, so two scopes' claims
+    # about one name are not read as one entity's history.
+    scopes = sorted({a["scope"] for a in result["actions"] if a.get("scope")})
+    if len(scopes) > 1:
+        lines[0] += f"; in {len(scopes)} scopes ({', '.join(scopes)}): --scope S shows one"
     for a in result["actions"]:
         what = " ".join(str(x) for x in (a["subject"], a["predicate"], a["object"]) if x) or "(erased entries)"
-        line = f"  {a['valid_at']:%Y-%m-%d}  {a['action']:<6}  {a['rule']:<24}  {what}"
+        where = f"  [{a['scope']}]" if len(scopes) > 1 else ""
+        line = f"  {a['valid_at']:%Y-%m-%d}{where}  {a['action']:<6}  {a['rule']:<24}  {what}"
         if a["closes"]:
             line += f"  closes {named(a['closes'])}" if a["considered_kind"] != "erasure" else f"  erases {', '.join(a['closes'])}"
         if a["duplicate_of"]:

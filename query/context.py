@@ -113,7 +113,8 @@ class Context:
     def render(self) -> str:
         lines = self.header()
         if self.state:
-            lines += ["", "What holds now:" if not (self.as_of or self.known_at) else "What held then:", *(state_line(f, self.asker) for f in self.state)]
+            show = mixed_scopes(self.state)
+            lines += ["", "What holds now:" if not (self.as_of or self.known_at) else "What held then:", *(state_line(f, self.asker, show_scope=show) for f in self.state)]
         if self.conflicts:
             lines += ["", "Conflicts (sources disagree; both sides kept):"]
             for c in self.conflicts:
@@ -138,12 +139,20 @@ def _via(writer: str | None, asker: str) -> str:
     return f" via {writer}" if writer and writer != asker and not writer.startswith(RESERVED_PREFIX) else ""
 
 
-def state_line(f: StateFact, asker: str) -> str:
+def mixed_scopes(facts: list[StateFact]) -> bool:
+    """Facts from more than one scope (an ask without a scope): each line then names its scope,
+    or two scopes' "Elena lives_in" would read as one person's contradiction."""
+    return len({f.scope for f in facts}) > 1
+
+
+def state_line(f: StateFact, asker: str, *, show_scope: bool = False) -> str:
+    """``show_scope``: prefix ``[scope]`` (when the shown facts come from several scopes)."""
     until = f" until {f.valid_to[:10]}" if f.valid_to else ""
+    where = f"[{f.scope}] " if show_scope else ""
     # The older sources of a restated value by their refs only: the newest one's quote says it.
     also = "".join(f"; also {_cite(s.get('source_ref'), s['source_entry_id'])}" for s in f.sources[1:])
     return (
-        f"  {f.subject} {f.predicate} {f.object}  (since {f.valid_from[:10]}{until}; "
+        f"  {where}{f.subject} {f.predicate} {f.object}  (since {f.valid_from[:10]}{until}; "
         f"source {f.source_ref or '-'} {f.source_entry_id}{_via(f.source_ingested_by, asker)}: \"{f.quote}\"{also})"
     )
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Iterator
 
-from query.context import Context, ContextItem, item_lines, skill_lines, state_line
+from query.context import Context, ContextItem, item_lines, mixed_scopes, skill_lines, state_line
 from query.plan import PlanRecorder
 from query.tokens import count_tokens
 
@@ -33,8 +33,11 @@ def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float =
     # Facts are dense but not all relevant: they may take at most a share of the budget, so the
     # evidence always has room.
     state_budget = used + int(budget * state_share)
+    # Counted as rendered: with its [scope] when the candidates mix scopes (if the packed ones turn
+    # out to share one, the render leaves it out and the count was a few tokens high, never low).
+    show_scope = mixed_scopes(ctx.state)
     for f in ctx.state:
-        cost = count_tokens(state_line(f, ctx.asker))
+        cost = count_tokens(state_line(f, ctx.asker, show_scope=show_scope))
         if used + cost > min(budget, state_budget):
             break
         kept_state.append(f)
