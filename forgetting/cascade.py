@@ -211,7 +211,7 @@ def _advance(home: MemcHome, journal: dict[str, Any], report: ForgetReport, *, h
         wanted = set(erased)
         rows = [
             r
-            for r in ledger.read(["entry_id", "kind", "content", "attributes", "source_uri"]).to_pylist()
+            for r in ledger.read(["entry_id", "kind", "content", "attributes", "source_uri", "source_ref"]).to_pylist()
             if r["entry_id"] in wanted and not is_erased_stub(r)
         ]
         texts = [t for r in rows for t in entry_texts(r)]

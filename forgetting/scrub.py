@@ -7,7 +7,10 @@ covers are copies no id leads to, so it searches them for the erased text itself
 cut from the erased entries while the ledger still holds them (this step runs before the ledger
 purge, and a resumed erasure past the purge has already done it). The search is byte-level over
 uncompressed files (logs, JSON, SQLite pages, inbox files); binary view files are not searched
-because every view is dropped and rebuilt whole.
+because every view is dropped and rebuilt whole. Each needle is also searched in the forms JSON
+gives it: Dagster stores events and metadata as JSON with non-ASCII characters escaped
+(``Müller`` is ``M\\u00fcller`` in its SQLite) and quotes and backslashes escaped, so a byte
+search for the plain text alone missed any erased line holding one of those (``encoded_forms``).
 
 A match is handled by what the file is:
 
@@ -73,10 +76,23 @@ def _mixed(tok: str) -> bool:
     return classes >= 2 and not re.fullmatch(r"[A-Z][a-z'-]+", tok)
 
 
+def encoded_forms(needle: str) -> list[bytes]:
+    """The bytes a needle may be stored as: UTF-8, and the body of a JSON string with
+    ``ensure_ascii`` on (Python's and Dagster's default: ``\\u00fc``) and off (quotes and
+    backslashes escaped). Plain ASCII without quotes has one form."""
+    forms = [needle.encode("utf-8")]
+    for ascii_only in (True, False):
+        body = json.dumps(needle, ensure_ascii=ascii_only)[1:-1].encode("utf-8")
+        if body not in forms:
+            forms.append(body)
+    return forms
+
+
 def entry_texts(row: dict[str, Any]) -> list[str]:
     """The text an entry carries: its content and the string values of its attributes (an image
-    caption, a subject line, a claim's quote) and its source ref and session id."""
-    out = [row.get("content") or ""]
+    caption, a subject line, a claim's quote) and its source ref (a badge number, a Message-ID).
+    Not its session id: every turn of the session shares it, so it says nothing of this entry."""
+    out = [row.get("content") or "", row.get("source_ref") or ""]
     try:
         attrs = json.loads(row.get("attributes") or "{}")
     except (TypeError, ValueError):
@@ -127,7 +143,9 @@ def scrub_home(home: MemcHome, needle_list: list[str], source_uris: Iterable[str
     """Search every file under the home except the ledger and ``skip`` (the views, dropped
     whole) for the needles, and handle matches as the module docstring says."""
     report = ScrubReport()
-    encoded = [n.encode("utf-8") for n in needle_list]
+    # needle -> its stored forms, longest needle first (as ``needles`` orders them)
+    forms = [(n, encoded_forms(n)) for n in needle_list]
+    encoded = [b for _, fs in forms for b in fs]
     skip_dirs = [home.ledger, *skip]
     inbox_archives = [home.inbox / "processed", home.inbox / "rejected"]
 
@@ -158,12 +176,12 @@ def scrub_home(home: MemcHome, needle_list: list[str], source_uris: Iterable[str
         if any(_under(p, a) for a in inbox_archives):
             _remove_archived(home, p, report)
         elif data.startswith(SQLITE_MAGIC):
-            _scrub_sqlite(p, needle_list)
+            _scrub_sqlite(p, forms)
             report.sqlite.append(_rel(home, p))
         elif p.name.endswith(("-wal", "-journal", "-shm")):
             db = p.with_name(re.sub(r"-(wal|journal|shm)$", "", p.name))
             if db.exists():
-                _scrub_sqlite(db, needle_list)  # checkpoints (and so empties) the WAL
+                _scrub_sqlite(db, forms)  # checkpoints (and so empties) the WAL
                 report.sqlite.append(_rel(home, db))
             if p.exists() and any(n in p.read_bytes() for n in encoded):
                 p.unlink(missing_ok=True)
@@ -219,10 +237,11 @@ def _rewrite_text(p: Path, data: bytes, encoded: list[bytes]) -> None:
         tmp.unlink(missing_ok=True)
 
 
-def _scrub_sqlite(path: Path, needle_list: list[str]) -> None:
-    """Replace needles in every text cell, then VACUUM (a rewrite of the whole file: freed
-    pages would otherwise keep the old bytes) and truncate the WAL. Parameters, never SQL text,
-    carry the needles. Blob cells holding a needle are set to NULL."""
+def _scrub_sqlite(path: Path, forms: list[tuple[str, list[bytes]]]) -> None:
+    """Replace needles (each in every stored form) in every text cell, then VACUUM (a rewrite of
+    the whole file: freed pages would otherwise keep the old bytes) and truncate the WAL.
+    Parameters, never SQL text, carry the needles. Blob cells holding a needle are set to NULL.
+    ``[erased]`` needs no JSON escaping, so a JSON cell stays valid JSON."""
     con = sqlite3.connect(str(path), timeout=30)
     try:
         con.execute("PRAGMA secure_delete = ON")
@@ -230,7 +249,7 @@ def _scrub_sqlite(path: Path, needle_list: list[str]) -> None:
         for t in tables:
             cols = [r[1] for r in con.execute(f'PRAGMA table_info("{t}")')]
             for c in cols:
-                for n in needle_list:
+                for n in (f.decode("utf-8") for _, fs in forms for f in fs):
                     con.execute(
                         f'UPDATE "{t}" SET "{c}" = replace("{c}", ?, ?) WHERE typeof("{c}") = \'text\' AND instr("{c}", ?) > 0',
                         (n, REDACTED, n),

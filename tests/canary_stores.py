@@ -1,11 +1,20 @@
 """Every store of a memory home searched for marker strings (the canary tests of forgetting):
-the bytes of every file, the ledger's entries, every Parquet file, every DuckDB column, every
-retained LanceDB version, every Kùzu node and edge, and compiles for every principal. Used by
-tests/platform/test_canaries.py and tests/platform/test_security.py."""
+the bytes of every file, the ledger's entries, every Parquet file decoded (whatever its
+compression), every DuckDB column, every retained LanceDB version, every Kùzu node and edge,
+Dagster's SQLite (every cell, JSON and compressed blobs decoded) and compute logs, dbt's
+artifacts and debug log, and compiles for every principal. Each check decodes what its engine
+wrote, so it holds on the default zstd profile, where a byte search sees nothing. Used by
+tests/platform/test_canaries.py and tests/platform/test_security.py.
+
+``log_through_dagster`` puts text into Dagster's event log and compute logs through a real
+Dagster run on the home's instance, as a view that logs sample rows would."""
 
 from __future__ import annotations
 
 import json
+import sqlite3
+import zlib
+from pathlib import Path
 
 import pyarrow.parquet as pq
 from forget_homes import PRINCIPALS, files_containing
@@ -96,6 +105,65 @@ def _kuzu_hits(home, canaries) -> dict[str, list[str]]:
     return out
 
 
+def _decoded(cell) -> str:
+    """A SQLite cell as text a marker can be found in: JSON unescaped (Dagster's events escape
+    non-ASCII and quotes), blobs inflated when they are zlib (Dagster's run snapshots)."""
+    if isinstance(cell, bytes):
+        try:
+            cell = zlib.decompress(cell).decode("utf-8", "replace")
+        except zlib.error:
+            cell = cell.decode("utf-8", "replace")
+    text = str(cell)
+    try:
+        return text + "\n" + json.dumps(json.loads(text), ensure_ascii=False)
+    except (TypeError, ValueError):
+        return text
+
+
+def _dagster_db_hits(home, canaries) -> dict[str, list[str]]:
+    """Every cell of every table of every SQLite file under ``<home>/dagster`` (runs, per-run
+    event logs, the index, schedules), decoded."""
+    out: dict[str, list[str]] = {}
+    for p in sorted(Path(home.dagster).rglob("*")):
+        if not p.is_file() or p.read_bytes()[:16] != b"SQLite format 3\x00":
+            continue
+        con = sqlite3.connect(f"file:{p}?mode=ro", uri=True)
+        try:
+            for (t,) in con.execute("select name from sqlite_master where type = 'table'"):
+                for row in con.execute(f'select * from "{t}"'):
+                    text = "\n".join(_decoded(c) for c in row if c is not None)
+                    for c in canaries:
+                        if c in text:
+                            out.setdefault(c, []).append(f"{p.relative_to(home.root)}:{t}")
+        finally:
+            con.close()
+    return {c: sorted(set(v)) for c, v in out.items()}
+
+
+def _text_file_hits(root: Path, files, canaries) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for p in files:
+        text = p.read_bytes().decode("utf-8", "replace")
+        if p.suffix == ".json":
+            text = _decoded(text)
+        for c in canaries:
+            if c in text:
+                out.setdefault(c, []).append(str(p.relative_to(root)))
+    return out
+
+
+def compute_log_files(home) -> list[Path]:
+    """Dagster's compute logs (stdout and stderr of every step) and memc's build logs."""
+    d = Path(home.dagster)
+    return sorted(p for p in [*d.glob("storage/*/compute_logs/*"), *d.glob("logs/*")] if p.is_file())
+
+
+def dbt_artifact_files(home) -> list[Path]:
+    """What dbt wrote for this home's builds: run_results.json, manifests, compiled and run SQL
+    and dbt.log, in ``<home>/warehouse/dbt/<run id>/`` (assets/state.dbt_target)."""
+    return sorted(p for p in (Path(home.warehouse) / "dbt").rglob("*") if p.is_file() and p.suffix != ".msgpack" and p.name != "graph.gpickle")
+
+
 def _compile_hits(home, canaries, questions) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for asker in PRINCIPALS:
@@ -118,5 +186,32 @@ def all_hits(home, canaries, questions) -> dict[str, dict[str, list[str]]]:
         "duckdb": _duckdb_hits(home, canaries),
         "lancedb": _lance_hits(home, canaries),
         "kuzu": _kuzu_hits(home, canaries),
+        "dagster_db": _dagster_db_hits(home, canaries),
+        "compute_logs": _text_file_hits(home.root, compute_log_files(home), canaries),
+        "dbt": _text_file_hits(home.root, dbt_artifact_files(home), canaries),
         "compiles": _compile_hits(home, canaries, questions),
     }
+
+
+def log_through_dagster(home, entry_ids) -> str:
+    """A real Dagster run on the home's own instance whose one asset reads the given entries
+    from the ledger and logs them as a view logging sample rows would: in the event log (a log
+    message and materialization metadata, JSON-escaped by Dagster) and on stdout (the compute
+    log). Returns the run id."""
+    import dagster as dg
+
+    from orchestration.runner import prepare_environment
+
+    wanted = set(entry_ids)
+
+    @dg.asset(name="canary_sample_rows")
+    def sample_rows(context):  # no annotations: this module's are strings (__future__)
+        rows = [{k: r[k] for k in ("entry_id", "content", "source_ref")} for r in Ledger(home.ledger).iter_entries() if r["entry_id"] in wanted]
+        context.log.info(f"sample rows: {rows}")
+        print("sample rows:", json.dumps(rows, ensure_ascii=False), flush=True)
+        return dg.MaterializeResult(metadata={"sample": dg.MetadataValue.json(rows), "first": rows[0]["content"]})
+
+    prepare_environment(home)
+    result = dg.materialize([sample_rows], instance=dg.DagsterInstance.get())
+    assert result.success
+    return result.run_id

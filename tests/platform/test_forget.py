@@ -271,6 +271,35 @@ def test_inbox_archives_holding_erased_text_are_removed_and_others_kept(small):
     assert files_containing(home.root, ["QzR8vN2kLp0Xw7Tq9Ym4"]) == {}
 
 
+def test_erased_text_in_dagsters_event_log_and_compute_logs_is_scrubbed_in_every_encoding(small):
+    """A real Dagster run on the home logs an entry's text (as a view logging sample rows would):
+    Dagster's event log stores it as JSON with non-ASCII characters escaped (Müller is
+    M\\u00fcller), the compute logs as UTF-8. Before the scrub searched the JSON forms, the
+    escaped copy survived the erasure in every SQLite file that held it. ~10 s (one Dagster run)."""
+    from canary_stores import _dagster_db_hits, _text_file_hits, compute_log_files, log_through_dagster
+
+    home, ids = small
+    text = 'Frau Müller-Lüdenscheidt said "the vault code is 4471"'
+    (eid,) = Ledger(home.ledger).append([NewEntry(kind="message", content=text, valid_at=T, actor="alice", visibility=("alice",), source_ref="call-7Hq2Zx9Lw3Ps")]).entry_ids
+    log_through_dagster(home, [eid, ids["public"]])
+    markers = ["Müller-Lüdenscheidt", "call-7Hq2Zx9Lw3Ps", "a public hello"]
+    before_db = _dagster_db_hits(home, markers)
+    assert set(before_db) == set(markers), f"the run must have put the text in the event log: {before_db}"
+    raw = b"".join(p.read_bytes() for p in home.dagster.rglob("*.db"))
+    assert "Müller-Lüdenscheidt".encode() not in raw and b"M\\u00fcller-L\\u00fcdenscheidt" in raw, "escaped, as the scrub must expect"
+    assert set(_text_file_hits(home.root, compute_log_files(home), markers)) == set(markers)
+
+    rep = forget(home, entry_ids=[eid], reason="asked", by="alice", rebuild=False)
+    assert rep.status == "done" and rep.named == [eid]
+    assert any(p.startswith("dagster/history/runs/") for p in rep.sqlite_scrubbed), rep.sqlite_scrubbed
+    assert any("/compute_logs/" in p for p in rep.files_rewritten), rep.files_rewritten
+    erased = markers[:2]
+    assert not set(_dagster_db_hits(home, erased)) and not set(_text_file_hits(home.root, compute_log_files(home), erased))
+    assert files_containing(home.root, erased) == {}
+    # what the erasure did not name is still logged: the scrub cut only the erased entry's text
+    assert "a public hello" in _dagster_db_hits(home, markers) and "a public hello" in _text_file_hits(home.root, compute_log_files(home), markers)
+
+
 def test_cli_forget(small):
     from cli.main import cli
 
