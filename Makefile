@@ -30,7 +30,7 @@ $(MANIFEST): $(STAMP) $(DBT_SOURCES)
 	touch $@
 
 demo: install manifest
-	$(BIN)/memc --home $(DEMO_HOME) ingest samples/corpus/team --scope team
+	$(BIN)/memc --home $(DEMO_HOME) ingest samples/corpus/team --scope team --visibility public
 	$(BIN)/memc --home $(DEMO_HOME) ingest samples/corpus/private --scope team --visibility elena,priya
 	$(BIN)/memc --home $(DEMO_HOME) build
 	$(BIN)/memc --home $(DEMO_HOME) ask "Where does Elena live now?" --as tomasz --scope team

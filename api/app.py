@@ -301,8 +301,11 @@ def create_app(
         ] = None,
     ) -> dict[str, Any]:
         """Append a batch of entries in one atomic ledger append, validated by the same entry
-        builder as an events file. Entries are private to the caller unless a visibility says
-        otherwise. The key may only write evidence its principal is among those who see (or a
+        builder as an events file. An entry with no visibility (its own or the request's) gets the
+        home's default, the same in every interface: public within its scope unless the home's
+        memc.toml sets ``[ingest] default_visibility = "writer"`` (private to the caller); the
+        response's ``warnings`` says when entries were made public that way. The key may only write
+        evidence its principal is among those who see (or a
         principal it was granted to write for): 403 otherwise, for the whole batch. The ledger
         records the caller as who ingested each entry (``ingested_by``), shown with its provenance."""
         return service.ingest_entries(
@@ -320,11 +323,17 @@ def create_app(
         who: Auth,
         file: Annotated[UploadFile, File(description="Conversation or events JSONL, .txt, .md or .eml.")],
         scope: Annotated[str | None, Form(pattern=r"^[A-Za-z0-9_.:\-]{1,128}$")] = None,
-        visibility: Annotated[str | None, Form(description="Comma-separated principals; default: the caller only.")] = None,
+        visibility: Annotated[
+            str | None,
+            Form(description="Comma-separated principals ('public' = every asker of the scope); default: the home's "
+                 "default visibility, public unless memc.toml [ingest] default_visibility = \"writer\" (the caller only)."),
+        ] = None,
         format: Annotated[str | None, Form(pattern="^(jsonl|conversation|events|text|markdown|email)$")] = None,
         refresh: Annotated[bool, Form()] = False,
     ) -> dict[str, Any]:
-        """Append one file, as `memc ingest` would, in one atomic append. Re-uploading is a no-op."""
+        """Append one file, as `memc ingest` would, in one atomic append. Re-uploading is a no-op.
+        Without a visibility the file's entries get the home's default (public unless memc.toml
+        says otherwise), and ``warnings`` says so."""
         data = file.file.read()
         vis = [p.strip() for p in visibility.split(",") if p.strip()] if visibility else None
         return service.ingest_file(who, data, file.filename or "upload", scope=scope, visibility=vis, format=format, refresh=refresh)

@@ -109,8 +109,10 @@ def build_mcp_server(home: MemcHome, caller: Caller | None, *, url: str | None =
         name="remember",
         description=(
             "Append one piece of evidence (an observation, a message, a correction...) to memory, "
-            "verbatim. Private to this server's principal unless `visibility` names others ('public' "
-            "= everyone). Returns its ledger entry id and seq. recall finds it immediately; refresh=true "
+            "verbatim. Without `visibility` it gets the memory home's default: public to every asker of "
+            "its scope unless the home sets default_visibility = \"writer\" (then private to this "
+            "server's principal); the result's `warnings` says when it was made public. Give `visibility` "
+            "(principals, or [\"public\"]) to choose. Returns its ledger entry id and seq. recall finds it immediately; refresh=true "
             "also rebuilds the evidence index incrementally (slower)."
         ),
     )

@@ -63,7 +63,11 @@ class IngestRequest(_In):
         default=None, pattern=SCOPE_PATTERN, description="Default: the key's only scope, else 'default'."
     )
     visibility: list[str] | None = Field(
-        default=None, min_length=1, description="Default for every entry: only the caller's principal."
+        default=None,
+        min_length=1,
+        description="Default for every entry without its own. When neither is given: the home's default "
+        "visibility, 'public' (every asker of the scope) unless the home's memc.toml sets [ingest] "
+        "default_visibility = \"writer\" (only the caller's principal); `warnings` in the response says so.",
     )
     source_uri: str | None = Field(default=None, max_length=4096, description="Where the evidence came from.")
     refresh: bool = Field(default=False, description="Refresh the evidence index after the append (so the next ask sees it).")
@@ -96,6 +100,11 @@ class IngestResponse(_Out):
     watermarks: Watermarks | None = None
     format: str | None = None
     file: str | None = None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="For a person or a log: e.g. that new entries were made public because no visibility was "
+        "given (the home's default), and how to restrict them. Empty when there is nothing to say.",
+    )
 
 
 # ---------------------------------------------------------------------------------- ask

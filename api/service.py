@@ -25,9 +25,10 @@ from api.errors import ApiError, forbidden, invalid, stale_view, unknown_scope, 
 from api.keeper import ViewKeeper
 from catalog.keys import EVIDENCE_INDEX
 from forgetting import forget
-from ingestion import IngestError, parse_file
-from ingestion.formats import DEFAULT_LIMITS, Source, check_visibility, event_entry
+from ingestion import IngestError, load_ingest_settings, parse_file, public_default_warning, resolve_visibility
+from ingestion.formats import DEFAULT_LIMITS, Source, event_entry
 from ledger import Ledger
+from memc.visibility import PUBLIC
 from memc.home import MemcHome
 from orchestration.runner import build, rebuild_views
 from query.acl import UnknownScopeError
@@ -39,6 +40,9 @@ from query.state import StateQueryError, state_for_entity
 from views.embedder import Embedder
 
 log = logging.getLogger("memc.api")
+
+# How a caller gives a visibility: named in the warning about a public default.
+VISIBILITY_HOW = "'visibility' in the request (principals, or [\"public\"] to say so and silence this)"
 
 # Views whose lag behind the ledger an ask may refuse with 503 (``max_lag``): the ones the
 # context compiler reads.
@@ -160,9 +164,30 @@ class Service:
             return given or base
         return f"{base}/{given}" if given else base
 
-    def _append(self, caller: Caller, entries: list, *, refresh: bool) -> dict[str, Any]:
+    def _visibility(self, caller: Caller, given: Sequence[str] | None):
+        """The request's visibility, else the home's default (memc.toml [ingest], ``public`` unless
+        set; ingestion/settings.py): the same default as `memc ingest` and the inbox."""
+        try:
+            settings = load_ingest_settings(self.home.root)
+        except IngestError as exc:  # the operator's file, not the request: say what to fix, server-side
+            log.error("memc.toml is invalid: %s", exc)
+            raise ApiError(500, "invalid_config", f"the memory home's configuration is invalid: {exc}") from None
+        try:
+            return resolve_visibility(given, writer=caller.principal, settings=settings, how=VISIBILITY_HOW)
+        except IngestError as exc:
+            raise invalid(exc.message, {"field": "visibility"}) from None
+
+    def _append(self, caller: Caller, entries: list, *, refresh: bool, defaulted: Sequence[bool] = ()) -> dict[str, Any]:
+        """``defaulted[i]``: entry i took the default visibility (nobody gave one); each new one
+        made public that way is counted in the response's ``warnings``."""
         result = self.ledger.append(entries)  # one atomic append for the whole request
         appended = set(result.entry_ids)
+        made_public = sum(
+            1 for e, d in zip(entries, defaulted) if d and e.entry_id in appended and PUBLIC in e.visibility
+        )
+        warnings = [public_default_warning(made_public, entries[0].scope, how=VISIBILITY_HOW)] if made_public else []
+        if warnings:
+            log.warning("%s: %s", caller.principal, warnings[0])
         out = {
             "principal": caller.principal,
             "received": len(entries),
@@ -183,6 +208,7 @@ class Service:
                 for e in entries
             ],
             "watermarks": None,
+            "warnings": warnings,
         }
         if refresh:
             out["watermarks"] = self.refresh_index()
@@ -204,7 +230,9 @@ class Service:
     ) -> dict[str, Any]:
         """A batch of event records (the fields of ingestion's ``events`` format) as one atomic
         append. Built by ingestion's own entry builder, so the API accepts exactly what a dropped
-        events file would. Without a visibility the entries are private to the caller. The write
+        events file would. Without a visibility (the request's or the entry's own) an entry gets the
+        home's default: public within its scope unless memc.toml says ``default_visibility =
+        "writer"`` (then private to the caller), and ``warnings`` says when it was made public. The write
         rule holds for every entry (403 for the whole batch when one breaks it); each entry
         records the caller as who ingested it.
 
@@ -213,12 +241,10 @@ class Service:
         retried request appends nothing and one caller cannot pre-empt another's keys."""
 
         scope = caller.resolve_scope(scope, for_write=True)
-        try:
-            vis = check_visibility(tuple(visibility)) if visibility is not None else (caller.principal,)
-        except IngestError as exc:
-            raise invalid(exc.message, {"field": "visibility"}) from None
-        source = self._source(caller, scope, vis, self._source_uri(caller, source_uri, transport))
+        vis = self._visibility(caller, visibility)
+        source = self._source(caller, scope, vis.principals, self._source_uri(caller, source_uri, transport))
         entries = []
+        defaulted = []
         for i, rec in enumerate(records):
             rec = {k: v for k, v in dict(rec).items() if v is not None}
             if "idempotency_key" in rec:
@@ -235,9 +261,10 @@ class Service:
                 ) from None
             caller.check_write(entry.visibility, where=f"entries[{i}]: ")
             entries.append(entry)
+            defaulted.append(vis.defaulted and rec.get("visibility") is None)
         if not entries:
             raise invalid("no entries given", {"field": "entries"})
-        return self._append(caller, entries, refresh=refresh)
+        return self._append(caller, entries, refresh=refresh, defaulted=defaulted)
 
     def ingest_file(
         self,
@@ -253,10 +280,7 @@ class Service:
         """One uploaded file (any format `memc ingest` reads) as one atomic append."""
 
         scope = caller.resolve_scope(scope, for_write=True)
-        try:
-            vis = check_visibility(tuple(visibility)) if visibility else (caller.principal,)
-        except IngestError as exc:
-            raise invalid(exc.message, {"field": "visibility"}) from None
+        vis = self._visibility(caller, visibility)
         # The name becomes a document's source_ref: keep its last component, in safe characters.
         name = re.sub(r"[^A-Za-z0-9._-]", "_", os.path.basename(filename or "").strip()) or "upload"
         name = name.lstrip(".") or "upload"
@@ -267,7 +291,7 @@ class Service:
                 parsed = parse_file(
                     path,
                     scope=scope,
-                    visibility=vis,
+                    visibility=vis.principals,
                     format=format,
                     source_uri=self._source_uri(caller, f"upload/{name}", "memc-api"),
                     ingested_by=caller.principal,
@@ -276,7 +300,10 @@ class Service:
                 raise invalid(str(exc).replace(str(path), name), {"file": name, "line": exc.line, "field": exc.field}, code="invalid_entry") from None
         for i, e in enumerate(parsed.entries):
             caller.check_write(e.visibility, where=f"{name}: entry {i + 1}: ")
-        out = self._append(caller, list(parsed.entries), refresh=refresh)
+        # A record of an events file may carry its own visibility; one that says "public" itself
+        # is counted with the defaulted ones (the parsed entry does not say which it was).
+        defaulted = [vis.defaulted and e.visibility == vis.principals for e in parsed.entries]
+        out = self._append(caller, list(parsed.entries), refresh=refresh, defaulted=defaulted)
         out["format"] = parsed.format
         out["file"] = name
         return out

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from cli.common import dump, home_option, principal_arg, resolve_home
-from ingestion import IngestError, ingest_paths
+from ingestion import IngestError, ingest_paths, load_ingest_settings, public_default_warning, resolve_visibility
 from ledger import Ledger, LedgerCorruption
 
 
@@ -17,9 +17,10 @@ from ledger import Ledger, LedgerCorruption
 @click.option("--scope", default="default", show_default=True, help="Tenant or namespace of the evidence.")
 @click.option(
     "--visibility",
-    default="public",
-    show_default=True,
-    help="Comma-separated principals who may see the evidence ('public' = every asker).",
+    default=None,
+    help="Comma-separated principals who may see the evidence ('public' = every asker of the scope). "
+    "Default: the home's [ingest] default_visibility in memc.toml, 'public' unless set (a warning says so); "
+    "'writer' makes it private to --as.",
 )
 @click.option(
     "--as",
@@ -39,13 +40,19 @@ def ingest(ctx, paths, scope, visibility, writer, follow_symlinks, as_json, home
     Each file is one atomic append; ingesting the same file again, by any path, is a no-op."""
 
     home = resolve_home(ctx, home_dir).ensure()
-    principals = tuple(p.strip() for p in visibility.split(",") if p.strip())
+    given = tuple(p.strip() for p in visibility.split(",") if p.strip()) if visibility is not None else None
     try:
+        vis = resolve_visibility(
+            given if given is None or given else ("",),  # '--visibility ""' is an error, not the default
+            writer=writer,
+            settings=load_ingest_settings(home.root),
+            how="--visibility P,...",
+        )
         report = ingest_paths(
             Ledger(home.ledger),
             list(paths),
             scope=scope,
-            visibility=principals,
+            visibility=vis.principals,
             ingested_by=writer or "memc:cli",
             write_check=writer is not None,
             follow_symlinks=follow_symlinks,
@@ -54,14 +61,17 @@ def ingest(ctx, paths, scope, visibility, writer, follow_symlinks, as_json, home
         raise click.ClickException(str(exc)) from None
     if as_json:
         dump(report.to_dict())
-        return
-    for f in report.files:
-        if f.appended == 0 and f.parsed:
-            click.echo(f"{f.path}: already ingested ({f.parsed} {f.format} entries), nothing appended")
-        else:
-            dup = f", {f.duplicates} already present" if f.duplicates else ""
-            click.echo(f"{f.path}: {f.appended} {f.format} entries appended (seq {f.first_seq}..{f.last_seq}){dup}")
-    click.echo(f"ledger head: {report.head}")
+    else:
+        for f in report.files:
+            if f.appended == 0 and f.parsed:
+                click.echo(f"{f.path}: already ingested ({f.parsed} {f.format} entries), nothing appended")
+            else:
+                dup = f", {f.duplicates} already present" if f.duplicates else ""
+                click.echo(f"{f.path}: {f.appended} {f.format} entries appended (seq {f.first_seq}..{f.last_seq}){dup}")
+        click.echo(f"ledger head: {report.head}")
+    if vis.public_by_default and report.appended:
+        # One line on stderr, after the report: --json output stays parseable.
+        click.echo("warning: " + public_default_warning(report.appended, scope, how="--visibility P,..."), err=True)
 
 
 # ---------------------------------------------------------------------------------- ledger

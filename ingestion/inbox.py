@@ -111,7 +111,7 @@ class InboxReport:
         if not (self.processed or self.rejected or self.deferred):
             return "inbox: nothing to do"
         lines = [
-            f"processed {p.name} -> {p.moved_to.parent.name}/{p.moved_to.name}: {p.report.status} "
+            f"processed {p.name} -> {p.moved_to.relative_to(p.moved_to.parents[p.name.count('/') + 1]).as_posix()}: {p.report.status} "
             f"(scope {p.scope}, visible to {', '.join(p.visibility)})"
             for p in self.processed
         ]

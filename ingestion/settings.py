@@ -130,8 +130,8 @@ def public_default_warning(entries: int, scope: str, *, what: str = "", how: str
     n = f"{entries} entr{'y' if entries == 1 else 'ies'}"
     return (
         f"{what}{': ' if what else ''}{n} made public in scope {scope!r} because no visibility was given "
-        f"(every asker of the scope sees them); restrict with {how}, or make private-to-the-writer the home's "
-        f"default with [ingest] default_visibility = \"{WRITER}\" in {CONFIG_FILE}"
+        f"(every asker of the scope sees {'it' if entries == 1 else 'them'}); restrict with {how}, or make "
+        f"private-to-the-writer the home's default with [ingest] default_visibility = \"{WRITER}\" in {CONFIG_FILE}"
     )
 
 

@@ -72,7 +72,7 @@ def test_folder_sidecars_set_scope_and_visibility_inherited_and_overridden(home)
     assert (home.inbox / "team" / "memc-inbox.toml").exists() and (home.inbox / "team" / "board" / "memc-inbox.toml").exists()
     d = json.loads(json.dumps(report.to_dict()))
     assert {(p["name"], p["scope"], tuple(p["visibility"])) for p in d["processed"]} >= {("team/chat.jsonl", "team", ("elena", "priya"))}
-    assert "(scope team, visible to elena, priya)" in report.summary()
+    assert "processed team/chat.jsonl -> processed/team/chat.jsonl: appended 1 (scope team, visible to elena, priya)" in report.summary()
 
 
 def test_no_sidecar_is_scope_default_public_and_says_so(home):

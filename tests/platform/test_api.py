@@ -227,10 +227,15 @@ def test_ingest_batch_is_atomic_and_idempotent(fresh):
     with client(srv, keys["alice"]) as c:
         first = c.post("/v1/ingest", json=body, headers={"Idempotency-Key": "req-1"}).json()
         assert first["appended"] == 2 and first["duplicates"] == 0 and first["principal"] == "alice"
-        assert [e["visibility"] for e in first["entries"]] == [["alice"], ["alice"]]  # private by default
+        # public within the scope by default, the same as memc ingest and the inbox, and said so
+        assert [e["visibility"] for e in first["entries"]] == [["public"], ["public"]]
+        (warning,) = first["warnings"]
+        assert "2 entries made public in scope 'ops' because no visibility was given" in warning
+        assert "'visibility' in the request" in warning and 'default_visibility = "writer"' in warning
         assert first["last_seq"] == first["ledger_head"] == first["first_seq"] + 1
         again = c.post("/v1/ingest", json=body, headers={"Idempotency-Key": "req-1"}).json()
         assert again["appended"] == 0 and again["duplicates"] == 2
+        assert again["warnings"] == []  # nothing new was made public
         assert [e["entry_id"] for e in again["entries"]] == [e["entry_id"] for e in first["entries"]]
         assert not any(e["new"] for e in again["entries"])
 
@@ -251,6 +256,29 @@ def test_ingest_batch_is_atomic_and_idempotent(fresh):
     assert row["ingested_by"] == "alice" and row["source_uri"] == "memc-api:alice"
 
 
+def test_home_default_visibility_writer_makes_http_ingest_private_to_the_caller(fresh):
+    """memc.toml [ingest] default_visibility = "writer": entries with no visibility are private to
+    the key's principal, with no warning; an explicit visibility still wins; a bad value is a 500
+    naming the file and field. The setting is read per request, so the shared server sees it."""
+    srv, keys, home = fresh
+    config = home.root / "memc.toml"
+    assert not config.exists()
+    try:
+        config.write_text('[ingest]\ndefault_visibility = "writer"\n')
+        with client(srv, keys["alice"]) as c:
+            mine = c.post("/v1/ingest", json={"entries": _entries("Alice keeps a spare charger in drawer 2.")}).json()
+            assert [e["visibility"] for e in mine["entries"]] == [["alice"]] and mine["warnings"] == []
+            up = c.post("/v1/ingest/file", files={"file": ("drawer.md", b"# Drawer\n\nDrawer 2 holds chargers.\n")}).json()
+            assert up["entries"][0]["visibility"] == ["alice"] and up["warnings"] == []
+            said = c.post("/v1/ingest", json={"entries": _entries("The kitchen closes at 3."), "visibility": ["public"]}).json()
+            assert said["entries"][0]["visibility"] == ["public"] and said["warnings"] == []  # asked for: no warning
+            config.write_text('[ingest]\ndefault_visibility = "everyone"\n')
+            e = err(c.post("/v1/ingest", json={"entries": _entries("x")}), 500, "invalid_config")
+            assert "memc.toml" in e["message"] and "ingest.default_visibility" in e["message"]
+    finally:
+        config.unlink(missing_ok=True)
+
+
 def test_ingest_file_upload(fresh):
     srv, keys, _ = fresh
     notes = b"---\ndate: 2025-02-01\n---\n# Parking\n\nLevel 3 is reserved for visitors from March.\n"
@@ -259,8 +287,10 @@ def test_ingest_file_upload(fresh):
         assert up["format"] == "markdown" and up["appended"] == 1 and up["entries"][0]["visibility"] == ["public"]
         again = c.post("/v1/ingest/file", files={"file": ("../../parking.md", notes)}, data={"scope": "team", "visibility": "public"}).json()
         assert again["appended"] == 0 and again["file"] == "parking.md"
+        assert up["warnings"] == []  # the visibility was given
         chat = c.post("/v1/ingest/file", files={"file": ("chat.jsonl", (SAMPLES / "team" / "elena_tomasz.jsonl").read_bytes())}).json()
         assert chat["format"] == "conversation" and chat["appended"] > 5 and chat["entries"][0]["scope"] == "default"
+        assert chat["entries"][0]["visibility"] == ["public"] and "made public in scope 'default'" in chat["warnings"][0]
         e = err(c.post("/v1/ingest/file", files={"file": ("tool.exe", b"MZ\x90\x00")}), 422, "invalid_entry")
         assert "unsupported file type" in e["message"] and "/tmp" not in e["message"]
         err(c.post("/v1/ingest/file", data={"scope": "team"}), 422, "invalid_request")
@@ -283,10 +313,10 @@ def test_scope_rule(fresh):
 def test_refresh_makes_new_evidence_askable_for_its_principal_only_and_staleness_is_503(fresh):
     srv, keys, _ = fresh
     with client(srv, keys["bob"]) as c:
-        c.post("/v1/ingest", json={"entries": _entries("Bob's spare key hangs behind the boiler.")})
+        c.post("/v1/ingest", json={"entries": _entries("Bob's spare key hangs behind the boiler."), "visibility": ["bob"]})
         e = err(c.post("/v1/ask", json={"question": "Where is Bob's spare key?", "max_lag": 0}), 503, "stale_view")
         assert e["details"]["views"]["evidence_index"]["behind"] >= 1 and e["details"]["max_lag"] == 0
-        r = c.post("/v1/ingest", json={"entries": _entries("Bob waters the ferns on Fridays."), "refresh": True}).json()
+        r = c.post("/v1/ingest", json={"entries": _entries("Bob waters the ferns on Fridays."), "visibility": ["bob"], "refresh": True}).json()
         assert r["watermarks"]["behind"]["evidence_index"] == 0
         ctx = c.post("/v1/ask", json={"question": "Where is Bob's spare key?"}).json()
         hit = [i for i in ctx["items"] if "boiler" in i["text"]]

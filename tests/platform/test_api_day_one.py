@@ -42,8 +42,8 @@ def test_ask_in_an_unknown_scope_is_404_naming_the_scopes_the_key_may_see(server
     srv, keys = server
     with _client(srv, keys["ops"]) as ops, _client(srv, keys["alice"]) as alice, _client(srv, keys["bob"]) as bob:
         assert ops.post("/v1/ingest", json={"scope": "team", "visibility": ["public"], "entries": [_entry("The team meets on Mondays.")]}).status_code == 200
-        # alice's own scope, private to her (the HTTP default)
-        assert alice.post("/v1/ingest", json={"scope": "alice-notes", "entries": [_entry("My locker code is 4411.")]}).status_code == 200
+        # alice's own scope, private to her
+        assert alice.post("/v1/ingest", json={"scope": "alice-notes", "visibility": ["alice"], "entries": [_entry("My locker code is 4411.")]}).status_code == 200
 
         r = bob.post("/v1/ask", json={"question": "When does the team meet?", "scope": "nosuch"})
         assert r.status_code == 404, r.text

@@ -51,7 +51,9 @@ def test_remember_then_recall_over_stdio_with_provenance(scratch):
             remembered = tool_data(await client.call_tool("remember", {"content": fact, "valid_at": "2025-03-01T09:00:00Z", "source_ref": "chat-7"}))
             assert remembered["appended"] == 1 and remembered["principal"] == "marta"
             entry = remembered["entries"][0]
-            assert entry["visibility"] == ["marta"] and entry["kind"] == "observation"
+            # the home's default, the same in every interface: public within its scope, and said so
+            assert entry["visibility"] == ["public"] and entry["kind"] == "observation"
+            assert "1 entry made public in scope 'default'" in remembered["warnings"][0]
             assert remembered["watermarks"] is None  # no refresh: the compiler patches the index's tail
 
             again = tool_data(await client.call_tool("remember", {"content": fact, "valid_at": "2025-03-01T09:00:00Z", "source_ref": "chat-7"}))
@@ -118,7 +120,7 @@ def test_streamable_http_admin_forget_and_principal_is_required(scratch):
                 assert {t.name for t in (await client.list_tools()).tools} == TOOLS
                 made = tool_data(await client.call_tool("remember", {"content": "Ops rotated the VPN secret on Monday."}))
                 entry_id = made["entries"][0]["entry_id"]
-                assert made["principal"] == "ops" and made["entries"][0]["visibility"] == ["ops"]
+                assert made["principal"] == "ops" and made["entries"][0]["visibility"] == ["public"] and made["warnings"]
                 report = tool_data(await client.call_tool("forget", {"entry_ids": [entry_id], "reason": "test erasure", "rebuild": False}))
                 assert report["status"] == "done" and report["erased"] == [entry_id] and report["by"] == "ops"
                 assert "invalid_request" in tool_error_text(await client.call_tool("forget", {"reason": "names nothing"}))

@@ -182,7 +182,7 @@ def test_mcp_over_http_needs_a_key_and_acts_for_its_principal(served):
 
         async def main():
             async with Client(http_transport(port, keys["bob"]), read_timeout_seconds=120) as client:
-                made = tool_data(await client.call_tool("remember", {"content": "Bob parks on level 2.", "valid_at": "2025-06-03T08:00:00Z"}))
+                made = tool_data(await client.call_tool("remember", {"content": "Bob parks on level 2.", "valid_at": "2025-06-03T08:00:00Z", "visibility": ["bob"]}))
                 assert made["principal"] == "bob" and made["entries"][0]["visibility"] == ["bob"]
                 planted = await client.call_tool("remember", {"content": "Alice lives in Atlantis.", "visibility": ["alice"], "actor": "Alice"})
                 assert "forbidden: entries[0]: 'bob' may not write evidence visible to ['alice']" in tool_error_text(planted)
