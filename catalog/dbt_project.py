@@ -59,3 +59,21 @@ def ensure_manifest() -> Path:
         project = dbt_project()
         DbtCliResource(project_dir=project, dbt_executable=dbt_executable()).cli(["parse", "--quiet"], target_path=project.target_path).wait()
     return MANIFEST
+
+
+def dbt_command(home_root: Path, args: list[str], folder: Path, *, warehouse: Path | None = None) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of one dbt invocation on this project for the home at
+    ``home_root``, outside Dagster. Its target and log folders are ``folder/target`` and
+    ``folder/logs``: the project's own ``target/`` holds the manifest Dagster loads, which a
+    ``dbt docs generate`` or a scratch ``dbt run`` there would rewrite under a running code
+    server. ``warehouse`` names another DuckDB file than the home's (``MEMC_WAREHOUSE_DB`` in
+    profiles.yml)."""
+    cmd = [
+        dbt_executable(), *args,
+        "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
+        "--target-path", str(folder / "target"), "--log-path", str(folder / "logs"),
+    ]  # fmt: skip
+    env = {**os.environ, "MEMC_HOME": str(home_root), "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    if warehouse is not None:
+        env["MEMC_WAREHOUSE_DB"] = str(warehouse)
+    return cmd, env

@@ -25,6 +25,7 @@ COMMANDS = {
     "forget": ("cli.forget", "forget_cmd"),
     "serve": ("cli.serve", "serve"), "mcp": ("cli.serve", "mcp_command"), "keys": ("cli.serve", "keys"),
     "up": ("cli.ops", "up_command"), "down": ("cli.ops", "down_command"), "ui": ("cli.ops", "ui"),
+    "docs": ("cli.ops", "docs_command"),
     "eval": ("cli.eval", "eval_group"),
 }  # fmt: skip
 

@@ -1,10 +1,12 @@
 """Operating the platform: `memc up` / `memc down` (the Dagster webserver and daemon, so that sensors,
-schedules, automation and freshness run) and `memc ui` (the Dagster UI in the foreground)."""
+schedules, automation and freshness run), `memc ui` (the Dagster UI in the foreground) and
+`memc docs` (dbt's catalog of the models, in a folder of its own)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import click
 
@@ -71,3 +73,23 @@ def ui(ctx, port, home_dir):
     click.echo(f"Dagster UI on http://127.0.0.1:{port} (memory home {home.root}); Ctrl-C stops it (`memc up` runs it in the background)")
     os.chdir(CODE_ROOT)  # as `memc up`: a home's ledger/ folder in the working directory would shadow the ledger package
     os.execvpe(args[0], args, environment(home))
+
+
+@click.command("docs")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Folder for dbt's target and logs (default: <home>/dbt-docs).")
+@home_option
+@click.pass_context
+def docs_command(ctx, out, home_dir):
+    """Write dbt's catalog of every model and column (descriptions, types, tests, lineage) for
+    this home to one offline page, <out>/target/static_index.html. The dbt project's own target/
+    (the manifest Dagster loads) is not touched. Needs a build; waits for none: refused while a
+    build holds the home."""
+    from memc.locks import HomeBusy
+    from orchestration.dbt_docs import DocsError, generate_docs  # lazy: runs dbt (cli/__init__.py)
+
+    try:
+        page = generate_docs(resolve_home(ctx, home_dir), out)
+    except (DocsError, HomeBusy) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"dbt catalog: {page}")
+    click.echo(f"  open it in a browser, or `dbt docs serve --target-path {page.parent}` from the dbt project")

@@ -16,13 +16,12 @@ erasure does not know of would outlive it (forgetting/cascade.py drops only the 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from catalog.dbt_project import DBT_PROJECT_DIR, dbt_executable
+from catalog.dbt_project import DBT_PROJECT_DIR, dbt_command
 from claims.store import CLAIMS_FILE, days, extractor_dir, extractor_keys
 from ledger import Ledger
 from memc.home import MemcHome
@@ -63,19 +62,8 @@ def fold_command(home: MemcHome, key: str, scratch: Path, watermark: int) -> tup
     marts = scratch / "marts"
     marts.mkdir(parents=True, exist_ok=True)
     vars_ = {"extractor_key": key, "watermark": watermark, "marts_dir": str(marts)}
-    cmd = [
-        dbt_executable(), "run", "--quiet", "--select", *FOLD_SELECTION, "--vars", json.dumps(vars_),
-        "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
-        "--target-path", str(scratch / "target"), "--log-path", str(scratch / "logs"),
-    ]  # fmt: skip
-    env = {
-        **os.environ,
-        "MEMC_HOME": str(home.root),
-        "MEMC_WAREHOUSE_DB": str(scratch / "memc.duckdb"),
-        "DO_NOT_TRACK": "1",
-        "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-    }
-    return cmd, env
+    args = ["run", "--quiet", "--select", *FOLD_SELECTION, "--vars", json.dumps(vars_)]
+    return dbt_command(home.root, args, scratch, warehouse=scratch / "memc.duckdb")
 
 
 def fold_versions(home: MemcHome, keys: tuple[str, str], scratch: Path, watermark: int) -> dict[str, Path]:
