@@ -4,6 +4,8 @@
 import functools
 import json
 import os
+import shutil
+from pathlib import Path
 
 import dagster as dg
 
@@ -49,6 +51,25 @@ def dbt_build_args(watermark: int, key: str, full_refresh: bool) -> list[str]:
     return [*args, "--full-refresh"] if full_refresh else args
 
 
+# dbt's artifacts of the last few builds are kept for debugging (each ~6 MB, mostly the manifest
+# and dagster-dbt's copy of the partial-parse file).
+KEEP_DBT_TARGETS = 5
+
+
+def dbt_target(home: MemcHome, run_id: str) -> Path:
+    """Where one build's dbt writes its target and its debug log (``DBT_LOG_PATH`` is the same
+    folder): ``<home>/warehouse/dbt/<run id>``, inside the folder dbt owns, so that an erasure
+    drops it with the warehouse, and not in the installed project's ``target/``, which every
+    memory home on the machine shared (dbt.log and run_results.json can quote a value, e.g. a
+    DuckDB conversion error). Older builds' folders beyond the last few are removed."""
+    root = home.warehouse / "dbt"
+    root.mkdir(parents=True, exist_ok=True)
+    old = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    for p in old[: max(0, len(old) - (KEEP_DBT_TARGETS - 1))]:
+        shutil.rmtree(p, ignore_errors=True)
+    return root / run_id
+
+
 @functools.cache
 def state_models():
     """Built on first use: importing dagster_dbt and loading the manifest costs about 3 s."""
@@ -78,7 +99,7 @@ def state_models():
         reason = full_refresh_reason(home, watermark, key)
         if reason:
             context.log.info(f"full refresh of the incremental state models: {reason}")
-        invocation = dbt.cli(dbt_build_args(watermark, key, reason is not None), context=context)
+        invocation = dbt.cli(dbt_build_args(watermark, key, reason is not None), context=context, target_path=dbt_target(home, context.run_id))
         for event in invocation.stream():
             if isinstance(event, dg.Output | dg.MaterializeResult):
                 event = event.with_metadata(
