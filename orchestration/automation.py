@@ -1,21 +1,23 @@
 """How the platform runs itself: declarative automation conditions and freshness policies,
 applied once to every asset spec by the composition root (``apply_policies``).
 
-The chain is ledger (observed source) -> entity_aliases -> claims (a partition per ledger day) -> the
-unpartitioned views (dbt state, evidence index, entity graph) -> centrality (dreaming).
+The chain is ledger (observed source) -> entity_aliases -> claims (a partition per ledger day)
+-> the unpartitioned views (dbt state, evidence index, entity graph) -> centrality (dreaming).
 
 * entity_aliases: eager, on every ledger growth.
-* claims (one partition per ledger day that has entries): eager on the latest ledger day (a growing ledger only ever adds entries to today's
-  partition: ``recorded_at`` is the commit time), but never on the very tick the ledger grew:
-  entity_aliases is being requested then, in another run (different partitioning), and claims
-  resolve names through it. The trigger is remembered; claims run once the aliases are done.
+* claims (one dynamic partition per ledger day that has entries, added by the ledger-head
+  sensor): the latest ledger day when the aliases were updated (a growing ledger only ever adds
+  entries to its newest day: ``recorded_at`` is the commit time), and every day still missing
+  (a new day; every unbuilt day on a daemon's first tick). Never on the very tick the ledger
+  grew: entity_aliases is being requested then, in another run (different partitioning), and
+  claims resolve names through it. The trigger is remembered; claims run once the aliases are
+  done.
 * the views below claims: refreshed when claims (or any non-ledger dependency) were updated,
   never while the extraction pass is pending. Plain ``eager()`` never fires below a
   partitioned asset (its "any dependency missing" clause is true while any day is missing:
   pitfall P6, seen with the ~900 calendar days of the former daily partitions), and eager on
-  the ledger itself would compile
-  the views once from stale claims and once more from fresh ones. So one refresh of all
-  views, in one run, after each extraction.
+  the ledger itself would compile the views once from stale claims and once more from fresh
+  ones. So one refresh of all views, in one run, after each extraction.
 * centrality: nightly, on the dreaming cron; its write-back grows the ledger, which refreshes
   the views again (the ledger-head sensor observes every writer).
 * query_profile: daily (PROFILE_CRON), because the query log it reads grows with every compile
@@ -24,13 +26,22 @@ unpartitioned views (dbt state, evidence index, entity graph) -> centrality (dre
   views (a dossier is only used while it holds the state build the marts hold, so it must follow
   every state build) and after each profile.
 
-Freshness (``dg.FreshnessPolicy``, evaluated by the daemon's FRESHNESS_DAEMON) measures how
-long ago a view was materialized; the watermark-lag checks (checks/lag.py) say whether it
-holds the ledger head.
+Freshness. An event-driven view is fresh while it holds the ledger head, however long ago it
+was built, and late once it lacks an entry older than its target: that is its watermark-lag
+check (checks/quality.py; state 5 min, embeddings 15, graph 60 by default, memc.toml
+``[freshness]``), a warning while it catches up and an error beyond the target, evaluated after
+each build and between builds by the ``view_lag_sensor`` whenever the head, the view's watermark
+or the verdict changes. These views get no ``dg.FreshnessPolicy``: Dagster 1.13's time window
+counts from the last materialization only (observations do not count), so a view holding the
+head showed red "Failed" minutes after its build as soon as the ledger stopped growing. The
+scheduled assets keep cron policies, evaluated by the daemon's FRESHNESS_DAEMON: centrality
+must run within ``dreaming`` minutes after the dreaming cron, query_profile within
+PROFILE_FRESHNESS_MINUTES after PROFILE_CRON.
 """
 
 from __future__ import annotations
 
+import warnings
 from datetime import timedelta
 
 import dagster as dg
@@ -50,6 +61,8 @@ from catalog.keys import (
     SKILLS,
     STATE_GROUP,
 )
+from checks.lag import TIERS
+from checks.quality import LAG_ASSETS
 from orchestration.settings import Settings
 
 AC = dg.AutomationCondition
@@ -157,7 +170,9 @@ def _deadline_cron(cron: str, minutes: float) -> str | None:
 
 
 def tier_of(spec: dg.AssetSpec) -> str | None:
-    """The freshness tier of an asset (None: no policy; the ledger is a source asset)."""
+    """The freshness tier of an asset, which names its target in the settings (None: not
+    automated here; the ledger is a source asset). Only "dreaming" and "profile" become Dagster
+    freshness policies; the views' targets hold their lag (``lag_targets``)."""
     if spec.key == CENTRALITY:
         return "dreaming"
     if spec.key in (EVIDENCE_INDEX, MEMORY_UNITS):
@@ -176,21 +191,29 @@ def tier_of(spec: dg.AssetSpec) -> str | None:
 
 
 def freshness_policy(spec: dg.AssetSpec, settings: Settings) -> dg.FreshnessPolicy | None:
+    """Cron freshness for the scheduled assets only (dreaming, the query profile). An
+    event-driven view gets none: Dagster's time window counts from the last materialization,
+    which made a view that holds the ledger head "Failed" once the ledger stopped growing; its
+    freshness is its lag behind the ledger (``lag_targets``, checks/quality.py)."""
     tier = tier_of(spec)
-    if tier is None:
-        return None
     if tier == "profile":
         # Daily: "fresh" means compiled in the `minutes` after the last PROFILE_CRON tick.
         minutes = settings.freshness_minutes.get(spec.key.to_user_string(), PROFILE_FRESHNESS_MINUTES)
         return dg.FreshnessPolicy.cron(deadline_cron=_deadline_cron(PROFILE_CRON, minutes), lower_bound_delta=timedelta(minutes=minutes))
-    minutes = settings.freshness_for(spec.key.to_user_string(), tier)
     if tier == "dreaming":
         # Dreaming runs on a cron: "fresh" means it ran in the `minutes` after the last tick.
+        minutes = settings.freshness_for(spec.key.to_user_string(), tier)
         deadline = _deadline_cron(settings.dreaming_cron, minutes)
         if deadline:
             return dg.FreshnessPolicy.cron(deadline_cron=deadline, lower_bound_delta=timedelta(minutes=minutes))
         return dg.FreshnessPolicy.time_window(fail_window=timedelta(days=1, minutes=minutes))
-    return dg.FreshnessPolicy.time_window(fail_window=timedelta(minutes=minutes))
+    return None
+
+
+def lag_targets(settings: Settings) -> dict[str, float]:
+    """Minutes each view with a watermark may lack a ledger entry before its lag check fails
+    (error): its asset's own target if memc.toml or the environment sets one, else its tier's."""
+    return {view: settings.freshness_for(LAG_ASSETS[view].to_user_string(), tier) for view, tier in TIERS.items()}
 
 
 def automation_condition(spec: dg.AssetSpec, settings: Settings) -> dg.AutomationCondition | None:
@@ -221,13 +244,16 @@ def apply_policies(assets: list, settings: Settings) -> list:
 
 def automation_sensor(settings: Settings) -> dg.AutomationConditionSensorDefinition:
     # The implicit default automation sensor starts STOPPED in OSS (pitfall P7).
-    return dg.AutomationConditionSensorDefinition(
-        "memc_automation",
-        target=dg.AssetSelection.all(),
-        # LatestLedgerDay is Python of ours: the daemon's own evaluator only runs Dagster's
-        # serializable built-in conditions. The code server evaluates ~25 assets per tick.
-        use_user_code_server=True,
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        minimum_interval_seconds=settings.sensor_interval_seconds,
-        description="Evaluates every asset's automation condition: views refresh when the ledger grows, dreaming runs nightly.",
-    )
+    with warnings.catch_warnings():
+        # use_user_code_server is a beta parameter, chosen knowingly: no news for the daemon's log.
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        return dg.AutomationConditionSensorDefinition(
+            "memc_automation",
+            target=dg.AssetSelection.all(),
+            # LatestLedgerDay is Python of ours: the daemon's own evaluator only runs Dagster's
+            # serializable built-in conditions. The code server evaluates ~38 entities a tick.
+            use_user_code_server=True,
+            default_status=dg.DefaultSensorStatus.RUNNING,
+            minimum_interval_seconds=settings.sensor_interval_seconds,
+            description="Evaluates every asset's automation condition: views refresh when the ledger grows, dreaming runs nightly.",
+        )

@@ -24,7 +24,7 @@ import checks.skills
 import checks.views
 from assets.state import dbt_resource, state_models
 from memc.home import MemcHome
-from orchestration.automation import apply_policies, automation_sensor
+from orchestration.automation import apply_policies, automation_sensor, lag_targets
 from catalog.keys import LEDGER
 from catalog.resources import EmbedderResource, MemcResource
 from orchestration.schedules import (
@@ -34,7 +34,7 @@ from orchestration.schedules import (
     ledger_compaction_schedule,
     nightly_dreaming,
 )
-from orchestration.sensors import ingest_inbox, make_inbox_sensor, make_ledger_head_sensor
+from orchestration.sensors import ingest_inbox, make_inbox_sensor, make_ledger_head_sensor, make_view_lag_sensor
 from orchestration.settings import load_settings
 
 # Records the ledger's head as the source asset's data version (what `memc build` runs first).
@@ -46,11 +46,12 @@ def build_definitions(home_dir: str | None = None) -> dg.Definitions:
     views = [*assets.claims.ASSETS, state_models(), *assets.retrieval.ASSETS, *assets.units.ASSETS, *assets.graph.ASSETS, *assets.profile.ASSETS, *assets.skills.ASSETS]
     return dg.Definitions(
         assets=[*assets.ledger.ASSETS, *assets.profile.SOURCES, *apply_policies(views, settings)],
-        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS, *checks.profile.CHECKS, *checks.skills.CHECKS],
+        asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS, *checks.quality.lag_checks(lag_targets(settings)), *checks.profile.CHECKS, *checks.skills.CHECKS],
         jobs=[ingest_inbox, observe_ledger, compact_views, compact_ledger],
         sensors=[
             make_inbox_sensor(min(15, settings.sensor_interval_seconds)),
             make_ledger_head_sensor(settings.sensor_interval_seconds),
+            make_view_lag_sensor(lag_targets(settings), settings.sensor_interval_seconds),
             automation_sensor(settings),
         ],
         schedules=[nightly_dreaming, compaction_schedule(settings), ledger_compaction_schedule(settings)],

@@ -1,5 +1,9 @@
-"""Sensors: the inbox (files dropped into <home>/inbox are ingested by a run of ``ingest_inbox``)
-and the ledger head (an observation of the source asset whenever it grew, from any writer)."""
+"""Sensors: the inbox (files dropped into <home>/inbox are ingested by a run of ``ingest_inbox``),
+the ledger head (an observation of the source asset whenever it grew, from any writer, and a
+partition for each new ledger day) and the views' lag behind it (their freshness)."""
+
+import json
+from typing import Mapping
 
 import dagster as dg
 
@@ -8,6 +12,8 @@ from catalog.keys import LEDGER
 from catalog.partitions import LEDGER_DAYS, new_ledger_days
 from claims.ledger_days import ledger_days
 from catalog.resources import MemcResource
+from checks.lag import view_lag
+from checks.quality import LAG_ASSETS, lag_check_name, lag_evaluation
 
 
 @dg.op(
@@ -81,3 +87,29 @@ def make_ledger_head_sensor(interval_seconds: int = 30) -> dg.SensorDefinition:
         )
 
     return ledger_head_sensor
+
+
+def make_view_lag_sensor(targets_minutes: Mapping[str, float], interval_seconds: int = 30) -> dg.SensorDefinition:
+    @dg.sensor(name="view_lag_sensor", minimum_interval_seconds=interval_seconds, default_status=dg.DefaultSensorStatus.RUNNING)
+    def view_lag_sensor(context: dg.SensorEvaluationContext, memc: MemcResource):
+        """The event-driven views' freshness between builds: evaluates each view's watermark-lag
+        check against the ledger head (passed while it holds the head, a warning while it lacks
+        entries younger than its target, an error beyond it) and records the result whenever the
+        view's watermark, the ledger head or the verdict changed; a view that holds the head stays
+        fresh however long ago it was built. Reads four watermark files and the ledger's head
+        per tick; launches no run."""
+        seen = json.loads(context.cursor) if context.cursor else {}
+        now: dict[str, list] = {}
+        events = []
+        for view, asset in LAG_ASSETS.items():
+            lag = view_lag(memc.home, view)
+            passed, severity, metadata = lag_evaluation(lag, targets_minutes[view])
+            now[view] = [metadata["state"], lag.watermark, lag.head]
+            if seen.get(view) != now[view]:
+                events.append(dg.AssetCheckEvaluation(asset_key=asset, check_name=lag_check_name(view), passed=passed,
+                                                      severity=severity, metadata=metadata))  # fmt: skip
+        if not events:
+            return dg.SkipReason("no view's lag changed")
+        return dg.SensorResult(asset_events=events, cursor=json.dumps(now))
+
+    return view_lag_sensor

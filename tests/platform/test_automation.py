@@ -175,6 +175,63 @@ def test_ledger_head_sensor_observes_every_append_and_adds_its_days(tmp_path, de
     assert isinstance(evaluate(again.cursor), dg.SkipReason)
 
 
+def test_a_view_holding_the_ledger_head_stays_fresh_and_a_late_one_fails(tmp_path, defs):
+    """Freshness of an event-driven view is its lag behind the ledger: built from the head a day
+    ago (far past the 5-minute target that used to fail it), with no ledger change, it passes; a
+    view lacking entries for longer than its target fails with an error, a view lacking only
+    younger entries warns. The view_lag_sensor records each verdict when it changes."""
+    from datetime import datetime, timedelta, timezone
+
+    from catalog.resources import MemcResource
+    from checks.lag import view_lag
+    from checks.quality import lag_evaluation
+    from claims.extract import active_extractor_key
+    from claims.store import extractor_dir
+    from ledger import Ledger, NewEntry
+    from memc.home import MemcHome
+    from memc.watermark import write_watermark
+
+    home = MemcHome.resolve(tmp_path / "home").ensure()
+    ledger = Ledger(home.ledger)
+    built = datetime.now(timezone.utc) - timedelta(days=1)
+    ledger.append([NewEntry(kind="document", content="Elena lives in Berlin.", valid_at=built)], recorded_at=built)
+    head = ledger.head()
+    write_watermark(extractor_dir(home.claims, active_extractor_key()), "claims", head)  # claims built from the head
+
+    a_day_later = built + timedelta(days=1)
+    passed, _, meta = lag_evaluation(view_lag(home, "claims", now=a_day_later), 5)
+    assert passed and meta["state"] == "current", "a view holding the head is fresh however old its build"
+    passed, severity, meta = lag_evaluation(view_lag(home, "evidence_index", now=a_day_later), 15)
+    assert not passed and severity == dg.AssetCheckSeverity.ERROR and meta["state"] == "late", meta
+
+    sensor = defs.resolve_sensor_def("view_lag_sensor")
+    instance = dg.DagsterInstance.ephemeral()
+    resources = {"memc": MemcResource(home_dir=str(home.root))}
+
+    def evaluate(cursor):
+        result = sensor(dg.build_sensor_context(cursor=cursor, resources=resources, instance=instance))
+        if isinstance(result, dg.SkipReason):
+            return result, cursor, {}
+        return result, result.cursor, {e.asset_key.to_user_string(): e for e in result.asset_events}
+
+    _, cursor, verdicts = evaluate(None)
+    assert verdicts["claims"].check_name == "claims_watermark_lag" and verdicts["claims"].passed
+    for late in ("state_current", "evidence_index", "entity_graph"):  # never built, lacking a day-old entry
+        assert not verdicts[late].passed and verdicts[late].severity == dg.AssetCheckSeverity.ERROR, late
+    skipped, cursor, _ = evaluate(cursor)
+    assert isinstance(skipped, dg.SkipReason), "nothing changed: nothing recorded again"
+
+    # A new entry: the claims lack it, younger than their target: a warning, not a failure.
+    ledger.append([NewEntry(kind="document", content="Elena moved to Potsdam.", valid_at=datetime.now(timezone.utc))])
+    _, cursor, verdicts = evaluate(cursor)
+    claims = verdicts["claims"]
+    assert not claims.passed and claims.severity == dg.AssetCheckSeverity.WARN
+    assert claims.metadata["entries_behind"].value == 1 and claims.metadata["state"].value == "catching up"
+    # ... and an error once the entry it lacks is older than the target
+    passed, severity, meta = lag_evaluation(view_lag(home, "claims", now=datetime.now(timezone.utc) + timedelta(minutes=6)), 5)
+    assert not passed and severity == dg.AssetCheckSeverity.ERROR and meta["state"] == "late"
+
+
 def test_sensors_and_schedules_run_by_default(defs):
     running = dg.DefaultSensorStatus.RUNNING
     for name in ("inbox_sensor", "ledger_head_sensor", "memc_automation"):

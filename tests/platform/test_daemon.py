@@ -1,12 +1,13 @@
 """The platform running itself, live: `memc up` (webserver + daemon), a file dropped into the
 inbox is ingested by the inbox sensor and every view below the ledger is refreshed by the
-automation sensor with no manual step; a view left stale beyond its freshness target is
-reported as failing by the daemon's freshness evaluation; `memc down` stops everything.
+automation sensor with no manual step; views that hold the ledger head stay fresh past their
+freshness target when nothing changes (their freshness is their lag behind the ledger, not the
+time since their build); `memc down` stops everything.
 
 Short windows through configuration: the home's memc.toml sets the state tier (claims and
 dbt models) to 1 minute and the sensors to 5 s, and FRESHNESS_DAEMON_INTERVAL_SECONDS=5.
-Measured here: about 2 minutes (UI up 14 s; ingest, aliases, claims and all 21 views in one
-run 60-70 s; the claims' freshness fails a minute after their materialization).
+Measured here: about 2-3 minutes (UI up 14 s; ingest, aliases, claims and all views 60-70 s;
+then 75 s with nothing changing, past the 1-minute target).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from api.process import free_port
 from ui_graphql import graphql
 
 REFRESH_TIMEOUT = 300  # seconds, from the drop to every view at the new head
-FRESHNESS_TIMEOUT = 150
 
 
 def _memc(home: Path, *args: str, env: dict, timeout: float) -> subprocess.CompletedProcess:
@@ -44,6 +44,19 @@ def _freshness(port: int) -> dict[str, str | None]:
     return {"/".join(n["assetKey"]["path"]): (n["freshnessStatusInfo"] or {}).get("freshnessStatus") for n in nodes}
 
 
+def _check_statuses(port: int) -> dict[str, str | None]:
+    checks = graphql(
+        port,
+        "{ assetNodes { assetKey { path } assetChecksOrError { ... on AssetChecks { checks { name "
+        "executionForLatestMaterialization { status } } } } } }",
+    )["assetNodes"]
+    return {
+        f"{'/'.join(n['assetKey']['path'])}:{c['name']}": (c["executionForLatestMaterialization"] or {}).get("status")
+        for n in checks
+        for c in (n["assetChecksOrError"] or {}).get("checks", [])
+    }
+
+
 def _kill_leftovers(home: Path) -> None:
     """Fallback if `memc down` failed: the process groups recorded by `memc up`."""
     import signal
@@ -55,7 +68,7 @@ def _kill_leftovers(home: Path) -> None:
             pass
 
 
-def test_dropped_file_refreshes_every_view_and_a_stale_view_fails_freshness(tmp_path):
+def test_dropped_file_refreshes_every_view_and_views_holding_the_head_stay_fresh(tmp_path):
     from ledger import Ledger
     from memc.home import MemcHome
     from orchestration.platform import group_members
@@ -110,41 +123,34 @@ def test_dropped_file_refreshes_every_view_and_a_stale_view_fails_freshness(tmp_
         assert "centrality" not in done, "dreaming waits for its nightly tick"
         assert all(status == "SUCCESS" for _, status in automated), automated
 
+        t_views = time.monotonic()
         # Every check the views' runs executed passed (GX, provenance, view audits, lag, dbt tests).
-        checks = graphql(
-            port,
-            "{ assetNodes { assetKey { path } assetChecksOrError { ... on AssetChecks { checks { name "
-            "executionForLatestMaterialization { status } } } } } }",
-        )["assetNodes"]
-        statuses = {
-            f"{'/'.join(n['assetKey']['path'])}:{c['name']}": (c["executionForLatestMaterialization"] or {}).get("status")
-            for n in checks
-            for c in (n["assetChecksOrError"] or {}).get("checks", [])
-        }
+        statuses = _check_statuses(port)
         for name in ("claims:claims_expectations", "claims:claims_watermark_lag", "state_current:state_watermark_lag",
                      "evidence_index:evidence_index_watermark_lag", "entity_graph:entity_graph_watermark_lag"):  # fmt: skip
             assert statuses.get(name) == "SUCCEEDED", (name, statuses.get(name))
         assert not [k for k, v in statuses.items() if v not in (None, "SUCCEEDED")], statuses
 
-        # Freshness: the claims (state tier: 1 minute here) are not refreshed again, the ledger
-        # does not grow: the daemon reports them failing, while the evidence index (15 min) is healthy.
+        # Freshness: the ledger does not grow and no view is built again. Past the state tier's
+        # 1 minute (the time window that used to turn the claims red "Failed" with every view
+        # exact), the views still hold the head: nothing is failing, the lag checks pass (the
+        # view_lag_sensor re-evaluates them between builds), and no event-driven view has a
+        # time-window policy. Dreaming, on its cron, has one and was never run: unknown.
         policy = graphql(
             port,
             '{ assetNodeOrError(assetKey: {path: ["claims"]}) { ... on AssetNode { internalFreshnessPolicy '
-            "{ ... on TimeWindowFreshnessPolicy { failWindowSeconds } } } } }",
+            "{ __typename } } } }",
         )
-        assert policy["assetNodeOrError"]["internalFreshnessPolicy"]["failWindowSeconds"] == 60
-        status: dict = {}
-        deadline = time.monotonic() + FRESHNESS_TIMEOUT
-        while time.monotonic() < deadline:
-            status = _freshness(port)
-            if status.get("claims") == "DEGRADED" and status.get("evidence_index") == "HEALTHY":
-                break
-            time.sleep(3)
-        assert status.get("claims") == "DEGRADED", status
-        assert status.get("evidence_index") == "HEALTHY", status
+        assert policy["assetNodeOrError"]["internalFreshnessPolicy"] is None, policy
+        time.sleep(max(0.0, 75 - (time.monotonic() - t_views)))
+        status = _freshness(port)
+        assert status.get("claims") in (None, "NOT_APPLICABLE"), status
+        assert not [k for k, v in status.items() if v == "DEGRADED"], status
         assert status.get("centrality") == "UNKNOWN", "never materialized: unknown, not failing"
-        print(f"views refreshed {refreshed_after:.0f} s after the drop; freshness failing after {time.monotonic() - t0:.0f} s")
+        lag = _check_statuses(port)
+        for name in ("claims:claims_watermark_lag", "state_current:state_watermark_lag"):
+            assert lag.get(name) == "SUCCEEDED", (name, lag.get(name))
+        print(f"views refreshed {refreshed_after:.0f} s after the drop; still fresh {time.monotonic() - t_views:.0f} s after")
 
         down = _memc(root, "down", env=env, timeout=90)
         assert down.returncode == 0, down.stdout + down.stderr

@@ -421,4 +421,6 @@ def test_the_profile_refreshes_daily_with_the_dossiers_after_it(tmp_path):
     r = dg.evaluate_automation_conditions(defs=defs, instance=instance, cursor=r.cursor, evaluation_time=tick + timedelta(minutes=2))
     assert requested(r) == set(), "nothing more until the next tick"
     graph = defs.resolve_asset_graph()
-    assert graph.get(keys.QUERY_PROFILE).freshness_policy is not None and graph.get(keys.ENTITY_DOSSIERS).freshness_policy is not None
+    assert graph.get(keys.QUERY_PROFILE).freshness_policy is not None, "daily: a cron freshness policy"
+    # event-driven (with each state build): no time-window policy (docs/operations.md, "Freshness")
+    assert graph.get(keys.ENTITY_DOSSIERS).freshness_policy is None
