@@ -168,6 +168,17 @@ def test_claims_command_lists_claims_and_rejections(home, tmp_path):
     assert not Path(home.claims / "extractor=rules-0.2.0" / "day=2024-06-05").exists()
 
 
+def test_a_day_without_entries_does_not_split_a_backfill_run():
+    """06-03 has no entries, so it is no partition: 06-02 and 06-04 are neighbours, one run."""
+    from claims.ledger_days import contiguous
+
+    assert contiguous(["2024-06-02", "2024-06-04"], among=list(LEDGER)) == [("2024-06-02", "2024-06-04")]
+    assert contiguous(["2024-06-01", "2024-06-04"], among=list(LEDGER)) == [("2024-06-01", "2024-06-01"), ("2024-06-04", "2024-06-04")]
+    assert contiguous(["2024-06-02", "2024-06-04"]) == [("2024-06-02", "2024-06-02"), ("2024-06-04", "2024-06-04")], "calendar"
+    with pytest.raises(ValueError, match="not ledger days"):
+        contiguous(["2024-06-03"], among=list(LEDGER))
+
+
 @pytest.mark.slow
 def test_full_build_over_several_days_then_backfill_with_views(home, monkeypatch):
     """The whole graph in one run over a range of ledger days, then a backfill that recompiles
