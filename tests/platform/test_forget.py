@@ -3,8 +3,9 @@ erasures excluded at once, the CLI, and SIGKILL at random points of a real casca
 
 Most tests run on small ledgers written here (no build). The kill trials copy one home built
 through Dagster (tests/forget_homes.py) and kill a child process running the cascade
-without its final rebuild (ledger rewrite, inbox/Dagster scrub, view drops): that is where a
-crash could tear something. The full cascade with its rebuild runs in tests/platform/test_canaries.py.
+without its final rebuild (ledger rewrite, inbox/Dagster scrub, view drops), and (slow) with
+it, during the rebuild; after each the cascade is run again and must finish the erasure. The
+full cascade with its rebuild, checked in every store, runs in tests/platform/test_canaries.py.
 """
 
 from __future__ import annotations
@@ -338,13 +339,20 @@ CHILD = textwrap.dedent("""
     t0 = time.perf_counter()
     def step(_eid, name):
         print("step", name, time.perf_counter() - t0, flush=True)
-    rep = forget(home, entry_ids={ids!r}, reason="kill test", by="alice", rebuild=False, on_step=step)
+    rebuild = False
+    if {rebuild!r}:
+        from orchestration.runner import rebuild_views as rebuild
+    rep = forget(home, entry_ids={ids!r}, reason="kill test", by="alice", rebuild=rebuild, on_step=step)
     print("done", time.perf_counter() - t0, rep.status, flush=True)
 """)
 
 
-def _child(home, ids) -> subprocess.Popen:
-    code = CHILD.format(repo=str(REPO), home=str(home.root), ids=list(ids))
+def _child(home, ids, rebuild: bool = False) -> subprocess.Popen:
+    code = CHILD.format(repo=str(REPO), home=str(home.root), ids=list(ids), rebuild=rebuild)
+    # A build's log goes to a file: a pipe nobody reads while the build runs would fill and stall it.
+    if rebuild:
+        with open(home.root.parent / "child.err", "w") as err:
+            return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=err, text=True, cwd=REPO)
     return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
 
 
@@ -422,6 +430,69 @@ def test_kill_forget_at_random_points_60_trials(tmp_path_factory, seed):
     """60 at full scale (MEMC_SLOW_SCALE reduces it in CI), from a fresh seed each run (printed;
     MEMC_TEST_SEED replays the kill points, the machine's timing aside)."""
     _kill_trials(tmp_path_factory, trials=scaled(60, least=12), seed=seed)
+
+
+def _kill_during_rebuild(tmp_path_factory, trials: int, seed: int) -> None:
+    """kill -9 of `forget` with its rebuild, after the purge and the view drop, at a random moment
+    of the Dagster build that compiles the views again (dbt, LanceDB, Kùzu, dreaming appending
+    derived claims); then `forget` again, with its rebuild: it resumes, builds, and leaves no
+    canary in any store and every entry it did not name as it was."""
+    from canary_stores import all_hits
+
+    from orchestration.runner import rebuild_views
+
+    fh = forensic_home(tmp_path_factory)
+    canaries = list(fh.canaries)
+    erase = [fh.canaries[canaries[0]], fh.canaries[canaries[1]]]
+    keep = canaries[2]
+    base_rows = _rows(fh.home)
+    rng = random.Random(seed)
+    landed: Counter = Counter()
+    t_start = time.perf_counter()
+    for trial in range(trials):
+        h = copy_home(fh, tmp_path_factory.mktemp(f"rebuildkill{trial}") / "home").home
+        p = _child(h, erase, rebuild=True)
+        assert p.stdout.readline().strip() == "ready"
+        while True:
+            line = p.stdout.readline()
+            assert line, f"trial {trial}: the child ended before dropping the views: {(h.root.parent / 'child.err').read_text()[-2000:]}"
+            if line.startswith("step views_dropped "):
+                break
+        # A build of this home takes 40-100 s on 2 cores: 1-30 s in is inside it.
+        time.sleep(rng.uniform(1, 30))
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=60)
+        (j,) = journals(h)
+        landed[j["step"]] += 1
+        assert j["step"] == "views_dropped", f"trial {trial}: the kill came after the rebuild ({j['step']})"
+
+        rep = forget(h, entry_ids=erase, reason="kill test", by="alice", rebuild=rebuild_views)
+        assert rep.status == "nothing_to_erase" and rep.resumed == [j["erasure_id"]] and rep.rebuilt, rep.to_dict()
+        assert pending(h) == [] and [x["step"] for x in journals(h)] == ["done"]
+        assert Ledger(h.ledger).verify().ok
+        rows = _rows(h)
+        erased = set(j["erased"])
+        for e, before in base_rows.items():
+            if e in erased:
+                assert is_erased_stub(rows[e]), f"trial {trial}: {e} not purged"
+            else:
+                assert rows[e] == before, f"trial {trial}: entry {e} ({before['visibility']}) changed"
+        new = [r for e, r in rows.items() if e not in base_rows]
+        assert sum(r["kind"] == "erasure" for r in new) == 1, f"trial {trial}: {len(new)} new rows"
+        assert all(r["kind"] in ("erasure", "derived_claim") for r in new), "only the tombstone and recomputed derived claims are new"
+        gone = all_hits(h, canaries[:2], [])
+        assert gone == {k: {} for k in gone}, f"trial {trial}: {gone}"
+        kept = all_hits(h, [keep], [])
+        for store in ("ledger", "parquet", "duckdb", "lancedb", "kuzu"):
+            assert kept[store], f"trial {trial}: the {store} lost the entry the erasure did not name"
+    print(f"rebuild kill trials: {trials} (seed {seed}); journal step at the kill: {dict(landed)}; {time.perf_counter() - t_start:.1f} s")
+
+
+@pytest.mark.slow
+def test_kill_forget_during_its_rebuild(tmp_path_factory, seed):
+    """5 at full scale, 1 in CI (MEMC_SLOW_SCALE=0.2): each ~2 min on 2 busy cores (a killed
+    build, then a whole one)."""
+    _kill_during_rebuild(tmp_path_factory, trials=scaled(5, least=1), seed=seed)
 
 
 def test_forget_report_is_json_ready():
