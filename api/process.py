@@ -4,7 +4,6 @@ benchmark use to talk to a real server over real sockets."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -13,11 +12,7 @@ import urllib.request
 from pathlib import Path
 from typing import Sequence
 
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from memc.processes import free_port
 
 
 class ServerProcess:

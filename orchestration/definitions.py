@@ -9,6 +9,7 @@ read here, when the code location loads (orchestration/settings.py).
 
 import dagster as dg
 
+import orchestration.notices  # noqa: F401  first: the modules below emit Dagster's beta notices as they load
 import assets.claims
 import assets.graph
 import assets.ledger

@@ -17,7 +17,6 @@ import contextlib
 import functools
 import os
 import uuid
-import warnings
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,11 +36,15 @@ from memc.home import MemcHome
 from memc.locks import HomeBusy, exclusive
 from memc.processes import pid_alive
 from orchestration.definitions import build_definitions
+from orchestration.notices import silence as silence_dagster_notices
 
 DAGSTER_YAML_HEADER = "# memc's local Dagster instance (runs, event logs, schedules) for this memory home."
 DAGSTER_YAML = f"""\
 {DAGSTER_YAML_HEADER}
 telemetry:
+  enabled: false
+# The UI's "Join the Dagster community" sign-up form on first open: an e-mail form for a local tool.
+nux:
   enabled: false
 # One run at a time under the daemon: dbt holds DuckDB's single-writer lock and Kùzu allows one
 # writer, and a run peaks near 1 GB on a 2-core box. Eager refreshes queue behind each other.
@@ -52,9 +55,7 @@ run_queue:
 
 def prepare_environment(home: MemcHome) -> None:
     """Point Dagster, dbt and Hugging Face at this home and keep all of them offline."""
-    # Beta/preview notices about Dagster's own APIs are for us, not for someone running a build.
-    for category in (dg.BetaWarning, dg.PreviewWarning, dg.SupersessionWarning):
-        warnings.filterwarnings("ignore", category=category)
+    silence_dagster_notices()  # for this process's own runs too (pytest resets filters per test)
     home.ensure()
     home.dagster.mkdir(parents=True, exist_ok=True)
     cfg = home.dagster / "dagster.yaml"
