@@ -73,9 +73,14 @@ def make_ledger_head_sensor(interval_seconds: int = 30) -> dg.SensorDefinition:
         moved; launches no run."""
         ledger = memc.ledger()
         head = ledger.head()
+        known = context.instance.get_dynamic_partitions(LEDGER_DAYS.name)
         if context.cursor == str(head):
+            if head and not known:
+                # A home whose daemon ran before the claims were partitioned by the days that
+                # exist: its days are added once, with no observation (the head did not move).
+                return dg.SensorResult(dynamic_partitions_requests=[LEDGER_DAYS.build_add_request(ledger_days(ledger))])
             return dg.SkipReason(f"ledger head unchanged at {head}")
-        new_days = new_ledger_days(ledger_days(ledger), context.instance.get_dynamic_partitions(LEDGER_DAYS.name))
+        new_days = new_ledger_days(ledger_days(ledger), known)
         return dg.SensorResult(
             asset_events=[
                 dg.AssetObservation(

@@ -174,6 +174,12 @@ def test_ledger_head_sensor_observes_every_append_and_adds_its_days(tmp_path, de
     # the same head again: nothing to observe, no partition to add
     assert isinstance(evaluate(again.cursor), dg.SkipReason)
 
+    # A daemon whose cursor holds the head from before the days were partitions: added once.
+    fresh = dg.DagsterInstance.ephemeral()
+    upgraded = sensor(dg.build_sensor_context(cursor=again.cursor, resources=resources, instance=fresh))
+    assert not upgraded.asset_events, "the head did not move: no observation"
+    assert [list(r.partition_keys) for r in upgraded.dynamic_partitions_requests] == [["2024-06-01", "2024-06-03", today]]
+
 
 def test_a_view_holding_the_ledger_head_stays_fresh_and_a_late_one_fails(tmp_path, defs):
     """Freshness of an event-driven view is its lag behind the ledger: built from the head a day
