@@ -74,7 +74,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         404: "The scope holds nothing the key's principal may see (details list the scopes it may see)",
         413: "Request body over the server's limit",
         422: "A field is invalid (the field and entry are named)",
-        500: "Internal error (a reference; the trace is in the server log)",
+        500: "Internal error (a reference; the trace is in the server log), or the home's memc.toml is invalid (`invalid_config`, naming the file and field)",
         503: "A view is stale or not built (details say which)",
     }
     return {c: {"model": m.ErrorBody, "description": text[c]} for c in (*codes, 400, 401, 413, 500)}

@@ -16,6 +16,7 @@ tool error whose text starts with the code.
 | 413 | ``payload_too_large`` | the request body is over the server's limit |
 | 422 | ``invalid_request``, ``invalid_entry`` | the body parsed but a field is wrong (the entry index and field are named) |
 | 500 | ``internal_error`` | a bug; the client gets a reference, the server log gets the trace |
+| 500 | ``invalid_config`` | the memory home's memc.toml is invalid (an ingest reads ``[ingest] default_visibility``; the message names the file and field) |
 | 503 | ``stale_view``, ``view_unavailable`` | a view is behind the ledger by more than the caller tolerates, or not built |
 """
 
