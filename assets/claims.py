@@ -26,7 +26,8 @@ def entity_aliases(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.
     """Entity resolution: which written names are one entity. Grain: one row per (scope, alias
     as written), with its canonical entity id (per scope: people who share a name in different
     scopes never merge), the canonical name, the rule that merged it ("exact", "case/space",
-    "prefix-in-conversation": a nickname a participant is addressed by) and the entry ids that
+    "prefix-in-conversation": a nickname a participant is addressed by, "email-local-part": a
+    sender's address whose local part is a speaker's whole name) and the entry ids that
     support the merge. Beside it, participants.parquet: who speaks in each session (one row
     per scope, session and speaker, with their turns), which is whom "you" means in a two-party
     session. Deterministic, rebuilt from the whole ledger; claims resolve their subjects and

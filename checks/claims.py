@@ -6,6 +6,7 @@ import dagster as dg
 from catalog.keys import CLAIMS, ENTITY_ALIASES
 from catalog.resources import MemcResource
 from claims.extract import active_extractor_key
+from claims.resolve import RULES as ALIAS_RULES
 from claims.store import read_aliases, read_claims
 from ledger.schema import PUBLIC
 from memc.ids import entity_id
@@ -62,7 +63,7 @@ def entity_aliases_explainable(memc: MemcResource) -> dg.AssetCheckResult:
     ids = {r["entry_id"] for r in memc.ledger().read(["entry_id"]).to_pylist()}
     problems = []
     for r in rows:
-        if r["rule"] not in ("exact", "case/space", "prefix-in-conversation"):
+        if r["rule"] not in ALIAS_RULES:
             problems.append(f"{r['alias']}: unknown rule {r['rule']!r}")
         elif not r["evidence"] or not set(r["evidence"]) <= ids:
             problems.append(f"{r['alias']}: evidence missing or not in the ledger")

@@ -8,6 +8,11 @@ Rules, strongest first; each merge records its rule and the entry ids that suppo
   same conversation ("Hey Jo!", "..., Jo?") that is a prefix of exactly one other
   participant's first name ("Tom" -> "Tomasz"). Addressing is required, so a capitalised word
   at the start of a sentence ("Car broke down") is never taken for a nickname.
+- ``email-local-part``: an e-mail address that writes an entry (an .eml's sender) whose local
+  part, with ``.``, ``_`` and ``-`` read as spaces and a ``+tag`` dropped, is the whole name of
+  exactly one speaker of the scope (``priya@helio.example`` -> Priya, ``ana.lima@x`` -> Ana
+  Lima). Anything less certain merges nothing: the address stays out of the entities (an
+  address or a file name is never an entity name: the entities mart).
 
 Entities are per scope: every lookup is keyed by (scope, normalized name), and the canonical id
 is ``memc.ids.entity_id(scope, canonical_name)``, so two people who share a name in different
@@ -28,6 +33,9 @@ import pyarrow as pa
 from memc.ids import entity_id, normalize_name
 
 VERSION = "0.1.0"
+# Every rule an alias row may name, strongest first (the module docstring says what each means;
+# the entity_aliases_explainable check refuses any other).
+RULES = ("exact", "case/space", "prefix-in-conversation", "email-local-part")
 
 ALIAS_SCHEMA = pa.schema(
     [
@@ -74,13 +82,30 @@ def _is_name(actor: str | None) -> bool:
     return bool(actor) and "@" not in actor and not actor.endswith("-bot") and any(c.isalpha() for c in actor)
 
 
+# A bare address, as the e-mail ingester records a sender (no display name, no angle brackets).
+_EMAIL = re.compile(r"^(?P<local>[^\s@<>]+)@[^\s@<>]+\.[^\s@<>]+$")
+
+
+def email_local_name(address: str | None) -> str | None:
+    """The name an e-mail address's local part spells, normalized ("Priya.Nair+work@x.org" ->
+    "priya nair"), or None when ``address`` is not a bare e-mail address."""
+    m = _EMAIL.match(address or "")
+    if not m:
+        return None
+    local = m.group("local").split("+", 1)[0]
+    return normalize_name(re.sub(r"[._-]+", " ", local)) or None
+
+
 def build_aliases(entries: Iterable[dict[str, Any]]) -> pa.Table:
     """The alias table of a ledger (rows sorted by scope, normalized alias)."""
     speakers: dict[tuple[str, str], _Name] = defaultdict(_Name)  # (scope, normalized) -> forms
     by_conv: dict[tuple[str, str], set[str]] = defaultdict(set)  # (scope, conversation) -> speakers (normalized)
     addressed: list[tuple[str, str, str, str, str]] = []  # scope, conversation, name, speaker, entry_id
+    senders: dict[tuple[str, str], list[str]] = defaultdict(list)  # (scope, address) -> entry ids
     for e in entries:
         actor, scope = e.get("actor"), e["scope"]
+        if email_local_name(actor) is not None:
+            senders[(scope, " ".join(actor.split()))].append(e["entry_id"])
         if e["kind"] != "message" or not _is_name(actor):
             continue
         norm = normalize_name(actor)
@@ -137,6 +162,17 @@ def build_aliases(entries: Iterable[dict[str, Any]]) -> pa.Table:
             "canonical_name": name, "rule": "prefix-in-conversation",
             # where the nickname is used to address them, then where they speak under their name
             "evidence": written + speakers[(scope, target)].evidence[: MAX_EVIDENCE - len(written)],
+        }
+    for (scope, address), ids in sorted(senders.items()):
+        target = email_local_name(address)
+        if (scope, target) not in speakers:
+            continue  # the local part names no speaker wholly ("pn", "priya" for "Priya Nair"): no merge
+        name = canonical[(scope, target)]
+        rows[(scope, normalize_name(address))] = {
+            "scope": scope, "alias": address, "normalized": normalize_name(address), "entity_id": entity_id(scope, name),
+            "canonical_name": name, "rule": "email-local-part",
+            # where the address writes, then where the person speaks under their name
+            "evidence": ids[: MAX_EVIDENCE // 2] + speakers[(scope, target)].evidence[: MAX_EVIDENCE - min(len(ids), MAX_EVIDENCE // 2)],
         }
     ordered = sorted(rows.values(), key=lambda r: (r["scope"], r["normalized"], r["alias"]))
     return pa.Table.from_pylist(ordered, schema=ALIAS_SCHEMA)

@@ -65,3 +65,9 @@
         NULL for a file of the flat layout, which names none. -#}
     try_cast(nullif(regexp_extract({{ path }}, 'day=([0-9]{4}-[0-9]{2}-[0-9]{2})', 1), '') as date)
 {%- endmacro %}
+
+{% macro is_email_address(name) -%}
+    {#- A bare e-mail address (claims/resolve.py email_local_name reads the same shape): not an
+        entity name unless entity resolution made it an alias of a person. -#}
+    coalesce(regexp_full_match({{ name }}, '[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+'), false)
+{%- endmacro %}

@@ -109,3 +109,27 @@ def test_unknown_or_outside_principal_sees_no_private_text(built_home, asker):
     ctx = compile_context("What is Elena thinking about her job at Helio Labs? Potsdam?", asker, home=home, scope="team")
     text = " ".join(it.text for it in ctx.items) + " ".join(f.object for f in ctx.state)
     assert "Potsdam" not in text and "leaving Helio" not in text
+
+
+def test_file_names_and_addresses_are_not_entities(built_home):
+    """The sample note (team-notes.md, no author) and the e-mail from priya@helio.example made
+    entities of their own, graph nodes that dreaming ranked (issue 20). Now the address is
+    Priya's alias (its local part is her name), the note only an entry that mentions her, and
+    neither is an entity, a node or a subject of derived analytics. No build of its own."""
+    import re
+
+    from views.marts import ENTITIES, ENTITY_ANALYTICS, GRAPH_MENTIONS, TIMELINE, read_mart
+
+    home, _ = built_home
+    not_names = re.compile(r"(^[^\s@]+@[^\s@]+$)|(\.md$)")
+    entities = read_mart(mart_path(home, ENTITIES)).to_pylist()
+    assert not [e["name"] for e in entities if not_names.search(e["name"])], [e["name"] for e in entities]
+    priya = [e for e in entities if e["name"] == "Priya"]
+    assert len(priya) == 1 and "priya@helio.example" in priya[0]["aliases"] and "email-local-part" in priya[0]["alias_rules"]
+    note = next(r["entry_id"] for r in Ledger(home.ledger).iter_entries() if r["source_ref"] == "team-notes.md")
+    mentioned = {m["entity_id"] for m in read_mart(mart_path(home, GRAPH_MENTIONS)).to_pylist() if m["entry_id"] == note}
+    assert priya[0]["entity_id"] in mentioned, "the note still mentions Priya in the graph"
+    ranked = [r["subject"] for r in read_mart(mart_path(home, ENTITY_ANALYTICS)).to_pylist()]
+    assert ranked and not [s for s in ranked if not_names.search(s)], ranked
+    timelines = {r["entity_name"] for r in read_mart(mart_path(home, TIMELINE)).to_pylist()}
+    assert "Priya" in timelines and not [n for n in timelines if not_names.search(n)], timelines

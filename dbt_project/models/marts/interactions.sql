@@ -28,6 +28,9 @@ speakers as (
     left join aliases as a on a.scope = t.scope and a.normalized = {{ normalize_name('t.actor') }}
     left join aliases as p on p.scope = t.scope and p.normalized = {{ normalize_name('t.previous_actor') }}
     where t.previous_actor is not null
+      -- an e-mail address no alias names is not an entity (the entities mart): no edge to it
+      and (a.entity_id is not null or not {{ is_email_address('t.actor') }})
+      and (p.entity_id is not null or not {{ is_email_address('t.previous_actor') }})
 ),
 
 pairs as (

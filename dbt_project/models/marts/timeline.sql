@@ -2,6 +2,8 @@
 -- Events per entity in valid-time order: claims stated or retracted about it and entries it
 -- authored, with their sources. Names are mapped through entity resolution's aliases here (not
 -- in the incremental intermediate), because the aliases may change when the ledger does not.
+-- As in the entities mart, a source named as its own subject (a note's file name) or an e-mail
+-- address no alias resolves is no entity: it has no timeline.
 with events as (
     select * from {{ ref('int_entity_events_collected') }}
 ),
@@ -34,3 +36,5 @@ select
 from events as e
 left join aliases as a
     on a.scope = e.scope and a.normalized = {{ normalize_name('e.entity_name') }}
+where a.entity_id is not null
+   or not (coalesce(e.entity_name = e.source_ref, false) or e.entity_name = e.entry_id or {{ is_email_address('e.entity_name') }})
