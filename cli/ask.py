@@ -47,6 +47,12 @@ def _render(result: dict[str, Any]) -> str:
             f"  {'':<20} source {f['source_ref'] or '-'} {f['source_entry_id']} ({f['source_kind'] or '-'}, "
             f"recorded {f['recorded_at']:%Y-%m-%d %H:%M}{', ingested by ' + by if by else ''}): \"{f['quote']}\""
         )
+        # A value said again in other entries is one fact: its older sources follow, newest first.
+        for src in f.get("sources", [])[1:]:
+            lines.append(
+                f"  {'':<20} also   {src['source_ref'] or '-'} {src['source_entry_id']} ({src['source_kind'] or '-'}, "
+                f"since {src['valid_from']:%Y-%m-%d}): \"{src['quote']}\""
+            )
     if result["conflicts"]:
         lines.append("Conflicts (same valid time, different values):")
         for c in result["conflicts"]:

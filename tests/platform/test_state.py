@@ -319,6 +319,7 @@ def test_restatement_keeps_the_moves_date(fold_home):
     assert out.returncode == 0, out.stderr
     lines = [ln for ln in out.stdout.splitlines() if ln.strip().startswith("lives_in")]
     assert lines == ["  lives_in             Bergen  (since 2024-02-01)"], out.stdout
+    assert "also   m6c" in out.stdout  # the move's source, after the restatement's
 
 
 def test_what_holds_now_shows_one_line_per_fact(fold_home):
