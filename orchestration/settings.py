@@ -32,9 +32,10 @@ from pathlib import Path
 
 CONFIG_FILE = "memc.toml"
 
-# Freshness tiers, in minutes (the targets). "state" covers the extraction pass and
-# every dbt model; "embeddings" the evidence index; "graph" the entity graph; "dreaming" is
-# measured from the nightly dreaming tick (see orchestration/automation.py).
+# Freshness tiers, in minutes (the targets): how long a view may lack a ledger entry
+# before its watermark-lag check fails. "state" holds the claims and state_current; "embeddings"
+# the evidence index; "graph" the entity graph; "dreaming" is measured from the nightly dreaming
+# tick, a cron freshness policy (see orchestration/automation.py).
 DEFAULT_FRESHNESS_MINUTES = {"state": 5, "embeddings": 15, "graph": 60, "dreaming": 60}
 DEFAULT_DREAMING_CRON = "0 3 * * *"
 # Weekly: LanceDB keeps one version per write, so a week of eager refreshes is a few hundred
