@@ -9,7 +9,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from catalog.dbt_project import dbt_executable, dbt_project
+from catalog.dbt_project import DBT_PROJECT_DIR, dbt_executable, dbt_project
 from catalog.keys import STATE_GROUP
 from catalog.resources import MemcResource
 from claims.extractors import active_extractor_key
@@ -24,12 +24,23 @@ def extractor_key() -> str:
     return active_extractor_key()
 
 
+@functools.cache
+def fold_version() -> str:
+    """The fold's rules version, dbt_project.yml's var ``fold_version`` (memory_actions records
+    it on every action)."""
+    import yaml  # lazy: only a build reads it (PyYAML comes with dbt)
+
+    return str(yaml.safe_load((DBT_PROJECT_DIR / "dbt_project.yml").read_text())["vars"]["fold_version"])
+
+
 def full_refresh_reason(home: MemcHome, watermark: int, key: str) -> str | None:
     """Why the incremental models must be rebuilt from scratch, or None when appending is exact.
 
     The incremental models append what lies above their highest seq, which is right only while
     the ledger grows and old claims stay as they were: a new extractor rewrites every claim, an
-    erasure rewrites ledger files, and a ledger that shrank was restored or replaced."""
+    erasure rewrites ledger files, a ledger that shrank was restored or replaced, and new fold
+    rules pair claims differently (fold-2: a restatement closes nothing, where the pairs fold-1
+    appended have it closing the claim it restates)."""
     if not home.warehouse_db.exists():
         return None  # the first build is a full build anyway
     previous = read_watermark(home.warehouse)
@@ -37,6 +48,9 @@ def full_refresh_reason(home: MemcHome, watermark: int, key: str) -> str | None:
         return "no watermark from the previous build"
     if previous.get("extractor") != key:
         return f"extractor changed ({previous.get('extractor')} -> {key})"
+    # Watermarks written before the fold's version was recorded are fold-1's.
+    if previous.get("fold", "fold-1") != fold_version():
+        return f"fold rules changed ({previous.get('fold', 'fold-1')} -> {fold_version()})"
     if watermark < int(previous["watermark"]):
         return f"ledger head {watermark} is below the last build's {previous['watermark']}"
     if watermark > int(previous["watermark"]):
@@ -106,7 +120,7 @@ def state_models():
                     {**(event.metadata or {}), "ledger_watermark": watermark, "full_refresh": reason or "no"}
                 )
             yield event
-        write_watermark(home.warehouse, "state", watermark, extractor=key)
+        write_watermark(home.warehouse, "state", watermark, extractor=key, fold=fold_version())
 
     return state_dbt_models
 

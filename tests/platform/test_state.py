@@ -506,7 +506,7 @@ def test_memc_sql_is_read_only_and_names_a_held_lock(fold_home):
 
 
 def test_full_refresh_reasons(tmp_path):
-    from assets.state import dbt_build_args, full_refresh_reason
+    from assets.state import dbt_build_args, fold_version, full_refresh_reason
     from memc.home import MemcHome
     from memc.watermark import write_watermark
 
@@ -516,7 +516,10 @@ def test_full_refresh_reasons(tmp_path):
     home.warehouse_db.touch()
     assert "no watermark" in full_refresh_reason(home, 5, "k")
     head = append_with_claims(home, T1, [{"actor": "A", "text": "hello", "valid": T1}])
+    # A home folded by fold-1 (its watermark names no fold) holds pairs fold-2 does not make.
     write_watermark(home.warehouse, "state", head, extractor="k")
+    assert fold_version() == "fold-2" and "fold rules changed (fold-1 -> fold-2)" in full_refresh_reason(home, head, "k")
+    write_watermark(home.warehouse, "state", head, extractor="k", fold=fold_version())
     assert full_refresh_reason(home, head, "k") is None
     assert "extractor changed" in full_refresh_reason(home, head, "k2")
     assert "below" in full_refresh_reason(home, head - 1, "k")
