@@ -11,9 +11,12 @@ from collections import Counter
 
 import dagster as dg
 
+from assets.columns import column_metadata, field_comments
 from catalog.keys import CLAIMS, CLAIMS_GROUP, ENTITY_ALIASES, LEDGER
 from catalog.partitions import LEDGER_DAYS, SINGLE_RUN
 from catalog.resources import MemcResource
+from claims import model as claim_model
+from claims import resolve as claim_resolve
 from claims.extract import Extractor, active_extractor
 from claims.resolve import build_aliases, build_participants
 from claims.run import extract_days
@@ -21,7 +24,14 @@ from claims.store import aliases_path, participants_path
 from memc.atomic import write_parquet
 
 
-@dg.asset(key=ENTITY_ALIASES, deps=[LEDGER], group_name=CLAIMS_GROUP, kinds={"parquet"}, code_version="resolve-0.2.0")
+@dg.asset(
+    key=ENTITY_ALIASES,
+    deps=[LEDGER],
+    group_name=CLAIMS_GROUP,
+    kinds={"parquet"},
+    code_version="resolve-0.2.0",
+    metadata=column_metadata(claim_resolve.ALIAS_SCHEMA, field_comments(claim_resolve)),
+)
 def entity_aliases(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
     """Entity resolution: which written names are one entity. Grain: one row per (scope, alias
     as written), with its canonical entity id (per scope: people who share a name in different
@@ -68,6 +78,7 @@ def claims_asset(extractor: Extractor) -> dg.AssetsDefinition:
         code_version=extractor.key,
         partitions_def=LEDGER_DAYS,
         backfill_policy=SINGLE_RUN,
+        metadata=column_metadata(claim_model.CLAIM_SCHEMA, field_comments(claim_model)),
     )
     def claims(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
         """Typed claims (subject, predicate, object, polarity, valid time) extracted from the

@@ -4,8 +4,18 @@ import warnings
 
 import dagster as dg
 
+from assets.columns import column_metadata, field_comments
 from catalog.keys import EVIDENCE_GROUP, LEDGER
 from catalog.resources import MemcResource
+from ledger import schema as ledger_schema
+
+DESCRIPTION = """The append-only evidence ledger: every message, document, event, correction, erasure and
+derived claim memc has recorded, verbatim, with source, valid and transaction time, confidence and
+visibility. Grain: one row per entry, seq gap-free.
+
+The only thing memc cannot rebuild; every other asset is compiled from it. Written by `memc
+ingest`, the inbox sensor, the HTTP API, the MCP server and dreaming; Dagster observes it (never
+materializes it), and its data version is the head seq (the watermark every view is built against)."""
 
 
 # observable_source_asset is beta in Dagster 1.13, and chosen knowingly (the ledger is observed,
@@ -14,15 +24,17 @@ from catalog.resources import MemcResource
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", dg.BetaWarning)
 
-    @dg.observable_source_asset(key=LEDGER, group_name=EVIDENCE_GROUP, kinds={"parquet"})
+    # observable_source_asset does not take the function's docstring as the description (it
+    # stayed None in the catalog), so it is passed explicitly; the column table is the Arrow
+    # schema every ledger file is written with, and its comments.
+    @dg.observable_source_asset(
+        key=LEDGER,
+        group_name=EVIDENCE_GROUP,
+        kinds={"parquet"},
+        description=DESCRIPTION,
+        metadata=column_metadata(ledger_schema.LEDGER_SCHEMA, field_comments(ledger_schema)),
+    )
     def ledger(memc: MemcResource) -> dg.ObserveResult:
-        """The append-only evidence ledger: every message, document, event, correction, erasure and
-        derived claim memc has recorded, verbatim, with source, valid and transaction time,
-        confidence and visibility. Grain: one row per entry, seq gap-free.
-
-        The only thing memc cannot rebuild; every other asset is compiled from it. Written by
-        `memc ingest`, the inbox sensor and dreaming; its data version is the head seq (the
-        watermark every view is built against)."""
         stats = memc.ledger().stats()
         return dg.ObserveResult(
             data_version=dg.DataVersion(str(stats["head_seq"])),

@@ -16,11 +16,13 @@ whole view in one step and LanceVectorStore makes it cheap and atomic:
 
 import dagster as dg
 
+import views.evidence_schema
+from assets.columns import column_metadata, field_comments
 from catalog.keys import CLAIMS, ENTITIES, EVIDENCE_INDEX, LEDGER, RETRIEVAL_GROUP
 from catalog.resources import EmbedderResource, MemcResource
 from memc.watermark import read_watermark, write_watermark
 from views.build import build_evidence_index
-from views.embedder import EMBEDDING_MODEL_VERSION
+from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
 from views.evidence import RENDER_VERSION
 
 WATERMARK_VIEW = "evidence_index"
@@ -38,6 +40,11 @@ CODE_VERSION = EMBEDDING_MODEL_VERSION
     group_name=RETRIEVAL_GROUP,
     kinds={"lancedb"},
     code_version=CODE_VERSION,
+    # the stored LanceDB table: the evidence columns, the row fingerprint and the vector
+    metadata=column_metadata(
+        views.evidence_schema.lance_schema(EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION),
+        field_comments(views.evidence_schema),
+    ),
 )
 def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedder: EmbedderResource) -> dg.MaterializeResult:
     """Searchable evidence: ledger messages, documents, events, observations and corrections as

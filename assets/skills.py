@@ -5,6 +5,8 @@ an erasure's rebuild mines it again without the erased trajectories."""
 
 import dagster as dg
 
+import views.skills
+from assets.columns import column_metadata, field_comments
 from catalog.keys import LEDGER, SKILLS, SKILLS_GROUP
 from catalog.resources import MemcResource
 from memc.watermark import write_watermark
@@ -17,6 +19,7 @@ from views.skills import SKILLS_VERSION, build_skills
     group_name=SKILLS_GROUP,
     kinds={"parquet"},
     code_version=SKILLS_VERSION,
+    metadata=column_metadata(views.skills.SKILLS_SCHEMA, field_comments(views.skills)),
 )
 def skills(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
     """Skills: ways of doing a family of tasks that worked better than the other ways tried,

@@ -4,6 +4,7 @@
 import functools
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -84,6 +85,59 @@ def dbt_target(home: MemcHome, run_id: str) -> Path:
     return root / run_id
 
 
+def _ref_name(expr: str) -> str:
+    """``ref('x')`` -> ``x``, ``source('a', 'b')`` -> ``a.b``: the relationship's target as named."""
+    names = re.findall(r"""['"]([^'"]+)['"]""", expr)
+    return ".".join(names) if names else expr
+
+
+def _leading_comment(sql: str) -> str | None:
+    """The comment a singular test's SQL opens with (``--`` lines, ``/* */`` or ``{# #}``)."""
+    text = sql.strip()
+    if m := re.match(r"(?s)^(?:/\*|\{#-?)(.*?)(?:\*/|-?#\})", text):
+        return " ".join(m[1].split()) or None
+    lines = []
+    for line in text.splitlines():
+        if not line.strip().startswith("--"):
+            break
+        lines.append(line.strip()[2:].strip())
+    return " ".join(lines).strip() or None
+
+
+def dbt_test_description(manifest: dict, test: dict) -> str:
+    """What a dbt test checks, in a sentence for the catalog (dagster-dbt leaves an asset check's
+    description empty unless the test has ``meta.description``): the test's own description from
+    its yml when it has one; for a generic test, a sentence made from the test and its arguments
+    (the project's own generic tests say theirs in dbt_project/macros/_macros.yml); for a
+    singular test, the comment its SQL opens with."""
+    own = test.get("description") or (test.get("meta") or {}).get("description")
+    if own:
+        return " ".join(own.split())
+    meta = test.get("test_metadata")
+    if not meta:  # a singular test: dbt_project/tests/*.sql
+        return _leading_comment(test.get("raw_code") or "") or f"the singular test {test['name']} returns no rows"
+    name, kwargs = meta["name"], meta.get("kwargs") or {}
+    col = f"`{kwargs['column_name']}`" if kwargs.get("column_name") else None
+    if name == "not_null":
+        sentence = f"{col} is never null"
+    elif name == "unique":
+        sentence = f"{col} is unique: no two rows share a value"
+    elif name == "accepted_values":
+        sentence = f"{col} is one of " + ", ".join(f"'{v}'" for v in kwargs.get("values", []))
+    elif name == "relationships":
+        sentence = f"every {col} names an existing `{kwargs.get('field')}` of {_ref_name(kwargs.get('to', '?'))} (no orphans)"
+    elif name in ("unique_combination", "unique_combination_of_columns"):
+        cols = kwargs.get("columns") or kwargs.get("combination_of_columns") or []
+        sentence = "no two rows share (" + ", ".join(f"`{c}`" for c in cols) + ")"
+    else:
+        macro = next((m for m in test.get("depends_on", {}).get("macros", []) if m.endswith(f".test_{name}")), None)
+        text = " ".join(((manifest.get("macros", {}).get(macro) or {}).get("description") or "").split())
+        args = ", ".join(f"{k}={v}" for k, v in kwargs.items() if k not in ("model", "column_name"))
+        sentence = f"{text.rstrip('.')} (on {col or 'the model'}{', ' + args if args else ''})" if text else f"{name} on {col or 'the model'}{' with ' + args if args else ''} returns no rows"
+    where = (test.get("config") or {}).get("where")
+    return f"{sentence}{f', where {where}' if where else ''}."
+
+
 @functools.cache
 def state_models():
     """Built on first use: importing dagster_dbt and loading the manifest costs about 3 s."""
@@ -95,6 +149,20 @@ def state_models():
             if self.get_resource_props(manifest, unique_id)["resource_type"] == "model":
                 spec = spec.replace_attributes(group_name=STATE_GROUP)
             return spec
+
+        def get_asset_check_spec(self, asset_spec, manifest, unique_id, project):
+            spec = super().get_asset_check_spec(asset_spec, manifest, unique_id, project)
+            if spec is None or spec.description:
+                return spec
+            return dg.AssetCheckSpec(  # a record without replace_attributes in Dagster 1.13
+                name=spec.name,
+                asset=spec.asset_key,
+                description=dbt_test_description(manifest, manifest["nodes"][unique_id]),
+                additional_deps=spec.additional_deps,
+                metadata=spec.metadata,
+                blocking=spec.blocking,
+                automation_condition=spec.automation_condition,
+            )
 
     project = dbt_project()
 

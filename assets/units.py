@@ -5,6 +5,8 @@ well under a second per thousand turns."""
 
 import dagster as dg
 
+import views.units
+from assets.columns import column_metadata, field_comments
 from catalog.keys import EVIDENCE_INDEX, MEMORY_UNITS, RETRIEVAL_GROUP
 from catalog.resources import MemcResource
 from memc.watermark import read_watermark, write_watermark
@@ -18,6 +20,7 @@ from views.units import UNITS_VERSION, build_units
     group_name=RETRIEVAL_GROUP,
     kinds={"parquet"},
     code_version=UNITS_VERSION,
+    metadata=column_metadata(views.units.UNITS_SCHEMA, field_comments(views.units)),
 )
 def memory_units(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
     """Consolidated memory units: one speaker's conversation turns about one topic across

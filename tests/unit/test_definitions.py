@@ -81,3 +81,67 @@ def test_entity_analytics_is_its_own_dbt_asset_with_catalog_text():
     assert dg.AssetKey("int_claim_closings_paired") in analytics.parent_keys
     assert "centrality" in analytics.description and "Grain" in analytics.description
     assert "entity_analytics" in graph.get(keys.STATE_CURRENT).description  # where the analytics went
+
+
+# The Python views whose files are tables: each declares its column table (definition metadata,
+# from the Arrow schema it writes with). entity_dossiers' columns carry the state marts', so its
+# table comes with each materialization instead; the graph and centrality are no tables.
+TABLE_ASSETS = (keys.LEDGER, keys.CLAIMS, keys.ENTITY_ALIASES, keys.EVIDENCE_INDEX, keys.MEMORY_UNITS, keys.SKILLS, keys.QUERY_PROFILE)
+
+
+def test_every_asset_and_check_has_catalog_text():
+    """The catalog (issue 20): the ledger's description was None (an observable source asset
+    ignores its docstring) and every dbt test's check had an empty one."""
+    defs = build_definitions()
+    graph = defs.resolve_asset_graph()
+    undescribed = [k.to_user_string() for k in graph.get_all_asset_keys() if not (graph.get(k).description or "").strip()]
+    assert not undescribed, undescribed
+    check_specs = [spec for a in defs.assets for spec in getattr(a, "check_specs", [])] + [
+        spec for c in defs.asset_checks or [] for spec in c.check_specs
+    ]
+    assert {(s.asset_key, s.name) for s in check_specs} == {(k.asset_key, k.name) for k in graph.asset_check_keys}
+    blank = [f"{s.asset_key.to_user_string()}:{s.name}" for s in check_specs if not (s.description or "").strip()]
+    assert not blank, blank
+    text = {f"{s.asset_key.to_user_string()}:{s.name}": s.description for s in check_specs}
+    # made from the generic test and its arguments, or from the project's own test's yml
+    assert text["state_current:not_null_state_current_claim_id"] == "`claim_id` is never null."
+    assert "'superseded', 'corrected', 'retracted', 'outranked'" in text[
+        "int_claim_closings_paired:accepted_values_int_claim_closings_paired_reason__superseded__corrected__retracted__outranked"
+    ]
+    assert "int_claims_joined_to_entries" in text[
+        "int_claim_closings_paired:relationships_int_claim_closings_paired_claim_id__claim_id__ref_int_claims_joined_to_entries_"
+    ]
+    assert "(`claim_id`, `version`)" in text["state_history:unique_combination_state_history_claim_id__version"]
+    assert "names what it closed" in text["memory_actions:names_what_it_closes_memory_actions_closes"]
+
+
+def test_dbt_test_description_prefers_the_tests_own_text_and_reads_a_singular_tests_comment():
+    from assets.state import dbt_test_description
+
+    generic = {"name": "not_null_x_a", "description": "", "test_metadata": {"name": "not_null", "kwargs": {"column_name": "a"}}}
+    assert dbt_test_description({}, generic) == "`a` is never null."
+    assert dbt_test_description({}, {**generic, "description": "A is  always set."}) == "A is always set."
+    assert dbt_test_description({}, {**generic, "config": {"where": "kind = 'message'"}}) == "`a` is never null, where kind = 'message'."
+    singular = {"name": "assert_one_city", "description": "", "raw_code": "-- At most one current city\n-- per person.\nselect 1"}
+    assert dbt_test_description({}, singular) == "At most one current city per person."
+    assert dbt_test_description({}, {**singular, "raw_code": "/* No orphan\n closings */ select 1"}) == "No orphan closings"
+
+
+def test_table_assets_have_typed_column_tables():
+    """Dagster's column tables showed no types (issue 20): every table asset declares each of its
+    columns with the type its file holds, from the schema it is written with."""
+    from ledger.schema import LEDGER_SCHEMA
+
+    graph = build_definitions().resolve_asset_graph()
+    for key in TABLE_ASSETS:
+        schema = graph.get(key).metadata.get("dagster/column_schema")
+        assert isinstance(schema, dg.TableSchema), key
+        assert schema.columns, key
+        untyped = [c.name for c in schema.columns if not c.type or c.type == "?"]
+        assert not untyped, (key, untyped)
+    ledger = graph.get(keys.LEDGER).metadata["dagster/column_schema"]
+    assert [c.name for c in ledger.columns] == LEDGER_SCHEMA.names  # derived, in order
+    by_name = {c.name: c for c in ledger.columns}
+    assert by_name["visibility"].type == "list<string>" and by_name["recorded_at"].type == "timestamp[us, tz=UTC]"
+    assert by_name["seq"].constraints.nullable is False and by_name["session_id"].constraints.nullable is True
+    assert "principal" in by_name["ingested_by"].description  # the schema module's comment
