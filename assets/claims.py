@@ -88,7 +88,13 @@ def claims_asset(extractor: Extractor) -> dg.AssetsDefinition:
         the canonical entity from entity_aliases, relative times ("last month") are resolved
         against the entry's valid time and kept in time_phrase. Proposals that fail a validator
         (schema, ontology, provenance, policy, temporal) are kept beside them in
-        rejections.parquet with the validator and the reason; nothing is dropped silently."""
+        rejections.parquet with the validator and the reason; nothing is dropped silently.
+
+        Partitioned by ledger day (dynamic partitions `ledger_days`: one per UTC day that has
+        ledger entries, added by the ledger-head sensor, `memc build` and `memc backfill`, not a
+        calendar); a run over a range of days is one run. Re-extracted by the daemon for the
+        newest day after entity_aliases updates and for any day still missing; an extractor
+        upgrade marks every day out of date (the code version is the extractor's key)."""
 
         home = memc.home
         run = extract_days(home, memc.ledger(), extractor, list(context.partition_keys))

@@ -54,8 +54,12 @@ def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Mate
     community = Y's circle (n members)") whose derived_from names the interaction evidence and
     whose visibility is no broader than every input's. Grain: one derived entry per entity per
     algorithm per graph version; re-running on the same inputs appends nothing (the watermark is
-    the inputs' highest seq, not the ledger head). Runs nightly (schedule nightly_dreaming) and on
-    demand (materialize this asset)."""
+    the inputs' highest seq, not the ledger head). Runs nightly by its automation condition on the
+    dreaming cron (memc.toml dreaming_cron, 03:00 UTC by default; the daemon of `memc up`
+    evaluates it): once per tick, when the entity graph exists and nothing upstream is running;
+    its freshness policy expects it within `dreaming` minutes of the tick (60 by default). And on
+    demand: `memc dream`, or materialize this asset. The schedule nightly_dreaming is stopped on
+    purpose (it would recompile everything upstream first)."""
 
     ledger = memc.ledger()
     entries, info = dream_home(memc.home)

@@ -145,3 +145,20 @@ def test_table_assets_have_typed_column_tables():
     assert by_name["visibility"].type == "list<string>" and by_name["recorded_at"].type == "timestamp[us, tz=UTC]"
     assert by_name["seq"].constraints.nullable is False and by_name["session_id"].constraints.nullable is True
     assert "principal" in by_name["ingested_by"].description  # the schema module's comment
+
+
+def test_catalog_text_says_what_runs_centrality_and_how_claims_are_partitioned():
+    """centrality's text said it ran by the schedule nightly_dreaming, which is stopped on purpose
+    (issue 20); it runs by its automation condition. claims' text names its dynamic partitions."""
+    from catalog.partitions import LEDGER_DAYS
+
+    defs = build_definitions()
+    graph = defs.resolve_asset_graph()
+    centrality = graph.get(keys.CENTRALITY)
+    assert defs.resolve_schedule_def("nightly_dreaming").default_status == dg.DefaultScheduleStatus.STOPPED
+    assert centrality.automation_condition is not None
+    assert "by its automation condition on the" in centrality.description
+    assert "Runs nightly (schedule nightly_dreaming)" not in centrality.description
+    assert "stopped on" in centrality.description
+    claims = graph.get(keys.CLAIMS)
+    assert claims.partitions_def == LEDGER_DAYS and f"`{LEDGER_DAYS.name}`" in claims.description
