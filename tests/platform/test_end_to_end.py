@@ -133,3 +133,35 @@ def test_file_names_and_addresses_are_not_entities(built_home):
     assert ranked and not [s for s in ranked if not_names.search(s)], ranked
     timelines = {r["entity_name"] for r in read_mart(mart_path(home, TIMELINE)).to_pylist()}
     assert "Priya" in timelines and not [n for n in timelines if not_names.search(n)], timelines
+
+
+def test_dbt_models_and_dossiers_report_typed_column_tables(built_home):
+    """Dagster's column tables showed '?' for every dbt column (issue 20): each model's
+    materialization carries the types its relation has in the warehouse, with the yml's column
+    descriptions. Reads the session's built home (no build of its own: well under a second)."""
+    import json
+
+    import dagster as dg
+
+    from catalog.dbt_project import MANIFEST
+
+    home, _ = built_home
+    instance = dg.DagsterInstance.from_config(str(home.dagster))
+    models = [n["name"] for n in json.loads(MANIFEST.read_text())["nodes"].values() if n["resource_type"] == "model"]
+    assert len(models) > 20
+    untyped = {}
+    for name in models:
+        records = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(name)), limit=1).records
+        assert records, f"{name} was not materialized"
+        schema = records[0].asset_materialization.metadata["dagster/column_schema"].value
+        bad = [c.name for c in schema.columns if not c.type or c.type == "?"]
+        if bad or not schema.columns:
+            untyped[name] = bad
+    assert not untyped, untyped
+    ledger_rows = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("stg_memc__ledger_entries")), limit=1).records
+    columns = {c.name: c for c in ledger_rows[0].asset_materialization.metadata["dagster/column_schema"].value.columns}
+    assert columns["seq"].type == "BIGINT" and columns["visibility"].type == "VARCHAR[]"
+    assert columns["seq"].description  # the yml's text is kept beside the type
+    dossiers = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey("entity_dossiers")), limit=1).records
+    schema = dossiers[0].asset_materialization.metadata["dagster/column_schema"].value
+    assert {"entity_id", "facts"} <= {c.name for c in schema.columns} and all(c.type for c in schema.columns)
