@@ -73,7 +73,7 @@ def warm_up() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--root", required=True)
+    ap.add_argument("--root", required=True, help="a ledger directory or s3://bucket/prefix")
     ap.add_argument("--slot", required=True)
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--end", type=int, default=1_000_000)
@@ -82,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-wait", action="store_true", help="start without waiting for stdin")
     args = ap.parse_args(argv)
 
-    from ledger import Ledger
+    from ledger import open_ledger
 
-    ledger = Ledger(args.root)
+    ledger = open_ledger(args.root)  # a local path (the default) or s3://bucket/prefix
     ledger.stats()  # read every committed file once, so the appends below run warm
     warm_up()
     print(f"READY {os.getpid()} {ledger.head()}", flush=True)

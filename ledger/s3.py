@@ -1,0 +1,423 @@
+"""The ledger on object storage (S3 and compatible stores): the same commit protocol as the local
+ledger (ledger/store.py), with a conditional put where the local one has ``link()``.
+
+Under ``s3://<bucket>/<prefix>``::
+
+    batches/00000000000000000001-<uuid>.parquet   a batch, written once under a unique name
+    commits/00000000000000000001.json             the commit marker of the batch starting at seq 1:
+                                                  {"batch": <key>, "sha256": ..., "rows": ...}
+    _probe/<uuid>                                 the start-up probe's key (removed after it)
+
+Commit. A writer lists the commit markers it has not seen (``StartAfter`` its last one, so an
+append costs the same after 500 appends as after 5), reads the idempotency keys of their batches,
+drops the entries the ledger already holds, builds the batch for ``head + 1`` (the same Parquet
+bytes and SHA-256 as the local ledger, ledger/schema.py ``entries_table``), uploads it under a new
+unique name, then puts the marker for ``head + 1`` with ``If-None-Match: *``: the commit point. Of
+two writers racing for one seq the store accepts exactly one marker; the loser (412) removes its
+batch object and tries the next seq. A put whose answer was lost is retried by the client and then
+refused with 412 although it landed: the writer reads the marker back and, if it names the batch
+it just uploaded (a unique name), the commit is its own. Readers see only batches named by a
+marker, so a batch is seen whole or not at all; markers chain (each starts where the one before
+ends), so seqs are gap-free and never duplicated, and a missing or foreign marker is reported as
+damage (:class:`~ledger.store.LedgerCorruption`), never repaired.
+
+Start-up. Opening a ledger for writing probes the store once per process: put-if-absent twice on a
+probe key; the second must be refused with 412. A store that accepts it (s3rver, some gateways)
+would let two writers commit one seq, so :class:`ConditionalPutUnsupported` refuses it, naming the
+endpoint.
+
+Not on S3 yet (this first slice): purge (erasure) and compaction raise
+:class:`NotImplementedError`; batch objects of writers killed between upload and commit are left
+(never read; ``recover()`` removes those older than STALE_MARKER_SECONDS); the views stay local.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Iterable, Iterator, Sequence
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ledger.schema import LEDGER_SCHEMA, NewEntry, entries_table
+from ledger.store import (
+    STALE_MARKER_SECONDS,
+    AppendResult,
+    LedgerCorruption,
+    VerifyReport,
+    _conform,
+    _json_default,
+)
+
+COMMIT_RE_WIDTH = 20
+
+
+class ConditionalPutUnsupported(RuntimeError):
+    """The object store does not refuse a second put-if-absent: two writers could commit one seq."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One commit marker, as read: the batch it names and that batch's checksum and rows."""
+
+    first: int
+    key: str  # the marker's key
+    batch: str  # the batch object's key
+    sha256: str
+    rows: int
+    max_recorded_at: datetime | None
+
+    @property
+    def last(self) -> int:
+        return self.first + self.rows - 1
+
+
+def parse_s3_uri(uri: str) -> tuple[str, str]:
+    """``s3://bucket/some/prefix`` -> (``bucket``, ``some/prefix``); a clear error otherwise."""
+    u = urlparse(uri)
+    if u.scheme != "s3" or not u.netloc:
+        raise ValueError(f"MEMC_STORAGE={uri!r}: expected s3://<bucket>/<prefix>")
+    return u.netloc, u.path.strip("/")
+
+
+def s3_client():
+    """boto3's S3 client from the standard AWS variables (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
+    AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION...). Request checksums only when an operation
+    requires them unless AWS_REQUEST_CHECKSUM_CALCULATION says otherwise: Ceph RGW 16.2 answers
+    411 to the chunked uploads that carry botocore's default CRC trailers."""
+    import boto3
+    from botocore.config import Config
+
+    cfg = Config(
+        request_checksum_calculation=os.environ.get("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required"),
+        response_checksum_validation=os.environ.get("AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required"),
+        retries={"mode": "standard", "max_attempts": 5},
+    )
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    return boto3.client("s3", region_name=region, config=cfg)
+
+
+def _status(exc: Exception) -> int | None:
+    resp = getattr(exc, "response", None) or {}
+    return resp.get("ResponseMetadata", {}).get("HTTPStatusCode")
+
+
+_PROBED: set[tuple[str, str]] = set()
+_PROBED_LOCK = threading.Lock()
+
+
+def probe_conditional_put(client, bucket: str, prefix: str) -> None:
+    """Put-if-absent twice on a fresh key: the first must succeed, the second be refused with 412
+    (409 when the store saw the two as concurrent). Otherwise raise ConditionalPutUnsupported."""
+    endpoint = client.meta.endpoint_url
+    key = f"{prefix}/_probe/{uuid.uuid4().hex}" if prefix else f"_probe/{uuid.uuid4().hex}"
+    try:
+        try:
+            client.put_object(Bucket=bucket, Key=key, Body=b"1", IfNoneMatch="*")
+        except Exception as exc:
+            raise ConditionalPutUnsupported(
+                f"the object store at {endpoint} refused a put-if-absent (If-None-Match: *) on "
+                f"s3://{bucket}/{key}: {exc}; memc needs it to commit ledger batches") from exc
+        try:
+            client.put_object(Bucket=bucket, Key=key, Body=b"2", IfNoneMatch="*")
+        except Exception as exc:
+            if _status(exc) in (409, 412):
+                return
+            raise
+        raise ConditionalPutUnsupported(
+            f"the object store at {endpoint} does not honour If-None-Match: * (a second put-if-absent "
+            f"on s3://{bucket}/{key} was accepted, not refused with 412): two writers could commit "
+            "the same ledger seq there, so memc will not write its ledger to it")
+    finally:
+        try:
+            client.delete_object(Bucket=bucket, Key=key)
+        except Exception:  # the refusal above is the error worth reporting
+            pass
+
+
+class S3Ledger:
+    """The ledger's reader and writer on an S3 bucket prefix; the same append/read/verify
+    interface as :class:`ledger.store.Ledger`. Safe to share between threads; safe for many
+    processes on many machines to append concurrently (the store's conditional put decides)."""
+
+    def __init__(self, uri: str, *, compression: str | None = None, client=None, write: bool = True):
+        self.uri = uri.rstrip("/")
+        self.bucket, self.prefix = parse_s3_uri(uri)
+        self.client = client or s3_client()
+        self.compression = compression or os.environ.get("MEMC_PARQUET_COMPRESSION", "zstd")
+        self._lock = threading.Lock()
+        self._commits: list[Commit] = []  # the verified chain from seq 1, as far as listed
+        self._keys: set[str] = set()
+        self._last_rec: datetime | None = None
+        if write:
+            ident = (str(self.client.meta.endpoint_url), self.bucket)
+            with _PROBED_LOCK:
+                if ident not in _PROBED:
+                    probe_conditional_put(self.client, self.bucket, self.prefix)
+                    _PROBED.add(ident)
+
+    @property
+    def root(self) -> str:
+        return self.uri
+
+    def _key(self, *parts: str) -> str:
+        return "/".join(p for p in (self.prefix, *parts) if p)
+
+    def _commit_key(self, first: int) -> str:
+        return self._key("commits", f"{first:0{COMMIT_RE_WIDTH}d}.json")
+
+    # ------------------------------------------------------------------ listing
+
+    def _list(self, sub: str, start_after: str | None = None) -> Iterator[dict]:
+        kw: dict[str, Any] = {"Bucket": self.bucket, "Prefix": self._key(sub) + "/"}
+        if start_after:
+            kw["StartAfter"] = start_after
+        for page in self.client.get_paginator("list_objects_v2").paginate(**kw):
+            yield from page.get("Contents", [])
+
+    def _get(self, key: str) -> bytes:
+        return self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+
+    def _read_commit(self, key: str) -> Commit:
+        where = f"s3://{self.bucket}/{key}"
+        try:
+            d = json.loads(self._get(key))
+            rec = d.get("max_recorded_at")
+            return Commit(int(d["first_seq"]), key, str(d["batch"]), str(d["sha256"]), int(d["rows"]),
+                          datetime.fromisoformat(rec) if rec else None)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LedgerCorruption(f"{where}: unreadable commit marker ({exc})") from exc
+
+    def _batch(self, c: Commit, columns: Sequence[str] | None = None) -> pa.Table:
+        """The batch a marker names, its SHA-256 checked against the marker's."""
+        where = f"s3://{self.bucket}/{c.batch}"
+        try:
+            data = self._get(c.batch)
+        except Exception as exc:
+            if _status(exc) == 404:
+                raise LedgerCorruption(f"{where}: missing (named by {c.key})") from exc
+            raise
+        sha = hashlib.sha256(data).hexdigest()
+        if sha != c.sha256:
+            raise LedgerCorruption(f"{where}: checksum mismatch (sha256 {sha[:16]}..., its marker "
+                                   f"{c.key} says {c.sha256[:16]}...)")
+        try:
+            t = pq.read_table(pa.BufferReader(data), columns=list(columns) if columns else None)
+        except Exception as exc:
+            raise LedgerCorruption(f"{where}: unreadable Parquet ({exc})") from exc
+        if t.num_rows != c.rows:
+            raise LedgerCorruption(f"{where}: {t.num_rows} rows, its marker says {c.rows}")
+        return _conform(t, columns)
+
+    def _refresh(self) -> None:
+        """Extend the verified chain by the markers committed since we last listed (callers hold
+        self._lock). Each new batch is read once: its checksum, seqs and idempotency keys."""
+        after = self._commits[-1].key if self._commits else None
+        for obj in self._list("commits", after):
+            c = self._read_commit(obj["Key"])
+            expected = self._commits[-1].last + 1 if self._commits else 1
+            if c.first != expected or obj["Key"] != self._commit_key(c.first):
+                raise LedgerCorruption(f"s3://{self.bucket}/{obj['Key']}: seq gap, expected a batch "
+                                       f"starting at {expected} (marker says {c.first})")
+            t = self._batch(c, ["seq", "idempotency_key", "recorded_at"])
+            if t.column("seq").to_pylist() != list(range(c.first, c.first + c.rows)):
+                raise LedgerCorruption(f"s3://{self.bucket}/{c.batch}: seqs inside the batch do not "
+                                       f"run {c.first}..{c.last}")
+            self._keys.update(t.column("idempotency_key").to_pylist())
+            if c.max_recorded_at is not None and (self._last_rec is None or c.max_recorded_at > self._last_rec):
+                self._last_rec = c.max_recorded_at
+            self._commits.append(c)
+
+    def _chain(self) -> list[Commit]:
+        with self._lock:
+            self._refresh()
+            return list(self._commits)
+
+    # ------------------------------------------------------------------ writing
+
+    def append(self, entries: Iterable[NewEntry], *, recorded_at: datetime | None = None) -> AppendResult:
+        """Append a batch atomically. Entries whose idempotency key is already in the ledger
+        (or earlier in this batch) are skipped, so a retry after an unknown outcome is a no-op."""
+        batch: list[tuple[NewEntry, tuple[str, str, str]]] = []
+        seen: set[str] = set()
+        dup_in_batch = 0
+        for e in entries:
+            d = e.derived()
+            if d[1] in seen:
+                dup_in_batch += 1
+                continue
+            seen.add(d[1])
+            batch.append((e, d))
+        with self._lock:
+            attempts = 0
+            while True:
+                self._refresh()
+                head = self._commits[-1].last if self._commits else 0
+                new = [(e, d) for e, d in batch if d[1] not in self._keys]
+                result = AppendResult(duplicates=dup_in_batch + len(batch) - len(new), head=head, attempts=attempts)
+                if not new:
+                    return result
+                now = recorded_at or datetime.now(timezone.utc)
+                if self._last_rec is not None and now < self._last_rec:
+                    now = self._last_rec  # transaction time never runs backwards along seq
+                first = head + 1
+                attempts += 1
+                if self._publish(first, new, now):
+                    result.entry_ids = [d[2] for _, d in new]
+                    result.first_seq, result.last_seq = first, first + len(new) - 1
+                    result.head, result.attempts = result.last_seq, attempts
+                    return result
+                # another writer committed `first`: list again and renumber
+
+    def _publish(self, first: int, entries: Sequence[tuple[NewEntry, tuple[str, str, str]]],
+                 recorded_at: datetime) -> bool:
+        table = entries_table([e for e, _ in entries], [d for _, d in entries], first, recorded_at)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression=self.compression, write_page_checksum=True, store_schema=True)
+        data = sink.getvalue().to_pybytes()
+        sha = hashlib.sha256(data).hexdigest()
+        batch_key = self._key("batches", f"{first:0{COMMIT_RE_WIDTH}d}-{uuid.uuid4().hex}.parquet")
+        self.client.put_object(Bucket=self.bucket, Key=batch_key, Body=data)
+        marker = {"first_seq": first, "rows": table.num_rows, "batch": batch_key, "sha256": sha,
+                  "max_recorded_at": recorded_at.isoformat()}
+        key = self._commit_key(first)
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=json.dumps(marker).encode(),
+                                   IfNoneMatch="*", ContentType="application/json")  # the commit point
+        except Exception as exc:
+            if _status(exc) not in (409, 412):
+                raise
+            # 412: the marker exists. Ours, if our put landed and only its answer was lost.
+            try:
+                if self._read_commit(key).batch == batch_key:
+                    return self._committed(first, key, batch_key, sha, table, recorded_at)
+            except Exception as read_exc:
+                if _status(read_exc) != 404:  # 409 with no marker yet: a concurrent put, retry
+                    raise
+            self.client.delete_object(Bucket=self.bucket, Key=batch_key)
+            return False
+        return self._committed(first, key, batch_key, sha, table, recorded_at)
+
+    def _committed(self, first: int, key: str, batch_key: str, sha: str, table: pa.Table,
+                   recorded_at: datetime) -> bool:
+        self._commits.append(Commit(first, key, batch_key, sha, table.num_rows, recorded_at))
+        self._keys.update(table.column("idempotency_key").to_pylist())
+        self._last_rec = recorded_at
+        return True
+
+    # ------------------------------------------------------------------ reading
+
+    def head(self) -> int:
+        chain = self._chain()
+        return chain[-1].last if chain else 0
+
+    def read(self, columns: Sequence[str] | None = None, *, since_seq: int = 0,
+             until_seq: int | None = None) -> pa.Table:
+        """Committed entries in seq order, every batch's checksum checked as it is read."""
+        cols = list(columns) if columns else None
+        need_seq = cols is not None and "seq" not in cols
+        read_cols = (cols + ["seq"]) if need_seq else cols
+        tables = [self._batch(c, read_cols) for c in self._chain()
+                  if c.last > since_seq and (until_seq is None or c.first <= until_seq)]
+        if not tables:
+            schema = LEDGER_SCHEMA if read_cols is None else pa.schema([LEDGER_SCHEMA.field(c) for c in read_cols])
+            t = schema.empty_table()
+        else:
+            t = pa.concat_tables(tables)
+        mask = None
+        if since_seq:
+            mask = pc.greater(t.column("seq"), since_seq)
+        if until_seq is not None:
+            m2 = pc.less_equal(t.column("seq"), until_seq)
+            mask = m2 if mask is None else pc.and_(mask, m2)
+        if mask is not None:
+            t = t.filter(mask)
+        return t.drop_columns(["seq"]) if need_seq else t
+
+    def iter_entries(self, **kw: Any) -> Iterator[dict[str, Any]]:
+        for batch in self.read(**kw).to_batches():
+            yield from batch.to_pylist()
+
+    def verify(self) -> VerifyReport:
+        """Every marker's batch read again and checked (checksum, rows, seqs), and the markers'
+        chain from seq 1; problems are listed, not raised."""
+        report = VerifyReport()
+        expected = 1
+        for obj in self._list("commits"):
+            report.files += 1
+            try:
+                c = self._read_commit(obj["Key"])
+                if c.first != expected or obj["Key"] != self._commit_key(c.first):
+                    report.problems.append(f"s3://{self.bucket}/{obj['Key']}: seq gap, expected a batch "
+                                           f"starting at {expected}")
+                seqs = self._batch(c, ["seq"]).column("seq").to_pylist()
+                if seqs != list(range(c.first, c.first + c.rows)):
+                    report.problems.append(f"s3://{self.bucket}/{c.batch}: seqs do not run {c.first}..{c.last}")
+            except LedgerCorruption as exc:
+                report.problems.append(str(exc))
+                continue
+            report.entries += c.rows
+            expected = c.last + 1
+            report.head = c.last
+        return report
+
+    def stats(self) -> dict[str, Any]:
+        chain = self._chain()
+        return {
+            "root": self.uri,
+            "entries": sum(c.rows for c in chain),
+            "head_seq": chain[-1].last if chain else 0,
+            "files": len(chain),
+            "last_recorded_at": max((c.max_recorded_at for c in chain if c.max_recorded_at), default=None),
+        }
+
+    def export_jsonl(self, out) -> int:
+        n = 0
+        for row in self.iter_entries():
+            out.write(json.dumps(row, default=_json_default, ensure_ascii=False) + "\n")
+            n += 1
+        return n
+
+    def recover(self) -> dict[str, int]:
+        """Remove batch objects no marker names that are older than STALE_MARKER_SECONDS: the
+        uploads of writers that died before their commit (a live writer commits within seconds)."""
+        named = {c.batch for c in self._chain()}
+        removed = 0
+        now = datetime.now(timezone.utc)
+        for obj in self._list("batches"):
+            if obj["Key"] not in named and (now - obj["LastModified"]).total_seconds() > STALE_MARKER_SECONDS:
+                # listed after the chain: a batch committed since is not in `named`, but is fresh
+                self.client.delete_object(Bucket=self.bucket, Key=obj["Key"])
+                removed += 1
+        return {"batches": removed}
+
+    def purge(self, erased: dict[str, str]):
+        raise NotImplementedError(f"{self.uri}: erasure on object storage is not implemented yet (issue 19)")
+
+    def compact(self, **kw: Any):
+        raise NotImplementedError(f"{self.uri}: compaction on object storage is not implemented yet (issue 19)")
+
+
+def open_ledger(root: str | os.PathLike[str], *, write: bool = True):
+    """The ledger the settings select: ``S3Ledger(MEMC_STORAGE + "/ledger")`` when MEMC_STORAGE is an
+    ``s3://`` URI, else the local :class:`~ledger.store.Ledger` at ``root`` (the default). An
+    ``s3://`` root is opened on S3 whatever MEMC_STORAGE says."""
+    from ledger.store import Ledger
+
+    root_s = os.fspath(root)
+    if root_s.startswith("s3://"):
+        return S3Ledger(root_s, write=write)
+    storage = os.environ.get("MEMC_STORAGE", "").strip()
+    if storage:
+        if not storage.startswith("s3://"):
+            raise ValueError(f"MEMC_STORAGE={storage!r}: expected s3://<bucket>/<prefix> (unset it for local files)")
+        return S3Ledger(storage.rstrip("/") + "/ledger", write=write)
+    return Ledger(root)
