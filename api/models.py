@@ -165,6 +165,19 @@ class ContextItemOut(_Out):
     turn_times: list[str] = Field(default_factory=list, description="For a memory unit: each turn's valid time (aligned with entry_ids).")
 
 
+class FactSourceOut(_Out):
+    """One claim behind a fact: a value said more than once has one per saying, newest first."""
+
+    claim_id: str | None = None
+    source_entry_id: str
+    source_ref: str | None = None
+    source_kind: str | None = None
+    quote: str | None = None
+    valid_from: str | None = Field(default=None, description="When this saying put the value in force (the fact's own valid_from is the earliest).")
+    recorded_at: str | None = None
+    source_ingested_by: str | None = None
+
+
 class StateFactOut(_Out):
     subject: str
     predicate: str
@@ -178,6 +191,7 @@ class StateFactOut(_Out):
     source_ingested_by: str | None = Field(default=None, description="Who wrote the source entry.")
     subject_id: str | None = None
     claim_id: str | None = None
+    sources: list[FactSourceOut] = Field(default_factory=list, description="Every claim of this value the asker may see, newest first: a restated value is one fact with several sources.")
 
 
 class ContextOut(_Out):
