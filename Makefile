@@ -38,8 +38,9 @@ demo: install manifest
 
 # The layers contract first (pyproject.toml, [tool.importlinter]): an upward import fails the build.
 # Then every test, the `slow` variants included at MEMC_SLOW_SCALE=$(SLOW_SCALE) of their full size
-# (60 ledger kill -9 trials, 1,000 adversarial compiles from a fresh seed, 12 forget kill trials, 12
-# fuzzed requests per operation and mode; the backfill with views whole), so no test is one CI never
+# (60 ledger kill -9 trials, 1,000 adversarial compiles from a fresh seed, 12 forget kill trials and
+# 1 during the forget's rebuild, 12 fuzzed requests per operation and mode; the backfill with views
+# whole), so no test is one CI never
 # runs. One pytest session, so the built homes are made once: the slow part adds ~5-6 min to ~15.
 SLOW_SCALE ?= 0.2
 test: install manifest
@@ -57,7 +58,8 @@ test-platform: install manifest
 	$(BIN)/python -m pytest -q tests/platform
 
 # The slow variants alone at full scale (300 ledger kill -9 trials, 5,000 adversarial compiles,
-# 60 forget kill trials, 60 fuzzed requests per operation and mode, the backfill with views):
+# 60 forget kill trials and 3 during the rebuild, 60 fuzzed requests per operation and mode, the
+# backfill with views):
 # about 20 minutes on 2 cores, estimated from a measured run at 0.2 (tests/README.md).
 test-slow: install manifest
 	MEMC_SLOW_SCALE=1 $(BIN)/python -m pytest -q -m slow
