@@ -3,6 +3,7 @@ the ledger head (an observation of the source asset whenever it grew, from any w
 partition for each new ledger day) and the views' lag behind it (their freshness)."""
 
 import json
+from datetime import datetime, timedelta, timezone
 from typing import Mapping
 
 import dagster as dg
@@ -94,6 +95,12 @@ def make_ledger_head_sensor(interval_seconds: int = 30) -> dg.SensorDefinition:
     return ledger_head_sensor
 
 
+# Runs longer than this (a full build of a large home takes minutes) no longer hold back the
+# view_lag_sensor: a run left STARTED by a killed process would otherwise silence it for good.
+BUSY_RUN_HORIZON = timedelta(hours=1)
+BUSY = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
+
+
 def make_view_lag_sensor(targets_minutes: Mapping[str, float], interval_seconds: int = 30) -> dg.SensorDefinition:
     @dg.sensor(name="view_lag_sensor", minimum_interval_seconds=interval_seconds, default_status=dg.DefaultSensorStatus.RUNNING)
     def view_lag_sensor(context: dg.SensorEvaluationContext, memc: MemcResource):
@@ -102,7 +109,15 @@ def make_view_lag_sensor(targets_minutes: Mapping[str, float], interval_seconds:
         entries younger than its target, an error beyond it) and records the result whenever the
         view's watermark, the ledger head or the verdict changed; a view that holds the head stays
         fresh however long ago it was built. Reads four watermark files and the ledger's head
-        per tick; launches no run."""
+        per tick; launches no run. Waits while a run is queued or under way: Dagster orders a
+        check's results by when they were planned, and a run plans its lag checks when it is
+        created, so a verdict recorded before the run ended was taken as the check's latest and
+        judged no materialization (seen under the daemon: state_watermark_lag without a result
+        for the build that had just finished)."""
+        since = datetime.now(timezone.utc) - BUSY_RUN_HORIZON  # a run left STARTED by a dead process must not stop it for good
+        running = context.instance.get_runs(filters=dg.RunsFilter(statuses=BUSY, updated_after=since), limit=1)
+        if running:
+            return dg.SkipReason(f"run {running[0].run_id} is queued or under way: its own checks judge the views it builds")
         seen = json.loads(context.cursor) if context.cursor else {}
         now: dict[str, list] = {}
         events = []

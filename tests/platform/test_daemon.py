@@ -88,7 +88,7 @@ def test_dropped_file_refreshes_every_view_and_views_holding_the_head_stay_fresh
         assert f"http://127.0.0.1:{port}" in up.stdout
         print(f"memc up answered after {time.monotonic() - t_up:.0f} s")
         pids = {f.stem: int(f.read_text()) for f in (root / "dagster" / "run").glob("*.pid")}
-        assert set(pids) == {"webserver", "daemon"}
+        assert set(pids) == {"webserver", "daemon", "code_server"}
         assert "enabled: false" in (root / "dagster" / "dagster.yaml").read_text()
 
         # Drop a conversation into the inbox; nothing else is done by hand from here on.
