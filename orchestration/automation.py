@@ -41,7 +41,6 @@ PROFILE_FRESHNESS_MINUTES after PROFILE_CRON.
 
 from __future__ import annotations
 
-import warnings
 from datetime import timedelta
 
 import dagster as dg
@@ -244,16 +243,14 @@ def apply_policies(assets: list, settings: Settings) -> list:
 
 def automation_sensor(settings: Settings) -> dg.AutomationConditionSensorDefinition:
     # The implicit default automation sensor starts STOPPED in OSS (pitfall P7).
-    with warnings.catch_warnings():
-        # use_user_code_server is a beta parameter, chosen knowingly: no news for the daemon's log.
-        warnings.simplefilter("ignore", dg.BetaWarning)
-        return dg.AutomationConditionSensorDefinition(
-            "memc_automation",
-            target=dg.AssetSelection.all(),
-            # LatestLedgerDay is Python of ours: the daemon's own evaluator only runs Dagster's
-            # serializable built-in conditions. The code server evaluates ~38 entities a tick.
-            use_user_code_server=True,
-            default_status=dg.DefaultSensorStatus.RUNNING,
-            minimum_interval_seconds=settings.sensor_interval_seconds,
-            description="Evaluates every asset's automation condition: views refresh when the ledger grows, dreaming runs nightly.",
-        )
+    return dg.AutomationConditionSensorDefinition(
+        "memc_automation",
+        target=dg.AssetSelection.all(),
+        # LatestLedgerDay is Python of ours: the daemon's own evaluator only runs Dagster's
+        # serializable built-in conditions. The code server evaluates ~38 entities a tick. (The
+        # parameter's BetaWarning is silenced with the others by orchestration/notices.py.)
+        use_user_code_server=True,
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        minimum_interval_seconds=settings.sensor_interval_seconds,
+        description="Evaluates every asset's automation condition: views refresh when the ledger grows, dreaming runs nightly.",
+    )
