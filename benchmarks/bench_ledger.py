@@ -17,6 +17,10 @@ Growth: the median one-entry append over the first and the last 50 of 500 one-en
 Reads: a fresh handle reading (and verifying) those 500 one-entry batches, then the same after
 ``Ledger.compact``, against a ledger holding the same 500 entries written as one batch.
 Runs in about 30-50 s on 2 cores.
+
+    .venv/bin/python benchmarks/bench_ledger.py --s3 s3://bucket/prefix   # the same appends on S3
+
+compares sequential appends on object storage with local ones (:func:`run_s3`; docs/scale.md).
 """
 
 from __future__ import annotations
@@ -209,5 +213,35 @@ def _run(out_dir: Path) -> dict[str, Any]:
     }
 
 
+def run_s3(uri: str, out_dir: Path, appends: int = 40) -> dict[str, Any]:
+    """Sequential appends of 1 and 100 entries on object storage (``S3Ledger`` at ``uri``, the
+    endpoint and keys from the AWS variables) beside the same on a local ledger, and a fresh
+    handle's verified read of what was written. Not part of ``make bench``: it needs an S3
+    server (tests/ceph_rgw.py starts a Ceph RGW on loopback: ``python tests/ceph_rgw.py``)."""
+    from ledger import S3Ledger
+
+    out: dict[str, Any] = {"uri": uri, "appends": appends, "results": []}
+    for n in (1, 100):
+        for where in ("local", "s3"):
+            root = f"{uri.rstrip('/')}/bench-{n}-{os.getpid()}" if where == "s3" else None
+            tmp = Path(tempfile.mkdtemp(dir=out_dir)) if where == "local" else None
+            led = S3Ledger(root) if where == "s3" else Ledger(tmp / "ledger")
+            times = [_timed(lambda b=b: led.append(_entries(f"{where}-{n}-{b}", n))) for b in range(appends)]
+            fresh = S3Ledger(root, write=False) if where == "s3" else Ledger(tmp / "ledger")
+            read_s = _timed(lambda: fresh.read())
+            med = statistics.median(times)
+            out["results"].append({
+                "where": where, "batch": n, "append_ms_median": round(med * 1000, 2),
+                "appends_per_s": round(1 / med, 1), "entries_per_s": round(n / med),
+                "read_all_s": round(read_s, 3), "batches_read": appends,
+            })
+            if tmp is not None:
+                shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 if __name__ == "__main__":
-    print(json.dumps(run(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir())), indent=2))
+    if len(sys.argv) > 2 and sys.argv[1] == "--s3":  # bench_ledger.py --s3 s3://bucket/prefix
+        print(json.dumps(run_s3(sys.argv[2], Path(tempfile.gettempdir())), indent=2))
+    else:
+        print(json.dumps(run(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir())), indent=2))

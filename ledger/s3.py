@@ -38,6 +38,7 @@ import json
 import os
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable, Iterator, Sequence
@@ -221,13 +222,19 @@ class S3Ledger:
         """Extend the verified chain by the markers committed since we last listed (callers hold
         self._lock). Each new batch is read once: its checksum, seqs and idempotency keys."""
         after = self._commits[-1].key if self._commits else None
-        for obj in self._list("commits", after):
-            c = self._read_commit(obj["Key"])
+        keys = [obj["Key"] for obj in self._list("commits", after)]
+
+        def fetch(key: str) -> tuple[Commit, pa.Table]:
+            c = self._read_commit(key)
+            return c, self._batch(c, ["seq", "idempotency_key", "recorded_at"])
+
+        # GETs in parallel (~20 ms each on loopback RGW, so a fresh handle on 40 batches took 6 s
+        # one by one); the chain is checked in order below
+        for key, (c, t) in zip(keys, _map(fetch, keys)):
             expected = self._commits[-1].last + 1 if self._commits else 1
-            if c.first != expected or obj["Key"] != self._commit_key(c.first):
-                raise LedgerCorruption(f"s3://{self.bucket}/{obj['Key']}: seq gap, expected a batch "
+            if c.first != expected or key != self._commit_key(c.first):
+                raise LedgerCorruption(f"s3://{self.bucket}/{key}: seq gap, expected a batch "
                                        f"starting at {expected} (marker says {c.first})")
-            t = self._batch(c, ["seq", "idempotency_key", "recorded_at"])
             if t.column("seq").to_pylist() != list(range(c.first, c.first + c.rows)):
                 raise LedgerCorruption(f"s3://{self.bucket}/{c.batch}: seqs inside the batch do not "
                                        f"run {c.first}..{c.last}")
@@ -325,8 +332,8 @@ class S3Ledger:
         cols = list(columns) if columns else None
         need_seq = cols is not None and "seq" not in cols
         read_cols = (cols + ["seq"]) if need_seq else cols
-        tables = [self._batch(c, read_cols) for c in self._chain()
-                  if c.last > since_seq and (until_seq is None or c.first <= until_seq)]
+        wanted = [c for c in self._chain() if c.last > since_seq and (until_seq is None or c.first <= until_seq)]
+        tables = _map(lambda c: self._batch(c, read_cols), wanted)
         if not tables:
             schema = LEDGER_SCHEMA if read_cols is None else pa.schema([LEDGER_SCHEMA.field(c) for c in read_cols])
             t = schema.empty_table()
@@ -404,6 +411,14 @@ class S3Ledger:
 
     def compact(self, **kw: Any):
         raise NotImplementedError(f"{self.uri}: compaction on object storage is not implemented yet (issue 19)")
+
+
+def _map(fn, items: list) -> list:
+    """``[fn(x) for x in items]`` with up to 8 requests in flight (boto3 clients are thread-safe)."""
+    if len(items) < 2:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        return list(pool.map(fn, items))
 
 
 def open_ledger(root: str | os.PathLike[str], *, write: bool = True):

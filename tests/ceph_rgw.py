@@ -2,8 +2,8 @@
 radosgw on 127.0.0.1, cephx off) from Debian's packages (`radosgw ceph-mon ceph-osd`, 16.2; `.ci/run`
 installs them), started in a temp dir and stopped at the end with nothing left running.
 
-Measured here (2 busy cores, 2026-12-02): up and answering S3 in ~25-40 s (most of it radosgw
-creating its pools), ~170 MB resident for the three daemons. Everything it writes is under its
+Measured here (2 cores shared with other jobs, 2026-12-02, five starts): up and answering S3 in
+16-31 s (most of it radosgw creating its pools), 138-140 MB resident for the three daemons. Everything it writes is under its
 temp dir (the OSD keeps its objects in memory), and :meth:`CephRGW.stop` kills the daemons by pid.
 
 ``python tests/ceph_rgw.py`` starts one, prints its endpoint and keys, and stops it on Enter.
@@ -16,6 +16,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -270,11 +271,15 @@ def start_ceph_rgw(root: Path) -> CephRGW:
 if __name__ == "__main__":
     import tempfile
 
+    # SIGTERM (kill <pid>) stops the daemons too: a background job ignores SIGINT
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     rgw = start_ceph_rgw(Path(tempfile.mkdtemp(prefix="ceph-rgw-")))
     print(f"up in {rgw.start_seconds:.1f} s, {rgw.rss_mb():.0f} MB resident")
     for k, v in rgw.env().items():
         print(f"export {k}={v}")
     try:
-        input("Enter stops it. ")
+        input("Enter (or kill <pid>) stops it. ")
+    except EOFError:
+        pass
     finally:
         rgw.stop()
