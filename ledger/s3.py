@@ -393,14 +393,15 @@ class S3Ledger:
             n += 1
         return n
 
-    def recover(self) -> dict[str, int]:
-        """Remove batch objects no marker names that are older than STALE_MARKER_SECONDS: the
-        uploads of writers that died before their commit (a live writer commits within seconds)."""
+    def recover(self, *, older_than: float = STALE_MARKER_SECONDS) -> dict[str, int]:
+        """Remove batch objects no marker names that are older than ``older_than`` seconds: the
+        uploads of writers that died before their commit (a live writer commits within seconds,
+        so only pass 0 when no writer runs)."""
         named = {c.batch for c in self._chain()}
         removed = 0
         now = datetime.now(timezone.utc)
         for obj in self._list("batches"):
-            if obj["Key"] not in named and (now - obj["LastModified"]).total_seconds() > STALE_MARKER_SECONDS:
+            if obj["Key"] not in named and (now - obj["LastModified"]).total_seconds() >= older_than:
                 # listed after the chain: a batch committed since is not in `named`, but is fresh
                 self.client.delete_object(Bucket=self.bucket, Key=obj["Key"])
                 removed += 1
