@@ -58,7 +58,7 @@ from ledger.store import (
     _json_default,
 )
 
-COMMIT_RE_WIDTH = 20
+SEQ_WIDTH = 20  # zero-padded seqs, so keys list in seq order
 
 
 class ConditionalPutUnsupported(RuntimeError):
@@ -173,7 +173,7 @@ class S3Ledger:
         return "/".join(p for p in (self.prefix, *parts) if p)
 
     def _commit_key(self, first: int) -> str:
-        return self._key("commits", f"{first:0{COMMIT_RE_WIDTH}d}.json")
+        return self._key("commits", f"{first:0{SEQ_WIDTH}d}.json")
 
     # ------------------------------------------------------------------ listing
 
@@ -291,7 +291,7 @@ class S3Ledger:
         pq.write_table(table, sink, compression=self.compression, write_page_checksum=True, store_schema=True)
         data = sink.getvalue().to_pybytes()
         sha = hashlib.sha256(data).hexdigest()
-        batch_key = self._key("batches", f"{first:0{COMMIT_RE_WIDTH}d}-{uuid.uuid4().hex}.parquet")
+        batch_key = self._key("batches", f"{first:0{SEQ_WIDTH}d}-{uuid.uuid4().hex}.parquet")
         self.client.put_object(Bucket=self.bucket, Key=batch_key, Body=data)
         marker = {"first_seq": first, "rows": table.num_rows, "batch": batch_key, "sha256": sha,
                   "max_recorded_at": recorded_at.isoformat()}
