@@ -4,8 +4,10 @@ lost acknowledgement, kill -9 of writers mid-commit, corruption detection, and t
 of the store's conditional put. The local-only tests (compaction, purge, markers on disk) stay in
 test_ledger.py.
 
-Cost in the default lane: Ceph starts once per session (~20-40 s, measured in tests/ceph_rgw.py),
-then the S3 variants take a few trials each; the module ran in 64-93 s with the start (2 loaded cores); the full counts run under ``slow`` (12 kill trials per store at MEMC_SLOW_SCALE=0.2: RGW 52 s, local 24 s).
+Cost in the default lane: Ceph starts once per session (16-31 s, measured in tests/ceph_rgw.py),
+then the S3 variants take a few trials each: the module ran in 64-93 s with the start (2 loaded
+cores). The full counts run under ``slow`` (12 kill trials per store at MEMC_SLOW_SCALE=0.2: RGW
+52 s, local 24 s).
 """
 
 from __future__ import annotations
