@@ -45,10 +45,9 @@ from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import urlparse
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ledger.schema import LEDGER_SCHEMA, NewEntry, entries_table
+from ledger.schema import NewEntry, entries_table
 from ledger.store import (
     STALE_MARKER_SECONDS,
     AppendResult,
@@ -56,6 +55,8 @@ from ledger.store import (
     VerifyReport,
     _conform,
     _json_default,
+    columns_to_read,
+    seq_slice,
 )
 
 SEQ_WIDTH = 20  # zero-padded seqs, so keys list in seq order
@@ -329,25 +330,9 @@ class S3Ledger:
     def read(self, columns: Sequence[str] | None = None, *, since_seq: int = 0,
              until_seq: int | None = None) -> pa.Table:
         """Committed entries in seq order, every batch's checksum checked as it is read."""
-        cols = list(columns) if columns else None
-        need_seq = cols is not None and "seq" not in cols
-        read_cols = (cols + ["seq"]) if need_seq else cols
+        read_cols, need_seq = columns_to_read(columns)
         wanted = [c for c in self._chain() if c.last > since_seq and (until_seq is None or c.first <= until_seq)]
-        tables = _map(lambda c: self._batch(c, read_cols), wanted)
-        if not tables:
-            schema = LEDGER_SCHEMA if read_cols is None else pa.schema([LEDGER_SCHEMA.field(c) for c in read_cols])
-            t = schema.empty_table()
-        else:
-            t = pa.concat_tables(tables)
-        mask = None
-        if since_seq:
-            mask = pc.greater(t.column("seq"), since_seq)
-        if until_seq is not None:
-            m2 = pc.less_equal(t.column("seq"), until_seq)
-            mask = m2 if mask is None else pc.and_(mask, m2)
-        if mask is not None:
-            t = t.filter(mask)
-        return t.drop_columns(["seq"]) if need_seq else t
+        return seq_slice(_map(lambda c: self._batch(c, read_cols), wanted), read_cols, since_seq, until_seq, need_seq)
 
     def iter_entries(self, **kw: Any) -> Iterator[dict[str, Any]]:
         for batch in self.read(**kw).to_batches():

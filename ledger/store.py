@@ -133,6 +133,33 @@ TARGET_FILE_ROWS = 50_000
 READ_RETRIES = 50
 
 
+
+def columns_to_read(columns: Sequence[str] | None) -> tuple[list[str] | None, bool]:
+    """The columns a read fetches for ``columns`` (None: all), and whether ``seq`` was added to
+    them only to cut the range by (dropped again by ``seq_slice``)."""
+    cols = list(columns) if columns else None
+    need_seq = cols is not None and "seq" not in cols
+    return ((cols + ["seq"]) if need_seq else cols), need_seq
+
+
+def seq_slice(tables: list[pa.Table], read_cols: list[str] | None, since_seq: int, until_seq: int | None, need_seq: bool) -> pa.Table:
+    """Batches read in seq order, as one table cut to ``since_seq < seq <= until_seq`` (a batch
+    straddles the bounds); the local and the object-store ledgers read through it."""
+    if not tables:
+        schema = LEDGER_SCHEMA if read_cols is None else pa.schema([LEDGER_SCHEMA.field(c) for c in read_cols])
+        t = schema.empty_table()
+    else:
+        t = pa.concat_tables(tables)
+    mask = None
+    if since_seq:
+        mask = pc.greater(t.column("seq"), since_seq)
+    if until_seq is not None:
+        m2 = pc.less_equal(t.column("seq"), until_seq)
+        mask = m2 if mask is None else pc.and_(mask, m2)
+    if mask is not None:
+        t = t.filter(mask)
+    return t.drop_columns(["seq"]) if need_seq else t
+
 class LedgerCorruption(Exception):
     """A ledger file fails its checksum or breaks seq continuity. Nothing is repaired silently."""
 
@@ -840,9 +867,7 @@ class Ledger:
 
     def read(self, columns: Sequence[str] | None = None, *, since_seq: int = 0, until_seq: int | None = None) -> pa.Table:
         """Committed entries in seq order, every file's checksum verified (once per process)."""
-        cols = list(columns) if columns else None
-        need_seq = cols is not None and "seq" not in cols
-        read_cols = (cols + ["seq"]) if need_seq else cols
+        read_cols, need_seq = columns_to_read(columns)
 
         def once() -> list[pa.Table]:
             tables = []
@@ -853,21 +878,7 @@ class Ledger:
                 tables.append(t)
             return tables
 
-        tables = self._stable(once)
-        if not tables:
-            schema = LEDGER_SCHEMA if cols is None else pa.schema([LEDGER_SCHEMA.field(c) for c in read_cols])
-            t = schema.empty_table()
-        else:
-            t = pa.concat_tables(tables)
-        mask = None
-        if since_seq:
-            mask = pc.greater(t.column("seq"), since_seq)
-        if until_seq is not None:
-            m2 = pc.less_equal(t.column("seq"), until_seq)
-            mask = m2 if mask is None else pc.and_(mask, m2)
-        if mask is not None:
-            t = t.filter(mask)
-        return t.drop_columns(["seq"]) if need_seq else t
+        return seq_slice(self._stable(once), read_cols, since_seq, until_seq, need_seq)
 
     def iter_entries(self, **kw: Any) -> Iterator[dict[str, Any]]:
         for batch in self.read(**kw).to_batches():
