@@ -34,6 +34,7 @@ it as a no-op, so a crash at any point neither loses nor doubles evidence.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -335,6 +336,11 @@ def _read_sidecar(path: Path, inbox: Path) -> dict[str, Any]:
         st = os.lstat(path)
     except FileNotFoundError:
         return {}
+    except OSError as exc:
+        # A file named near the 255-byte limit has no room for ".memc.toml": no sidecar can exist.
+        if exc.errno == errno.ENAMETOOLONG:
+            return {}
+        raise
     if not stat.S_ISREG(st.st_mode):
         raise IngestError("a sidecar must be a regular file (symlinks are not followed)", path=shown)
     try:
