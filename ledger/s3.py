@@ -51,10 +51,10 @@ from ledger.schema import NewEntry, entries_table
 from ledger.store import (
     STALE_MARKER_SECONDS,
     AppendResult,
+    EntryReader,
     LedgerCorruption,
     VerifyReport,
     _conform,
-    _json_default,
     columns_to_read,
     seq_slice,
 )
@@ -145,7 +145,7 @@ def probe_conditional_put(client, bucket: str, prefix: str) -> None:
             pass
 
 
-class S3Ledger:
+class S3Ledger(EntryReader):
     """The ledger's reader and writer on an S3 bucket prefix; the same append/read/verify
     interface as :class:`ledger.store.Ledger`. Safe to share between threads; safe for many
     processes on many machines to append concurrently (the store's conditional put decides)."""
@@ -334,10 +334,6 @@ class S3Ledger:
         wanted = [c for c in self._chain() if c.last > since_seq and (until_seq is None or c.first <= until_seq)]
         return seq_slice(_map(lambda c: self._batch(c, read_cols), wanted), read_cols, since_seq, until_seq, need_seq)
 
-    def iter_entries(self, **kw: Any) -> Iterator[dict[str, Any]]:
-        for batch in self.read(**kw).to_batches():
-            yield from batch.to_pylist()
-
     def verify(self) -> VerifyReport:
         """Every marker's batch read again and checked (checksum, rows, seqs), and the markers'
         chain from seq 1; problems are listed, not raised."""
@@ -370,13 +366,6 @@ class S3Ledger:
             "files": len(chain),
             "last_recorded_at": max((c.max_recorded_at for c in chain if c.max_recorded_at), default=None),
         }
-
-    def export_jsonl(self, out) -> int:
-        n = 0
-        for row in self.iter_entries():
-            out.write(json.dumps(row, default=_json_default, ensure_ascii=False) + "\n")
-            n += 1
-        return n
 
     def recover(self, *, older_than: float = STALE_MARKER_SECONDS) -> dict[str, int]:
         """Remove batch objects no marker names that are older than ``older_than`` seconds: the

@@ -259,7 +259,23 @@ class CompactReport:
         }
 
 
-class Ledger:
+class EntryReader:
+    """What both ledgers (local and S3) derive from their ``read``: entries as dicts, and the
+    JSON-lines export (`memc ledger export`)."""
+
+    def iter_entries(self, **kw: Any) -> Iterator[dict[str, Any]]:
+        for batch in self.read(**kw).to_batches():
+            yield from batch.to_pylist()
+
+    def export_jsonl(self, out) -> int:
+        n = 0
+        for row in self.iter_entries():
+            out.write(json.dumps(row, default=_json_default, ensure_ascii=False) + "\n")
+            n += 1
+        return n
+
+
+class Ledger(EntryReader):
     """Reader and the single writer implementation of one ledger directory.
 
     Safe to share between threads; safe for many processes to append concurrently.
@@ -880,10 +896,6 @@ class Ledger:
 
         return seq_slice(self._stable(once), read_cols, since_seq, until_seq, need_seq)
 
-    def iter_entries(self, **kw: Any) -> Iterator[dict[str, Any]]:
-        for batch in self.read(**kw).to_batches():
-            yield from batch.to_pylist()
-
     def verify(self) -> VerifyReport:
         """Check every live file's checksum and the seq continuity of the whole ledger (covered
         files, a dead compaction's leftovers, are skipped as every reader skips them)."""
@@ -919,13 +931,6 @@ class Ledger:
             "bytes": sum(b.path.stat().st_size for b in batches),
             "last_recorded_at": max((b.max_recorded_at for b in batches if b.max_recorded_at), default=None),
         }
-
-    def export_jsonl(self, out) -> int:
-        n = 0
-        for row in self.iter_entries():
-            out.write(json.dumps(row, default=_json_default, ensure_ascii=False) + "\n")
-            n += 1
-        return n
 
 
 def _runs(live: list[tuple[_File, int, datetime | None]], small_rows: int, target_rows: int):
