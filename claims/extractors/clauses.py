@@ -268,6 +268,9 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
             if p is not None and p.quote in text[start:end]:
                 p = p.model_copy(update={"quote": text[start:end]})  # the quote says why: "... is my favourite"
             yield from once(p)
+    if speaker:
+        for predicate, obj_start, obj_end, start in _names_given(text):
+            yield from once(_claim(entry, base, text, start, (obj_start, obj_end), speaker, predicate, "assert"))
     if speaker and listener:
         yield from once(_encouragement(entry, base, text, speaker, listener))
     doc = pipeline()(text)
@@ -312,6 +315,48 @@ def _encouragement(entry: dict[str, Any], base: dict[str, Any], text: str, speak
     return None
 
 
+# Whose pet or child a name is given to: "my dog", "our one-year-old", "I got a puppy", "we adopted
+# another cat"; the owner is the speaker only when "my"/"our" or "I"/"we" says so ("My friend got a
+# dog, her name is Bella" names no pet of the speaker's: "got" there is the friend's).
+_OWNED = r"(?:\b(?:[Mm]y|[Oo]ur)|\b(?:I|[Ww]e)(?:'ve|\s+have|\s+just|\s+finally|\s+recently)?\s+(?:got|adopted|rescued|have|had|welcomed|brought\s+home)\s+(?:a|an|another|this|two|three))"
+_NAME_IS = re.compile(r"\b(?:[Hh]is|[Hh]er|[Ii]ts)\s+name(?:'s|’s|\s+is)\s+(?P<obj>[A-Z][\w'\-]*)")
+_NAMED_CALLED = r"\s+(?:named|called)\s+(?P<obj>[A-Z][\w'\-]*)"
+
+
+@functools.cache
+def _owned_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(a pet or child of the speaker's, the same followed by "named X"): the nouns are the
+    lexicon's pets and family words, and "one-year-old" and the like."""
+    rel = _word_lists()["relations"]
+    nouns = "|".join(re.escape(w) for w in sorted({*rel["has_pet"], *rel["has_relative"]}, key=len, reverse=True))
+    owned = rf"{_OWNED}\s+(?:[\w\-]+\s+){{0,2}}?(?P<noun>{nouns}|[a-z]+-year-old)\b"
+    return re.compile(owned), re.compile(owned + _NAMED_CALLED)
+
+
+def _names_given(text: str) -> Iterator[tuple[str, int, int, int]]:
+    """(predicate, name start, name end, statement start) of a pet or child named in the turn:
+    "we got another cat named Bailey", "I got a puppy! Her name's Coco", "Our one-year-old is so
+    cute, his name is Kyle". "his/her name is" names the nearest owned pet or child before it, in
+    the same or the sentence before; the quote runs from the owner to the name."""
+    owned, named = _owned_patterns()
+    pets = set(_word_lists()["relations"]["has_pet"])
+
+    def predicate(noun: str) -> str:
+        return "has_pet" if noun in pets else "has_relative"
+
+    for m in named.finditer(text):
+        if m.group("obj") not in rules._NOT_PEOPLE:
+            yield predicate(m.group("noun")), m.start("obj"), m.end("obj"), m.start()
+    for m in _NAME_IS.finditer(text):
+        before = [o for o in owned.finditer(text, max(0, m.start() - 160), m.start())]
+        if not before or m.group("obj") in rules._NOT_PEOPLE:
+            continue
+        o = before[-1]
+        if len(re.findall(r"[.!?](?:\s|$)", text[o.end() : m.start()])) > 1:
+            continue  # more than a sentence between the pet and its name: whose name it is is a guess
+        yield predicate(o.group("noun")), m.start("obj"), m.end("obj"), o.start()
+
+
 def _relations(text: str) -> Iterator[tuple[str, int, int, int]]:
     for pred, pattern in _relation_pattern():
         for m in pattern.finditer(text):
@@ -330,7 +375,16 @@ _FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z][a-z\-]*){{0,3}}\s+(?:
 _IMPORTANT = r"(?:so\s+|super\s+|really\s+|very\s+|extra\s+|truly\s+)?(?:important|crucial|key|essential|vital|precious|special)"
 # Only "to <doing>": "it's important for our community" names no value, "to me that ..." is a clause.
 _VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+)?to\s+(?!me\b)(?P<obj>[^.!?,;:\-–()]{{3,90}})")
-_VALUES_X = re.compile(rf"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w' ]{{2,50}}?)\s+(?:is|are|'s|means)\s+(?:{_IMPORTANT}|the world)\s+to\s+me\b")
+_VALUES_X = re.compile(
+    rf"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w' ]{{2,50}}?)\s+(?:(?:is|are|'s|means)\s+(?:{_IMPORTANT}|the world)|(?:really\s+)?matters?(?:\s+so\s+much|\s+a\s+lot)?)\s+to\s+me\b"
+)
+# "Balance is key.", "Yeah, good flooring's crucial!": a verdict on a thing in general, in the
+# present and closing its clause ("X is key to Y" says how, "X was important" what once was);
+# not "special" or "precious" without "to me", which praise a thing more than they value it.
+_VALUES_BARE = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>[A-Za-z][\w'\- ]{2,50}?)(?:\s+is|\s+are|'s)\s+(?:so\s+|super\s+|really\s+|very\s+|truly\s+)?"
+    r"(?:important|crucial|key|essential|vital)(?=\s*[.!;]|\s*,\s+(?:and|but|so)\b|\s*$)"
+)
 
 
 # "Dancing brings me joy", "Painting gives me so much peace".
@@ -359,7 +413,7 @@ _TOUCHED_ME = re.compile(_CAUSE + r"(?P<obj>touched|moved|inspired|amazed|humble
 # What the whole turn may say of the speaker, beside its clauses.
 _STATEMENTS = (
     ("likes", (_FAVOURITE_BEFORE, _FAVOURITE_AFTER, _JOY)),
-    ("values", (_VALUES_IT, _VALUES_X)),
+    ("values", (_VALUES_IT, _VALUES_X, _VALUES_BARE)),
     ("appreciates", (_THANKS_FOR, _APPRECIATED)),
     ("feels", (_MAKES_ME, _TOUCHED_ME)),
 )
@@ -528,7 +582,9 @@ def _starts_with(tokens: list[Any], i: int, seqs: list[tuple[str, ...]]) -> int:
     return best
 
 
-def _subject(tokens: list[Any], speaker: str | None, people: list[str], listener: str | None = None) -> tuple[str | None, int, bool]:
+def _subject(
+    tokens: list[Any], speaker: str | None, people: list[str], listener: str | None = None, frame_starts: frozenset[int] = frozenset()
+) -> tuple[str | None, int, bool]:
     """(subject, index of the first token after it, whether the clause opens with a gerund);
     (None, 0, False) when the clause names no subject it can trust. "you" is ``listener``, the
     other participant of a two-party session, when there is one."""
@@ -565,6 +621,11 @@ def _subject(tokens: list[Any], speaker: str | None, people: list[str], listener
         return None, 0, False  # "Focused and resilient": a description, not a doing
     if j < len(tokens) and tokens[j].lower_.endswith(("ing", "ed")) and len(tokens[j]) > 4 and _lemma(tokens[j]) != tokens[j].lower_:
         return speaker, j, j == i and tokens[j].lower_.endswith("ing")
+    if j < len(tokens) and tokens[j].i in frame_starts and (_past_verb(tokens[j]) or tokens[j].lower_ in ("gon", "gonna", "wanna")):
+        # An irregular past that opens a frame ("Went to the market", "Got a new bike"), or
+        # "Gonna continue my studies" (tokenized "Gon na"): the speaker's, as a regular past is
+        # above. A base form is not: "Check out the museum" asks the listener to.
+        return speaker, j, False
     return None, 0, False
 
 
@@ -579,7 +640,7 @@ def _read_clause(
     conditional: bool,
     listener: str | None = None,
 ) -> Proposal | None:
-    subject, i, gerund = _subject(tokens, speaker, people, listener)
+    subject, i, gerund = _subject(tokens, speaker, people, listener, frozenset(matches))
     if subject is None:
         return None
     words = _word_lists()
@@ -626,10 +687,15 @@ def _read_clause(
             if nxt is not None and nxt.lower_ == "to":
                 i += 2  # "I'll have to check it out": an obligation, the verb follows
                 continue
-            if nxt is not None and (nxt.lower_.endswith(("ed", "en")) or _lemma(nxt) != nxt.lower_ or nxt.lower_ in _ADVERBS):
-                i += 1  # an auxiliary: "have moved", "'ve been", "had just"
+            if nxt is not None and nxt.lower_ not in _DETERMINERS and (nxt.lower_.endswith(("ed", "en")) or _past_verb(nxt) or nxt.lower_ in _ADVERBS):
+                # An auxiliary: "have moved", "'ve been", "had just"; not "had an audition" (the
+                # lookup lemma of "an" is "a") nor "have two kids" (a plural is no participle).
+                i += 1
                 continue
             break  # "have" is the verb: "I have a dog"
+        if lem == "get" and i + 2 < len(tokens) and tokens[i + 1].lower_ == "to" and tokens[i + 2].is_lower and tokens[i + 2].is_alpha and tokens[i + 2].lower_ not in _DETERMINERS:
+            i += 2  # "I got to volunteer at a career fair": the chance taken, the doing is the verb after it
+            continue
         if t.lower_ in _ADVERBS and i in frames_from and max(e for e, _ in matches[t.i]) - t.i > 1:
             break  # "I'm all about these desserts": the frame starts at the adverb
         if (lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")) and i in frames_from and i + 1 not in frames_from:
@@ -739,7 +805,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     words = text[span[0] : span[1]].split()
     if predicate in ("considers", "goal", "plans", "activity") and (
         (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS | {"there", "here", "better", "out"} and len(words) <= 3)
-        or (len(words) <= 5 and any(w.lower() in ("it", "them", "that", "this") for w in words))
+        or (len(words) <= 5 and any(w.lower() in ("it", "them", "that", "this") and not _said_for(words[k + 1 :]) for k, w in enumerate(words)))
     ):
         return None  # "give it a try", "recommend it", "try them out", "make it work": what "it" is, the clause does not say
     if predicate == "met" and first in ("at", "in", "on", "during", "through", "with", "up"):
@@ -773,6 +839,14 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
     # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
     return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS)
+
+
+def _said_for(after: list[str]) -> bool:
+    """Whether the words after an "it" name what the doing is for or where: "make it for my
+    family", "bring them to the shelter" plan something named, though "it" is not."""
+    return len(after) >= 2 and after[0].lower() in _PREPOSITIONS and any(
+        len(w) > 2 and w.lower().strip(".,!?") not in _STOPWORDS | _VAGUE_OBJECTS for w in after[1:]
+    )
 
 
 def _with_confidence(p: Proposal | None, confidence: float) -> Proposal | None:
@@ -864,7 +938,11 @@ def _object_span(
     if not out or content == 0:
         return None
     first = 0
-    while first < len(out) and out[first].lower_ in ("a", "an", "the", "my", "our", "some", "to", "his", "her", "their", "and", "or", "but", "your", "its", "this", "these", "those"):
+    while first < len(out) and (
+        out[first].lower_ in ("a", "an", "the", "my", "our", "some", "to", "his", "her", "their", "and", "or", "but", "your", "its", "this", "these", "those")
+        # "I painted that lake sunrise": a determiner; not "I love that you came" (a clause)
+        or (out[first].lower_ == "that" and first + 1 < len(out) and out[first + 1].is_alpha and out[first + 1].lower_ not in _SUBJECT_WORDS | _CLAUSE_SUBJECTS)
+    ):
         first += 1
     if first >= len(out) or out[first].lower_ in _VAGUE_OBJECTS:
         return None
