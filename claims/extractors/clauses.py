@@ -547,6 +547,10 @@ def _clauses(sent: Any) -> Iterator[list[Any]]:
                 yield cur
             cur = []
             continue
+        if low in ("and", "then") and _speakers_own(cur) and any(_past_verb(n) and n.lower_ not in _FUNCTION_WORDS for n in _after_adverbs(sent.doc, t.i + 1, tokens[-1].i)):
+            yield cur  # "I went out and got a copy": the second doing is the speaker's too, a clause of its own
+            cur = []
+            continue
         if t.text == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom"):
             yield cur  # "since I'm lactose intolerant I'm trying ...": a new subject, a new clause
             cur = [t]
@@ -558,6 +562,13 @@ def _clauses(sent: Any) -> Iterator[list[Any]]:
         cur.append(t)
     if cur:
         yield cur
+
+
+def _speakers_own(cur: list[Any]) -> bool:
+    """Whether a clause so far opens with "I" or "we" (past its openers): the subject a verb
+    after its "and" shares."""
+    first = next((c for c in cur if c.lower_ not in _OPENERS and c.lower_ not in _TIME_WORDS), None)
+    return first is not None and (first.text in ("I", "I'm", "I've") or first.lower_ == "we") and len(cur) > 2
 
 
 @functools.cache
@@ -700,7 +711,7 @@ def _read_clause(
             break  # "I'm all about these desserts": the frame starts at the adverb
         if (lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")) and i in frames_from and i + 1 not in frames_from:
             break  # a frame starts at the auxiliary itself: "been to Paris", "am a nurse"
-        if (lem in _AUX and t.lower_ not in ("will",)) or t.lower_ in _ADVERBS or t.lower_ in ("'re", "'s", "'m", "re", "m", "wo", "ca", "gotta"):
+        if (lem in _AUX and t.lower_ not in ("will", "doing", "done")) or t.lower_ in _ADVERBS or t.lower_ in ("'re", "'s", "'m", "re", "m", "wo", "ca", "gotta"):
             copula = copula or lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")
             i += 1
             continue
@@ -800,12 +811,12 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
         return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
-    if predicate == "received" and (first.endswith("ed") or first in _GOT_STATES):
-        return None  # "got married", "got sick": a change of state, not a thing received
+    if predicate == "received" and ((first.endswith("ed") and not _names_after(text[span[0] : span[1]].split()[1:])) or first in _GOT_STATES):
+        return None  # "got married", "got sick": a change of state, not a thing received ("got a signed copy" is one)
     words = text[span[0] : span[1]].split()
     if predicate in ("considers", "goal", "plans", "activity") and (
         (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS | {"there", "here", "better", "out"} and len(words) <= 3)
-        or (len(words) <= 5 and any(w.lower() in ("it", "them", "that", "this") and not _said_for(words[k + 1 :]) for k, w in enumerate(words)))
+        or (len(words) <= 5 and any(w.lower() in ("it", "them", "that", "this") and not _said_for(words[k + 1 :]) and not _determines(predicate, words, k) for k, w in enumerate(words)))
     ):
         return None  # "give it a try", "recommend it", "try them out", "make it work": what "it" is, the clause does not say
     if predicate == "met" and first in ("at", "in", "on", "during", "through", "with", "up"):
@@ -847,6 +858,19 @@ def _said_for(after: list[str]) -> bool:
     return len(after) >= 2 and after[0].lower() in _PREPOSITIONS and any(
         len(w) > 2 and w.lower().strip(".,!?") not in _STOPWORDS | _VAGUE_OBJECTS for w in after[1:]
     )
+
+
+def _names_after(words: list[str]) -> bool:
+    """Whether a participle is followed by the noun it qualifies: "signed copy", not "married to"."""
+    nxt = words[0].lower().strip(".,!?") if words else ""
+    return len(nxt) > 2 and nxt.isalpha() and nxt not in _STOPWORDS | _PREPOSITIONS | _VAGUE_OBJECTS | {"off", "out", "down"}
+
+
+def _determines(predicate: str, words: list[str], k: int) -> bool:
+    """Whether "this"/"that" at ``k`` of an open activity's object is a determiner: "took this
+    photo" names what was done; a plan's "make this work" does not."""
+    nxt = words[k + 1].lower().strip(".,!?") if k + 1 < len(words) else ""
+    return predicate == "activity" and words[k].lower() in ("this", "that") and len(nxt) > 2 and nxt not in _STOPWORDS | _VAGUE_OBJECTS
 
 
 def _with_confidence(p: Proposal | None, confidence: float) -> Proposal | None:
@@ -907,6 +931,9 @@ def _object_span(
             break  # the time phrase sets the valid time; it is not part of the object
         if (out or t.i > start) and _lemma(t) in stop_lemmas:
             break
+        if out and low == "like" and t.i < last and doc[t.i + 1].is_title and doc[t.i + 1].text != "I":
+            out.append(t)  # "classical like Bach and Mozart": the examples belong to the object
+            continue
         if out and (low in _STOPS or (low == "that" and t.i < last and doc[t.i + 1].lower_ in _SUBJECT_WORDS | {"you", "he", "she"})):
             break
         if out and low == "to" and not phrase_from_verb and len(out) > 1:
@@ -915,7 +942,7 @@ def _object_span(
             break
         if out and low in ("and", "but") and any(_past_verb(n) for n in _after_adverbs(doc, t.i + 1, last)):
             break  # "met some amazing young folks and supported them": a second doing, another clause
-        if out and low in ("what", "how", "whatever", "that") and content and (low != "that" or out[-1].lower_ not in ("so", "such")):
+        if out and low in ("what", "how", "whatever", "that") and content and (low != "that" or out[-1].lower_ not in ("so", "such", *_PREPOSITIONS)):
             break  # "curious to see what the trail holds", "a list of the ones that suit": another clause
         if out and low in ("is", "was", "are", "were", "sounds", "looks", "seems", "does", "did") and content:
             break  # "Knowing I'm helping create a more loving world is amazing": what follows is a verdict

@@ -106,6 +106,14 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("I got to coach the junior team.", ("Ana", "practices", "coach the junior team", "assert")),
         ("I'm going to bake it for the school fair.", ("Ana", "plans", "bake it for the school fair", "assert")),
         ("Max and I had a blast on our camping trip.", ("Ana", "attended", "camping trip", "assert")),
+        # "doing" is the verb, never an auxiliary; a second doing after "and" is the speaker's too.
+        ("I'm doing kickboxing twice a week.", ("Ana", "practices", "doing kickboxing twice a week", "assert")),
+        ("I went out and got a signed copy!", ("Ana", "received", "signed copy", "assert")),
+        ("Just been tinkering with that bread recipe.", ("Ana", "activity", "tinkering with that bread recipe", "assert")),
+        ("I took this photo at the harbour.", ("Ana", "activity", "took this photo at the harbour", "assert")),
+        ("I'm a fan of painters like Turner and Constable.", ("Ana", "likes", "painters like Turner and Constable", "assert")),
+        ("Just got back from a sailing trip.", ("Ana", "attended", "sailing trip", "assert")),
+        ("I'm volunteering as a tutor at the library.", ("Ana", "identity", "tutor at the library", "assert")),
     ],
 )
 def test_rules_of_the_second_cut(text, want) -> None:
@@ -120,6 +128,8 @@ def test_second_cut_rules_keep_their_limits() -> None:
     assert said("Check out the new cafe.") == set()  # a base form asks the listener
     assert said("I love that you came.") == set()  # "that" opens a clause, not an object
     assert said("I'll give it a go.") == set()
+    assert said("My sister moved to Oslo and started a job.") == set()  # her doings, not the speaker's
+    assert said("I'll make this work.") == set()  # "this" names nothing planned
 
 
 def test_courtesy_and_thought_are_not_facts() -> None:
