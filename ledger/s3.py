@@ -26,9 +26,28 @@ probe key; the second must be refused with 412. A store that accepts it (s3rver,
 would let two writers commit one seq, so :class:`ConditionalPutUnsupported` refuses it, naming the
 endpoint.
 
-Not on S3 yet (this first slice): purge (erasure) and compaction raise
-:class:`NotImplementedError`; batch objects of writers killed between upload and commit are left
-(never read; ``recover()`` removes those older than STALE_MARKER_SECONDS); the views stay local.
+Erasure (``purge``). The one change to committed history: under the rewrite lease (below), each
+batch holding an erased entry is read and checked against its marker, rewritten with the entry
+replaced by its stub (ledger/stubs.py) under a new unique name, its marker overwritten to name the
+new object (the commit point: the same seqs, rows and chain), and the old object deleted with every
+stored version of it, so listing the bucket's objects and versions afterwards finds no byte of the
+erased text. A reader whose cached chain still names the deleted object re-reads that marker and
+follows it. A kill between the steps leaves either the old object (still named; running the purge
+again finishes) or an unnamed new one (removed by ``recover()``).
+
+The rewrite lease. Two purges must not interleave (each rewrites from the batch it read, so the
+second would put back a row the first erased). RGW 16.2 refuses every ``If-Match`` put, so a marker
+cannot be compare-and-swapped; the lease is a chain of put-if-absent objects instead:
+``locks/rewrite/<gen>.json`` taken by creating the next generation, released by creating
+``<gen>.done``. The highest generation rules: it is held unless done or older than the lease its
+holder wrote into it (MEMC_S3_LEASE_SECONDS, default LEASE_SECONDS); the holder renews it before
+each batch it rewrites and stops, before overwriting anything, if a newer generation exists,
+and taking over a dead holder's lease is again a put-if-absent of the next generation, so of two
+processes that see it expire only one wins. Nothing is ever deleted to unlock.
+
+Not on S3 yet: compaction raises :class:`NotImplementedError`; batch objects of writers killed
+between upload and commit are left (never read; ``recover()`` removes those older than
+STALE_MARKER_SECONDS).
 """
 
 from __future__ import annotations
@@ -37,7 +56,9 @@ import hashlib
 import json
 import os
 import threading
+import time
 import uuid
+from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -47,7 +68,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ledger.schema import NewEntry, entries_table
+from ledger.schema import LEDGER_SCHEMA, NewEntry, entries_table
 from ledger.store import (
     STALE_MARKER_SECONDS,
     AppendResult,
@@ -56,10 +77,26 @@ from ledger.store import (
     VerifyReport,
     _conform,
     columns_to_read,
+    parquet_bytes,
     seq_slice,
 )
+from ledger.stubs import PurgeReport, erased_stub, is_erased_stub
 
 SEQ_WIDTH = 20  # zero-padded seqs, so keys list in seq order
+# How long a rewrite lease (erasure) holds before another process may take it over: a purge on
+# loopback RGW rewrites a batch in ~0.1 s, so 15 minutes only ever expires for a holder that died.
+# The holder writes its lease into the lock, so a shorter MEMC_S3_LEASE_SECONDS (the kill tests use
+# a few seconds) binds the processes that wait for it. Clocks of the machines sharing a bucket must
+# agree to well within it.
+LEASE_SECONDS = 900.0
+
+
+def lease_seconds() -> float:
+    return float(os.environ.get("MEMC_S3_LEASE_SECONDS") or LEASE_SECONDS)
+
+
+class LedgerBusy(RuntimeError):
+    """Another process holds the ledger's rewrite lease (an erasure in progress)."""
 
 
 class ConditionalPutUnsupported(RuntimeError):
@@ -198,6 +235,21 @@ class S3Ledger(EntryReader):
         except (ValueError, KeyError, TypeError) as exc:
             raise LedgerCorruption(f"{where}: unreadable commit marker ({exc})") from exc
 
+    def _current(self, c: Commit, columns: Sequence[str] | None = None) -> pa.Table:
+        """The batch of a cached commit; when its object is gone because an erasure rewrote the
+        batch since this handle listed it, the marker is read again and followed (once)."""
+        try:
+            return self._batch(c, columns)
+        except LedgerCorruption as exc:
+            if not isinstance(exc.__cause__, Exception) or _status(exc.__cause__) != 404:
+                raise
+            now = self._read_commit(c.key)
+            if now.batch == c.batch:
+                raise
+            with self._lock:
+                self._commits = [now if x.key == c.key else x for x in self._commits]
+            return self._batch(now, columns)
+
     def _batch(self, c: Commit, columns: Sequence[str] | None = None) -> pa.Table:
         """The batch a marker names, its SHA-256 checked against the marker's."""
         where = f"s3://{self.bucket}/{c.batch}"
@@ -288,18 +340,10 @@ class S3Ledger(EntryReader):
     def _publish(self, first: int, entries: Sequence[tuple[NewEntry, tuple[str, str, str]]],
                  recorded_at: datetime) -> bool:
         table = entries_table([e for e, _ in entries], [d for _, d in entries], first, recorded_at)
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression=self.compression, write_page_checksum=True, store_schema=True)
-        data = sink.getvalue().to_pybytes()
-        sha = hashlib.sha256(data).hexdigest()
-        batch_key = self._key("batches", f"{first:0{SEQ_WIDTH}d}-{uuid.uuid4().hex}.parquet")
-        self.client.put_object(Bucket=self.bucket, Key=batch_key, Body=data)
-        marker = {"first_seq": first, "rows": table.num_rows, "batch": batch_key, "sha256": sha,
-                  "max_recorded_at": recorded_at.isoformat()}
+        batch_key, sha = self._upload_batch(first, table)
         key = self._commit_key(first)
         try:
-            self.client.put_object(Bucket=self.bucket, Key=key, Body=json.dumps(marker).encode(),
-                                   IfNoneMatch="*", ContentType="application/json")  # the commit point
+            self._put_marker(key, first, table.num_rows, batch_key, sha, recorded_at, IfNoneMatch="*")  # the commit point
         except Exception as exc:
             if _status(exc) not in (409, 412):
                 raise
@@ -313,6 +357,20 @@ class S3Ledger(EntryReader):
             self.client.delete_object(Bucket=self.bucket, Key=batch_key)
             return False
         return self._committed(first, key, batch_key, sha, table, recorded_at)
+
+    def _upload_batch(self, first: int, table: pa.Table) -> tuple[str, str]:
+        """Upload a batch under a new unique name; its key and SHA-256."""
+        buf, sha = parquet_bytes(table, self.compression)
+        batch_key = self._key("batches", f"{first:0{SEQ_WIDTH}d}-{uuid.uuid4().hex}.parquet")
+        self.client.put_object(Bucket=self.bucket, Key=batch_key, Body=buf.to_pybytes())
+        return batch_key, sha
+
+    def _put_marker(self, key: str, first: int, rows: int, batch_key: str, sha: str,
+                    recorded_at: datetime | None, **conditions: str) -> None:
+        marker = {"first_seq": first, "rows": rows, "batch": batch_key, "sha256": sha,
+                  "max_recorded_at": recorded_at.isoformat() if recorded_at else None}
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=json.dumps(marker).encode(),
+                               ContentType="application/json", **conditions)
 
     def _committed(self, first: int, key: str, batch_key: str, sha: str, table: pa.Table,
                    recorded_at: datetime) -> bool:
@@ -332,7 +390,7 @@ class S3Ledger(EntryReader):
         """Committed entries in seq order, every batch's checksum checked as it is read."""
         read_cols, need_seq = columns_to_read(columns)
         wanted = [c for c in self._chain() if c.last > since_seq and (until_seq is None or c.first <= until_seq)]
-        return seq_slice(_map(lambda c: self._batch(c, read_cols), wanted), read_cols, since_seq, until_seq, need_seq)
+        return seq_slice(_map(lambda c: self._current(c, read_cols), wanted), read_cols, since_seq, until_seq, need_seq)
 
     def verify(self) -> VerifyReport:
         """Every marker's batch read again and checked (checksum, rows, seqs), and the markers'
@@ -381,8 +439,116 @@ class S3Ledger(EntryReader):
                 removed += 1
         return {"batches": removed}
 
-    def purge(self, erased: dict[str, str]):
-        raise NotImplementedError(f"{self.uri}: erasure on object storage is not implemented yet (issue 19)")
+    def purge(self, erased: dict[str, str], *, wait: float | None = None) -> PurgeReport:
+        """Rewrite every committed batch that holds an entry of ``erased`` (entry id -> id of the
+        erasure entry that named it), each such row replaced by its stub; seqs, rows and the
+        chain do not change (the module's docstring has the protocol). Running it again after a
+        kill finishes the job (stubs are skipped)."""
+        report = PurgeReport()
+        if not erased:
+            return report
+        found: set[str] = set()
+        with self._rewrite_lease(lease_seconds() if wait is None else wait) as renew, self._lock:
+            self._refresh()
+            for i, cached in enumerate(self._commits):
+                c = self._read_commit(cached.key)  # as it is now: another purge may have rewritten it
+                table = self._batch(c)  # checked against its marker: damage is never laundered
+                ids = table.column("entry_id").to_pylist()
+                hits = [j for j, e in enumerate(ids) if e in erased]
+                if not hits:
+                    self._commits[i] = c
+                    continue
+                rows = table.to_pylist()
+                todo = []
+                for j in hits:
+                    found.add(ids[j])
+                    if is_erased_stub(rows[j]):
+                        report.already_stubbed += 1
+                    else:
+                        todo.append(j)
+                if not todo:
+                    self._commits[i] = c
+                    continue
+                for j in todo:
+                    rows[j] = erased_stub(rows[j], erased[ids[j]])
+                new_key, sha = self._upload_batch(c.first, pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA))
+                renew()  # still ours (else LedgerBusy, before anything is overwritten), and its clock restarted
+                self._put_marker(c.key, c.first, c.rows, new_key, sha, c.max_recorded_at)  # the commit point
+                self._commits[i] = Commit(c.first, c.key, new_key, sha, c.rows, c.max_recorded_at)
+                self._delete_every_version(c.batch)
+                report.files_rewritten.append(new_key.rsplit("/", 1)[-1])
+                report.rows_stubbed += len(todo)
+        report.missing = sorted(set(erased) - found)
+        return report
+
+    def _delete_every_version(self, key: str) -> None:
+        """Delete an object and, in a versioned bucket, every stored version of it (a plain delete
+        there only adds a delete marker and keeps the bytes)."""
+        self.client.delete_object(Bucket=self.bucket, Key=key)
+        pages = self.client.get_paginator("list_object_versions").paginate(Bucket=self.bucket, Prefix=key)
+        for page in pages:
+            for v in page.get("Versions", []) + page.get("DeleteMarkers", []):
+                if v["Key"] == key:
+                    self.client.delete_object(Bucket=self.bucket, Key=key, VersionId=v["VersionId"])
+
+    @contextmanager
+    def _rewrite_lease(self, wait: float):
+        """Hold the ledger's rewrite lease (module docstring) for the block; waits up to ``wait``
+        seconds for a live holder, then raises :class:`LedgerBusy` naming it."""
+        deadline = time.monotonic() + wait
+        mine = {"owner": uuid.uuid4().hex, "host": os.uname().nodename, "pid": os.getpid(), "lease_seconds": lease_seconds()}
+        while True:
+            gens: dict[int, set[str]] = {}
+            taken: dict[int, datetime] = {}
+            for obj in self._list("locks/rewrite"):
+                gen, _, ext = obj["Key"].rsplit("/", 1)[-1].partition(".")
+                if gen.isdigit():
+                    gens.setdefault(int(gen), set()).add(ext)
+                    if ext == "json":
+                        taken[int(gen)] = obj["LastModified"]
+            top = max(gens, default=0)
+            holder: dict[str, Any] = {}
+            if top and "done" not in gens[top] and top in taken:
+                try:
+                    holder = json.loads(self._get(self._lease_key(top, "json")))
+                except Exception as exc:
+                    if _status(exc) != 404:
+                        raise
+                age = (datetime.now(timezone.utc) - taken[top]).total_seconds()
+                if holder and age >= float(holder.get("lease_seconds", LEASE_SECONDS)):
+                    holder = {}  # expired: its holder died or stalled past its lease
+            if not holder:
+                key = self._lease_key(top + 1, "json")
+                try:
+                    self.client.put_object(Bucket=self.bucket, Key=key, Body=json.dumps(mine).encode(), IfNoneMatch="*")
+                except Exception as exc:
+                    if _status(exc) not in (409, 412):
+                        raise
+                else:
+                    break  # generation top + 1 is ours
+            elif time.monotonic() > deadline:
+                raise LedgerBusy(f"{self.uri}: another process holds the rewrite lease (an erasure in progress): "
+                                 f"{json.dumps(holder)}, taken {taken[top].isoformat()}")
+            time.sleep(0.5)
+        mine_key = self._lease_key(top + 1, "json")
+
+        def renew() -> None:
+            newer = [o["Key"] for o in self._list("locks/rewrite", mine_key) if o["Key"].endswith(".json")]
+            if newer:
+                raise LedgerBusy(f"{self.uri}: this erasure's rewrite lease expired and was taken over "
+                                 f"({newer[0]}); stopped before rewriting another batch, run it again")
+            self.client.put_object(Bucket=self.bucket, Key=mine_key, Body=json.dumps(mine).encode())
+
+        try:
+            yield renew
+        finally:
+            self.client.put_object(Bucket=self.bucket, Key=self._lease_key(top + 1, "done"), Body=b"")
+            for g in gens:  # generations below ours no longer rule anything
+                for ext in gens[g]:
+                    self.client.delete_object(Bucket=self.bucket, Key=self._lease_key(g, ext))
+
+    def _lease_key(self, gen: int, ext: str) -> str:
+        return self._key("locks", "rewrite", f"{gen:0{SEQ_WIDTH}d}.{ext}")
 
     def compact(self, **kw: Any):
         raise NotImplementedError(f"{self.uri}: compaction on object storage is not implemented yet (issue 19)")

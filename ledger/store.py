@@ -275,6 +275,22 @@ class EntryReader:
         return n
 
 
+def parquet_bytes(table: pa.Table, compression: str) -> tuple[pa.Buffer, str]:
+    """A batch file's bytes and their SHA-256, hashed as written (no second read of the file);
+    the same bytes for the local ledger and the one on object storage (ledger/s3.py)."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        table,
+        sink,
+        compression=compression,
+        write_page_checksum=True,
+        # the batch's own metadata, for humans reading a file in isolation
+        store_schema=True,
+    )
+    buf = sink.getvalue()
+    return buf, hashlib.sha256(buf).hexdigest()
+
+
 class Ledger(EntryReader):
     """Reader and the single writer implementation of one ledger directory.
 
@@ -489,18 +505,7 @@ class Ledger(EntryReader):
                 # _writer_state notices a changed file and reads everything again.
 
     def _parquet_bytes(self, table: pa.Table) -> tuple[pa.Buffer, str]:
-        """The file's bytes and their SHA-256, hashed as written (no second read of the file)."""
-        sink = pa.BufferOutputStream()
-        pq.write_table(
-            table,
-            sink,
-            compression=self.compression,
-            write_page_checksum=True,
-            # the batch's own metadata, for humans reading a file in isolation
-            store_schema=True,
-        )
-        buf = sink.getvalue()
-        return buf, hashlib.sha256(buf).hexdigest()
+        return parquet_bytes(table, self.compression)
 
     def _write_tmp(self, buf: pa.Buffer) -> tuple[Path, os.stat_result]:
         tmp = self.tmp / f"{os.getpid()}-{uuid.uuid4().hex}.parquet"

@@ -12,6 +12,7 @@ cores). The full counts run under ``slow`` (12 kill trials per store at MEMC_SLO
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -292,6 +293,157 @@ def test_missing_commit_marker_is_a_seq_gap(ceph_rgw):
         S3Ledger(led.uri, client=client).head()
 
 
+# --------------------------------------------------------------------------- erasure
+
+
+def _canary_entries(tag: str, n: int):
+    """``n`` entries, every third holding a unique canary word (the fixtures write uncompressed
+    Parquet, so a byte search for the word proves whether any stored byte still holds it)."""
+    from ledger import NewEntry
+
+    out, secrets = [], {}
+    for i in range(n):
+        secret = f"canary{uuid.uuid4().hex}" if i % 3 == 0 else ""
+        out.append(NewEntry(kind="message", scope="test", content=f"{tag} entry {i} {secret}".strip(),
+                            valid_at=lw.VALID_AT, actor="x", idempotency_key=f"{tag}-{i}"))
+        if secret:
+            secrets[f"{tag}-{i}"] = secret
+    return out, secrets
+
+
+def _stored_blobs(root: str, client=None, bucket: str | None = None) -> list[tuple[str, bytes]]:
+    """Every stored byte under a ledger: the files of a local one; every object and every stored
+    version of every object of an S3 prefix."""
+    if not root.startswith("s3://"):
+        return [(str(p), p.read_bytes()) for p in Path(root).rglob("*") if p.is_file()]
+    prefix = root.split("/", 3)[3] + "/"
+    out = []
+    for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+        for v in page.get("Versions", []):
+            body = client.get_object(Bucket=bucket, Key=v["Key"], VersionId=v["VersionId"])["Body"].read()
+            out.append((f"{v['Key']}@{v['VersionId']}", body))
+    return out
+
+
+@pytest.fixture(params=["local", "rgw"])
+def erasable(request, tmp_path, monkeypatch):
+    """(root, client, bucket): a fresh ledger location, local or on RGW."""
+    monkeypatch.delenv("MEMC_STORAGE", raising=False)
+    monkeypatch.setenv("MEMC_PARQUET_COMPRESSION", "none")  # so that a byte search can prove the erasure
+    if request.param == "local":
+        return str(tmp_path / "ledger"), None, None
+    rgw = request.getfixturevalue("ceph_rgw")
+    for k, v in rgw.env().items():
+        monkeypatch.setenv(k, v)
+    return f"s3://{rgw.bucket}/{uuid.uuid4().hex}", rgw.client(), rgw.bucket
+
+
+def test_purge_leaves_no_byte_of_the_erased_text_and_old_readers_follow(erasable):
+    root, client, bucket = erasable
+    led = open_ledger(root)
+    secrets: dict[str, str] = {}
+    for b in range(4):
+        entries, s = _canary_entries(f"P{b}", 6)
+        led.append(entries)
+        secrets.update(s)
+    early = open_ledger(root, write=False)
+    assert early.head() == 24  # this handle caches the chain as it was before the erasure
+    keys = early.read(["entry_id", "idempotency_key"]).to_pylist()
+    id_of = {r["idempotency_key"]: r["entry_id"] for r in keys}
+    doomed = {k: v for k, v in secrets.items() if k.startswith(("P1-", "P3-"))}
+    kept = {k: v for k, v in secrets.items() if k not in doomed}
+    # positive control: the byte search finds every canary before the erasure
+    blobs = b"".join(body for _, body in _stored_blobs(root, client, bucket))
+    assert all(v.encode() in blobs for v in secrets.values())
+
+    report = led.purge({id_of[k]: "erasure-1" for k in doomed})
+    assert report.rows_stubbed == len(doomed) == 4 and len(report.files_rewritten) == 2 and not report.missing
+
+    stored = _stored_blobs(root, client, bucket)
+    left = [(name, v) for name, body in stored for v in doomed.values() if v.encode() in body]
+    assert not left, f"erased bytes still stored: {left}"
+    blobs = b"".join(body for _, body in stored)
+    assert all(v.encode() in blobs for v in kept.values()), "the purge removed more than it should"
+
+    for reader in (open_ledger(root, write=False), early):  # a fresh handle, and one that cached the old chain
+        rows = {r["idempotency_key"]: r for r in reader.read(["idempotency_key", "kind", "content"]).to_pylist()}
+        assert all(rows[k]["kind"] == "erasure" and rows[k]["content"] == "" for k in doomed)
+        assert all(v in rows[k]["content"] for k, v in kept.items())
+    assert_whole(open_ledger(root), set(id_of))
+    again = open_ledger(root).purge({id_of[k]: "erasure-1" for k in doomed})
+    assert (again.rows_stubbed, again.already_stubbed, again.files_rewritten) == (0, 4, [])
+
+
+PURGER = """
+import json, sys
+sys.path.insert(0, sys.argv[3])
+from ledger import open_ledger
+led = open_ledger(sys.argv[1])
+print("READY", flush=True)
+sys.stdin.readline()
+led.purge(json.loads(sys.argv[2]))
+print("DONE", flush=True)
+"""
+
+
+def test_two_purges_at_once_both_hold_and_a_killed_one_is_finished(ceph_rgw, monkeypatch, seed):
+    """Two processes erase different entries of the same batches at once (each would put back
+    what the other erased without the rewrite lease); then one is killed -9 mid-purge, and the
+    next purge (after the dead holder's 3 s lease) finishes its work."""
+    for k, v in ceph_rgw.env().items():
+        monkeypatch.setenv(k, v)
+    monkeypatch.setenv("MEMC_PARQUET_COMPRESSION", "none")  # so that a byte search can prove the erasure
+    client, bucket = ceph_rgw.client(), ceph_rgw.bucket
+    root = f"s3://{bucket}/{uuid.uuid4().hex}"
+    led = open_ledger(root)
+    secrets: dict[str, str] = {}
+    for b in range(12):
+        entries, s = _canary_entries(f"K{b}", 7)  # canaries at 0, 3, 6 of every batch
+        led.append(entries)
+        secrets.update(s)
+    id_of = {r["idempotency_key"]: r["entry_id"] for r in led.read(["entry_id", "idempotency_key"]).to_pylist()}
+    repo = str(Path(__file__).resolve().parents[2])
+
+    def purger(keys: list[str], **env: str) -> subprocess.Popen:
+        p = subprocess.Popen([sys.executable, "-c", PURGER, root, json.dumps({id_of[k]: "erasure-2" for k in keys}), repo],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, **env})
+        assert p.stdout.readline().strip() == "READY", p.stderr.read()
+        return p
+
+    a_keys = [f"K{b}-0" for b in range(0, 12, 2)]
+    b_keys = [f"K{b}-3" for b in range(0, 12, 2)]
+    a, b = purger(a_keys), purger(b_keys)
+    for p in (a, b):
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    for p in (a, b):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0 and "DONE" in out, err
+    rows = {r["idempotency_key"]: r["kind"] for r in open_ledger(root).read(["idempotency_key", "kind"]).to_pylist()}
+    assert all(rows[k] == "erasure" for k in a_keys + b_keys), "one purge put back what the other erased"
+
+    c_keys = [f"K{b}-6" for b in range(12)]
+    c = purger(c_keys, MEMC_S3_LEASE_SECONDS="3")
+    c.stdin.write("go\n")
+    c.stdin.flush()
+    prefix = root.split("/", 3)[3] + "/batches/"
+    deadline = time.monotonic() + 60
+    while client.list_objects_v2(Bucket=bucket, Prefix=prefix)["KeyCount"] <= 12 and time.monotonic() < deadline:
+        time.sleep(0.02)  # until its first rewritten batch is uploaded: the kill lands mid-purge
+    time.sleep(random.Random(seed).uniform(0, 0.5))  # a batch's rewrite takes ~0.1 s here
+    os.kill(c.pid, signal.SIGKILL)
+    c.wait()
+    report = open_ledger(root).purge({id_of[k]: "erasure-2" for k in c_keys}, wait=60)
+    print(f"\nafter the kill: {report.rows_stubbed} rows left to stub, {report.already_stubbed} done by the killed purge")
+    assert report.rows_stubbed + report.already_stubbed == len(c_keys)
+    open_ledger(root).recover(older_than=0)  # a batch the killed purge uploaded but never named
+    erased = {secrets[k] for k in a_keys + b_keys + c_keys}
+    left = [name for name, body in _stored_blobs(root, client, bucket) if any(v.encode() in body for v in erased)]
+    assert not left, f"erased bytes still stored: {left}"
+    assert_whole(open_ledger(root), set(id_of))
+
+
 # --------------------------------------------------------------------------- the probe
 
 
@@ -299,6 +451,17 @@ def test_probe_accepts_rgw_and_names_the_endpoint_when_it_refuses(ceph_rgw):
     client = ceph_rgw.client()
     probe_conditional_put(client, ceph_rgw.bucket, "probe-test")  # RGW honours If-None-Match: *
     assert client.list_objects_v2(Bucket=ceph_rgw.bucket, Prefix="probe-test/").get("KeyCount") == 0
+
+
+def test_probe_refuses_a_versioned_rgw_bucket(ceph_rgw):
+    """Found here: RGW 16.2 ignores If-None-Match on a bucket with versioning on (the second
+    put-if-absent succeeds), so memc will not write a ledger there (docs/scale.md)."""
+    client = ceph_rgw.client()
+    bucket = f"memc-versioned-{uuid.uuid4().hex[:8]}"
+    client.create_bucket(Bucket=bucket)
+    client.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    with pytest.raises(ConditionalPutUnsupported, match="does not honour If-None-Match"):
+        S3Ledger(f"s3://{bucket}/refused", client=client)
 
 
 def test_probe_refuses_a_store_that_ignores_if_none_match(tmp_path):
