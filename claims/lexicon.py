@@ -66,6 +66,7 @@ class Lexicon(_Strict):
     negations: Words
     reporting: Words
     feelings: Words
+    praise: Words
     encouraging: Encouraging
     relations: Relations
 

@@ -168,6 +168,23 @@ def _after_adverbs(doc: Any, i: int, last: int) -> list[Any]:
     return [doc[i]] if i <= last else []
 
 
+def _second_doing(doc: Any, i: int, last: int) -> bool:
+    """Whether a past verb starts at ``i`` (past adverbs) with its own object: "... and supported
+    them", "... and got a copy"; not a participle before its noun, "chocolate and mixed berry"."""
+    verb = _after_adverbs(doc, i, last)
+    if not verb or not _past_verb(verb[0]) or verb[0].lower_ in _FUNCTION_WORDS:
+        return False
+    k = verb[0].i + 1
+    return k > last or not doc[k].is_alpha or doc[k].lower_ in _DETERMINERS | _PREPOSITIONS | _OBJECT_PRONOUNS
+
+
+# Amounts before what is counted: "lots of books", "a bunch of friends", "plenty of ideas".
+_QUANTITIES = frozenset({"lots", "lot", "plenty", "tons", "ton", "bunch", "couple", "loads", "load", "number", "few", "handful", "pile", "stack"})
+
+# What may follow a verb that starts a clause of its own: "got a copy", "supported them", "went out".
+_OBJECT_PRONOUNS = frozenset({"it", "them", "him", "her", "me", "us", "some", "up", "out", "off", "back", "down", "away", "over", "together"})
+
+
 def _past_verb(t: Any) -> bool:
     """An inflected verb by its lemma ("supported", "found"), not a plural noun ("trails")."""
     low, lem = t.lower_, _lemma(t)
@@ -376,7 +393,9 @@ _IMPORTANT = r"(?:so\s+|super\s+|really\s+|very\s+|extra\s+|truly\s+)?(?:importa
 # Only "to <doing>": "it's important for our community" names no value, "to me that ..." is a clause.
 _VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+)?to\s+(?!me\b)(?P<obj>[^.!?,;:\-–()]{{3,90}})")
 _VALUES_X = re.compile(
-    rf"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w' ]{{2,50}}?)\s+(?:(?:is|are|'s|means)\s+(?:{_IMPORTANT}|the world)|(?:really\s+)?matters?(?:\s+so\s+much|\s+a\s+lot)?)\s+to\s+me\b"
+    rf"(?:^|(?<=[.!?]\s))(?P<obj>[\"“]?[A-Z][\w'\"” ]{{2,50}}?)\s+(?:(?:is|are|'s|means)\s+(?:{_IMPORTANT}|the world)\s+to|(?:really\s+)?matters?(?:\s+so\s+much|\s+a\s+lot)?\s+to"
+    r"|(?:really\s+)?(?:means|meant)\s+(?:a\s+lot|so\s+much|everything)\s+to"
+    r"|(?:has|had)\s+(?:a\s+lot\s+of\s+|so\s+much\s+|great\s+|special\s+|real\s+)?(?:significance|meaning)\s+(?:for|to))\s+me\b"
 )
 # "Balance is key.", "Yeah, good flooring's crucial!": a verdict on a thing in general, in the
 # present and closing its clause ("X is key to Y" says how, "X was important" what once was);
@@ -421,9 +440,34 @@ _OBJECT_END = re.compile(r"\s+(?:and (?:what|how|why|who)|because|which|so that|
 _NOT_OBJECTS = ("it", "that", "this", "which", "what", "mine", "he", "she", "they", "you")
 
 
+# Whose praise a generic one is: not of a thing pointed at, owned by someone or counted.
+_NOT_GENERIC = frozenset({
+    "it", "that", "this", "these", "those", "there", "he", "she", "they", "you", "your", "his", "her", "their", "what",
+    "which", "the", "a", "an", "our", "my", "everyone", "everything", "everybody", "all", "most", "some", "life",
+    "today", "glad", "and", "plus", "so", "but", "events", "trips", "moments", "things", "times",
+})  # fmt: skip
+
+
+@functools.cache
+def _praise() -> re.Pattern[str]:
+    """"Pottery's so relaxing", "Being outdoors can be really enjoyable", "Yoga is a great way to
+    unwind": a generic statement (a bare noun or a gerund, no article) praised with one of the
+    lexicon's `praise` words says what the speaker likes. "The view was amazing" (one thing, once)
+    and "Your drive is awesome" (the listener's) are not generic."""
+    words = "|".join(re.escape(w) for w in sorted(lexicon().praise.words, key=len, reverse=True))
+    return re.compile(
+        r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>[A-Z][a-z]+(?:\s+(?:and\s+)?[a-z]+){0,2}?)(?:'s|’s|\s+is|\s+are|\s+can\s+be|\s+has\s+always\s+been)\s+"
+        rf"(?:so\s+|really\s+|super\s+|very\s+|truly\s+|such\s+a\s+|a\s+|an\s+)?(?:{words})(?=\s*[.!,;]|\s+(?:and|way|outlet|thing|activity|hobby)\b|\s*$)"
+    )
+
+
 def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     """(predicate, object start, object end, statement start, statement end) of each favourite
     named and each thing said to be important."""
+    for m in _praise().finditer(text):
+        obj = m.group("obj").lower().split()
+        if obj[0] not in _NOT_GENERIC and not {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):  # "John, that's awesome"
+            yield "likes", m.start("obj"), m.end("obj"), m.start(), m.end()
     for predicate, patterns in _STATEMENTS:
         for pattern in patterns:
             for m in pattern.finditer(text):
@@ -434,6 +478,8 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
                 # "..., but contemporary is my top pick": the favourite follows the conjunction.
                 if lead := re.match(r"(?:but|and|so|or|plus|though)\s+", obj, re.I):
                     start, obj = start + lead.end(), obj[lead.end() :]
+                if lead := re.match(r"(?:this|that|these|those)\s+(?=\w)", obj, re.I):
+                    start, obj = start + lead.end(), obj[lead.end() :]  # "This necklace means a lot to me"
                 if not obj or obj.lower().split()[0] in _NOT_OBJECTS:
                     continue
                 if predicate == "feels" and obj.lower().split()[0] not in _word_lists()["feelings"]:
@@ -547,8 +593,10 @@ def _clauses(sent: Any) -> Iterator[list[Any]]:
                 yield cur
             cur = []
             continue
-        if low in ("and", "then") and _speakers_own(cur) and any(_past_verb(n) and n.lower_ not in _FUNCTION_WORDS for n in _after_adverbs(sent.doc, t.i + 1, tokens[-1].i)):
-            yield cur  # "I went out and got a copy": the second doing is the speaker's too, a clause of its own
+        if low in ("and", "then") and _speakers_own(cur) and _second_doing(sent.doc, t.i + 1, tokens[-1].i) and nxt not in _word_lists()["feelings"]:
+            # "I went out and got a copy": the second doing is the speaker's too, a clause of its own
+            # (not "... and supported them": a clause that opens with a feeling reads as one felt).
+            yield cur
             cur = []
             continue
         if t.text == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom"):
@@ -940,7 +988,7 @@ def _object_span(
             break  # "made this window to remind myself": the purpose is another clause
         if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS:
             break
-        if out and low in ("and", "but") and any(_past_verb(n) for n in _after_adverbs(doc, t.i + 1, last)):
+        if out and low in ("and", "but") and _second_doing(doc, t.i + 1, last):
             break  # "met some amazing young folks and supported them": a second doing, another clause
         if out and low in ("what", "how", "whatever", "that") and content and (low != "that" or out[-1].lower_ not in ("so", "such", *_PREPOSITIONS)):
             break  # "curious to see what the trail holds", "a list of the ones that suit": another clause
@@ -971,6 +1019,10 @@ def _object_span(
         or (out[first].lower_ == "that" and first + 1 < len(out) and out[first + 1].is_alpha and out[first + 1].lower_ not in _SUBJECT_WORDS | _CLAUSE_SUBJECTS)
     ):
         first += 1
+    if first + 2 < len(out) and out[first].lower_ in _QUANTITIES and out[first + 1].lower_ == "of":
+        first += 2  # "I've got lots of kids' books": the books are what is had, "lots" names nothing
+        while first < len(out) and out[first].lower_ in _DETERMINERS:
+            first += 1
     if first >= len(out) or out[first].lower_ in _VAGUE_OBJECTS:
         return None
     return out[first].idx, out[-1].idx + len(out[-1].text)

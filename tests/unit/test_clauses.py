@@ -114,6 +114,13 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("I'm a fan of painters like Turner and Constable.", ("Ana", "likes", "painters like Turner and Constable", "assert")),
         ("Just got back from a sailing trip.", ("Ana", "attended", "sailing trip", "assert")),
         ("I'm volunteering as a tutor at the library.", ("Ana", "identity", "tutor at the library", "assert")),
+        ("I love tea, but I also enjoy mint and mixed herb blends.", ("Ana", "likes", "mint and mixed herb blends", "assert")),
+        ('"Clair de Lune" by Debussy has a lot of significance for me.', ("Ana", "values", 'Clair de Lune" by Debussy', "assert")),
+        ("This old compass means so much to me.", ("Ana", "values", "old compass", "assert")),
+        ("I've got lots of cookbooks from my travels.", ("Ana", "has", "cookbooks from my travels", "assert")),
+        # Generic praise (a bare noun or a gerund) of what a thing does for one.
+        ("Knitting's so relaxing.", ("Ana", "likes", "Knitting", "assert")),
+        ("Swimming is a great way to unwind.", ("Ana", "likes", "Swimming", "assert")),
     ],
 )
 def test_rules_of_the_second_cut(text, want) -> None:
@@ -130,6 +137,10 @@ def test_second_cut_rules_keep_their_limits() -> None:
     assert said("I'll give it a go.") == set()
     assert said("My sister moved to Oslo and started a job.") == set()  # her doings, not the speaker's
     assert said("I'll make this work.") == set()  # "this" names nothing planned
+    assert ("Ana", "feels", "supported", "assert") not in said("I met new neighbours and supported them.")
+    assert said("The view was amazing.") == set()  # one thing, once: not a generic liking
+    assert said("Your garden is awesome!") == set()  # the listener's
+    assert said("Those posters are great.") == set()
 
 
 def test_courtesy_and_thought_are_not_facts() -> None:
