@@ -43,6 +43,11 @@ class Words(_Strict):
 
 
 class Encouraging(Words):
+    # Imperatives that back whoever they are said to ("keep it up", "hang in there"): they need
+    # not say "you"; the extractor keeps one only where the sentence says "you" or the entry
+    # names the listener (claims/extractors/clauses.py, _urging).
+    urging: tuple[str, ...] = Field(min_length=1)
+
     @field_validator("words")
     @classmethod
     def _said_to_someone(cls, v: tuple[str, ...]) -> tuple[str, ...]:

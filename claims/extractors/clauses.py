@@ -239,6 +239,9 @@ def _word_lists() -> dict[str, Any]:
         "encouraging": re.compile(
             r"(?<!\w)(?:" + "|".join(re.escape(w).replace("'", "['’]") for w in sorted(lex.encouraging.words, key=len, reverse=True)) + r")(?!\w)", re.I
         ),
+        "urging": re.compile(
+            r"(?<!\w)(?:" + "|".join(re.escape(w).replace("'", "['’]") for w in sorted(lex.encouraging.urging, key=len, reverse=True)) + r")(?!\w)", re.I
+        ),
         "relations": {pred: sorted(words, key=len, reverse=True) for pred, words in lex.relations.model_dump().items()},
     }
 
@@ -328,6 +331,29 @@ def _encouragement(entry: dict[str, Any], base: dict[str, Any], text: str, speak
             continue  # "hope you're doing great": a wish, "if you can do it": a condition
         quote = text[start : m.end()].strip(" \t-–—")
         quote = quote[len(quote) - len(quote.lstrip("!.,;: ")) :]
+        return Proposal(subject=speaker, predicate="encourages", object=listener, quote=quote, valid_at=entry["valid_at"], **base)
+    return _urging(entry, base, text, speaker, listener)
+
+
+# Before an urging, only what an imperative may open with: "Jon, keep going", "So hang in there".
+_URGING_LEAD = re.compile(r"^(?:[\s,!.\-–—]|(?i:and|so|just|now|but|please|oh|yeah|yes|wow|ok|okay|hey|aw|aww)\b|[A-Z][a-z]+\b)*$")
+
+
+def _urging(entry: dict[str, Any], base: dict[str, Any], text: str, speaker: str, listener: str) -> Proposal | None:
+    """"Keep it up and you'll make a splash", "Hang in there, Jon!": an imperative of the
+    lexicon's `urging` list opening its sentence backs the listener, when the sentence says
+    "you" or the entry names them (whom it is said to must be in the source: "Keep it up!"
+    alone names no one). Not "I'm gonna keep it up" (the speaker's own), nor in a question."""
+    for m in _word_lists()["urging"].finditer(text):
+        start, end = rules._sentence_span(text, m.start())
+        sentence = text[start:end]
+        if sentence.rstrip().endswith("?") or not _URGING_LEAD.match(text[start : m.start()]):
+            continue
+        you = re.search(r"(?<![\w'’])you(?:['’](?:ll|re|ve|d))?(?!\w)", sentence, re.I)
+        if not you and not re.search(rf"(?<!\w){re.escape(listener.split()[0])}(?!\w)", text):
+            continue
+        # The quote runs to the sentence's end when it is "you" that says whom: "Keep it up, you're close".
+        quote = text[m.start() : end].rstrip(" .!,;:-–—") if you and start + you.start() > m.start() else text[m.start() : m.end()]
         return Proposal(subject=speaker, predicate="encourages", object=listener, quote=quote, valid_at=entry["valid_at"], **base)
     return None
 

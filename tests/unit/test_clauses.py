@@ -244,6 +244,30 @@ def test_backing_the_listener_is_a_claim_about_both() -> None:
     assert first_failure(forged, turns[1], resolver)[0] == "provenance"
 
 
+def test_an_urging_backs_the_listener_only_when_the_turn_says_whom() -> None:
+    def turn(text, actor, n):
+        return {**entry(text, actor=actor, n=n), "session_id": "c1:S1"}
+
+    turns = [
+        turn("Hang in there, Rui! It'll work out.", "Ana", 1),  # the listener named
+        turn("Keep at it and you'll find a buyer.", "Ana", 2),  # "you" says whom
+        turn("Keep it up!", "Ana", 3),  # names no one
+        turn("Thanks! I'm gonna keep it up.", "Rui", 4),  # the speaker's own
+        turn("Love how you never give up.", "Ana", 5),  # not an imperative
+        turn("Will you keep going?", "Ana", 6),
+        turn("Wow, you're so brave.", "Rui", 7),
+    ]
+    resolver = Resolver(build_aliases(turns), build_participants(turns))
+    result = extract(turns, CLAUSES, resolver)
+    assert result.rejections.num_rows == 0, result.rejections.to_pylist()
+    backing = [(c["source_entry_id"], c["subject"], c["object"], c["quote"]) for c in result.claims.to_pylist() if c["predicate"] == "encourages"]
+    assert backing == [
+        ("e1", "Ana", "Rui", "Hang in there"),
+        ("e2", "Ana", "Rui", "Keep at it and you'll find a buyer"),
+        ("e7", "Rui", "Ana", "Wow, you're so brave"),
+    ]
+
+
 def test_a_reporter_who_is_not_in_the_source_is_rejected() -> None:
     e = entry("Mira works at the Art School, I heard.", actor="Ana")
     forged = Proposal(
