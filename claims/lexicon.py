@@ -64,6 +64,11 @@ class Relations(_Strict):
     has_pet: tuple[str, ...]
 
 
+class Mine(_Strict):
+    likes: tuple[str, ...] = Field(min_length=1)
+    values: tuple[str, ...] = Field(min_length=1)
+
+
 class Lexicon(_Strict):
     version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
     frame: tuple[Frame, ...] = Field(min_length=1)
@@ -72,6 +77,7 @@ class Lexicon(_Strict):
     reporting: Words
     feelings: Words
     praise: Words
+    mine: Mine
     encouraging: Encouraging
     relations: Relations
 

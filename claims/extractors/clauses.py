@@ -487,9 +487,79 @@ def _praise() -> re.Pattern[str]:
     )
 
 
+# "Dancing helps me de-stress", "Blue calms me", "Creativity and family keep me at peace": what
+# does this for the speaker is something they like (the doer a noun or gerund, as for praise).
+_DOES_ME_GOOD = re.compile(
+    r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>[A-Z][a-z]+(?:\s+(?:and\s+|or\s+)?[a-z]+){0,3}?)\s+(?:really\s+|always\s+|just\s+)?"
+    r"(?:helps?\s+me\s+(?:to\s+)?(?:relax|de-stress|destress|unwind|cope|recharge|heal|focus|express)|(?:calms|relaxes|soothes|grounds|energizes|recharges|calm|relax|soothe|ground)\s+me"
+    r"|keeps?\s+me\s+(?:sane|grounded|at\s+peace|calm))\b"
+)
+
+
+@functools.cache
+def _is_my() -> re.Pattern[str]:
+    """"Dance is my passion", "Nature's always been my haven", "My family is my rock": a thing
+    said to be one of the lexicon's [mine] nouns of the speaker's."""
+    nouns = [*lexicon().mine.likes, *lexicon().mine.values]
+    alt = "|".join(re.escape(w) for w in sorted(nouns, key=len, reverse=True))
+    return re.compile(
+        r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>[A-Z][\w']*(?:\s+(?:and\s+)?[a-z][\w']*){0,3}?)(?:'s|’s|\s+is|\s+are|\s+has\s+always\s+been|'s\s+always\s+been|\s+has\s+been|'s\s+been)\s+"
+        rf"(?:(?:just|mostly|really|truly|definitely|also|still)\s+)?(?:my|our)\s+(?:(?:true|own|little|biggest|main|favou?rite|go-to)\s+)?(?P<noun>{alt})\b"
+    )
+
+
+def _mine(text: str) -> Iterator[tuple[str, int, int, int, int]]:
+    values = set(lexicon().mine.values)
+    for m in _is_my().finditer(text):
+        obj = m.group("obj").lower().split()
+        if obj[0] in _NOT_GENERIC - {"my", "our"} or {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):
+            continue  # "It's my passion": what "it" is, the clause does not say
+        yield ("values" if m.group("noun") in values else "likes"), m.start("obj"), m.end("obj"), m.start(), m.end()
+    for m in _DOES_ME_GOOD.finditer(text):
+        obj = m.group("obj").lower().split()
+        if obj[0] not in _NOT_GENERIC and not {"that", "this", "it", "there", "what", "them", "you", "your", "knowing"} & set(obj):
+            yield "likes", m.start("obj"), m.end("obj"), m.start(), m.end()
+
+
+@functools.cache
+def _made_by_me() -> tuple[re.Pattern[str], dict[str, str]]:
+    """"my horse painting I did", "These figurines I bought yesterday", "a cake that I baked": a
+    thing named before a relative clause whose subject is the speaker and whose verb is a past
+    form of a one-word `created` or `received` frame of the lexicon (and "did", which there makes).
+    The predicate is that frame's."""
+    verbs: dict[str, str] = {"did": "created"}
+    for frame in lexicon().frame:
+        if frame.predicate in ("created", "received"):
+            for phrase in frame.phrases:
+                if " " not in phrase:
+                    for variant in surface_variants(phrase):
+                        form = variant[0]
+                        if len(variant) == 1 and lemma(form) != form and not form.endswith(("s", "ing")):
+                            verbs.setdefault(form, frame.predicate)
+    alt = "|".join(sorted(verbs, key=len, reverse=True))
+    return re.compile(
+        r"\b(?:[Mm]y|[Tt]he|[Tt]his|[Tt]hese|[Tt]hose|[Ss]ome|[Aa]|[Aa]n|[Oo]ur)\s+(?P<obj>[a-zA-Z][\w'\-]*(?:\s+(?!(?:at|of|in|on|for|to|with|from|about|by|into|and)\b)[a-zA-Z][\w'\-]*){0,3}?)\s+"
+        rf"(?:that\s+)?(?:I|we)\s+(?:just\s+|recently\s+|finally\s+|also\s+)?(?P<verb>{alt})\b"
+    ), verbs
+
+
+# Whose relative clause is no thing made or received: a photo "I got" was taken, "the impact we made" is a saying.
+_NOT_MADE = frozenset({"pic", "pics", "photo", "photos", "shot", "picture", "pictures", "and", "lot", "other", "day", "time", "week"})
+
+
+def _made(text: str) -> Iterator[tuple[str, int, int, int, int]]:
+    pattern, verbs = _made_by_me()
+    for m in pattern.finditer(text):
+        words = m.group("obj").lower().split()
+        if not _NOT_MADE & set(words) and words[-1] not in _MADE_IDIOMS and not _TIME_WORDS & set(words[-1:]):
+            yield verbs[m.group("verb")], m.start("obj"), m.end("obj"), m.start(), m.end()
+
+
 def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     """(predicate, object start, object end, statement start, statement end) of each favourite
     named and each thing said to be important."""
+    yield from _mine(text)
+    yield from _made(text)
     for m in _praise().finditer(text):
         obj = m.group("obj").lower().split()
         if obj[0] not in _NOT_GENERIC and not {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):  # "John, that's awesome"

@@ -121,6 +121,14 @@ def test_clauses_say_typed_facts(text, want) -> None:
         # Generic praise (a bare noun or a gerund) of what a thing does for one.
         ("Knitting's so relaxing.", ("Ana", "likes", "Knitting", "assert")),
         ("Swimming is a great way to unwind.", ("Ana", "likes", "Swimming", "assert")),
+        # A thing said to be the speaker's passion, rock, ...; what does the speaker good.
+        ("Sailing is my passion.", ("Ana", "likes", "Sailing", "assert")),
+        ("My brother is my rock.", ("Ana", "values", "brother", "assert")),
+        ("Gardening helps me unwind.", ("Ana", "likes", "Gardening", "assert")),
+        ("Music and friends keep me sane.", ("Ana", "likes", "Music and friends", "assert")),
+        # A thing the speaker made or got, named before the relative clause that says so.
+        ("Here's a photo of the quilt I made last winter.", ("Ana", "created", "quilt", "assert")),
+        ("These earrings I bought at the market are my favourite.", ("Ana", "received", "earrings", "assert")),
     ],
 )
 def test_rules_of_the_second_cut(text, want) -> None:
@@ -141,6 +149,11 @@ def test_second_cut_rules_keep_their_limits() -> None:
     assert said("The view was amazing.") == set()  # one thing, once: not a generic liking
     assert said("Your garden is awesome!") == set()  # the listener's
     assert said("Those posters are great.") == set()
+    assert said("It's my passion.") == set()  # what "it" is, the turn does not say here
+    assert said("Your words keep me motivated.") == set()
+    assert said("The impact we made was huge.") == set()  # a saying, nothing made
+    assert said("Here's a pic I got at the beach.") == set()  # a photo "got" is taken, not received
+    assert ("Ana", "created", "peek at the studio", "assert") not in said("Take a peek at the studio I designed.")
 
 
 def test_courtesy_and_thought_are_not_facts() -> None:
