@@ -140,7 +140,8 @@ _FUNCTION_WORDS = {
     "around", "through", "near", "after", "part", "off", "before", "ta", "inside", "outside", "behind", "without", "within", "always", "never", "together",
 }  # fmt: skip
 _TALK = {"appreciate", "remember", "cherish", "tell", "say", "ask", "thank", "let", "see", "know", "check", "hear", "talk", "chat", "speak", "catch", "share", "show", "send"}
-_NOT_DOINGS = {"be", "go", "imagine", "root", "end", "think", "look", "hope", "wish", "wonder", "know", "see", "hear", "feel", "keep", "take", "thank"}
+_NOT_DOINGS = {"be", "go", "imagine", "root", "end", "think", "look", "hope", "wish", "wonder", "know", "see", "hear", "feel", "keep", "take", "thank",
+               "lose", "miss", "fail", "hurt", "break", "lack"}  # "Losing my job made me ...": undergone, not practised
 _ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
 _TIME_WORDS_STOP = {"yet", "yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
@@ -271,6 +272,10 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
     seen: set[tuple[str, str, str]] = set()
 
     def once(p: Proposal | None) -> Iterator[Proposal]:
+        if p is not None and p.predicate not in ("encourages", "mentions") and " " in p.object:
+            head, last = p.object.rsplit(" ", 1)
+            if last in (listener, *people) or (listener and last == listener.split()[0]):
+                p = p.model_copy(update={"object": head})  # "I love the thought, Nate": Nate is spoken to, not loved
         if p is not None and (p.subject, p.predicate, p.object) not in seen:
             seen.add((p.subject, p.predicate, p.object))
             yield p
@@ -463,7 +468,7 @@ _STATEMENTS = (
     ("feels", (_MAKES_ME, _TOUCHED_ME)),
 )
 _OBJECT_END = re.compile(r"\s+(?:and (?:what|how|why|who)|because|which|so that|when|while)\b")
-_NOT_OBJECTS = ("it", "that", "this", "which", "what", "mine", "he", "she", "they", "you")
+_NOT_OBJECTS = ("it", "that", "this", "which", "what", "mine", "he", "she", "they", "you", "i", "i'll", "i'm", "i've", "i'd", "we", "we'll", "we're", "we've")
 
 
 # Whose praise a generic one is: not of a thing pointed at, owned by someone or counted.
@@ -745,6 +750,8 @@ def _subject(
     other participant of a two-party session, when there is one."""
     i = 0
     while i < len(tokens) and (tokens[i].lower_ in _OPENERS or tokens[i].lower_ in _TIME_WORDS or tokens[i].like_num or tokens[i].lower_ in _LEADS):
+        if tokens[i].lower_ == "the" and not (i + 1 < len(tokens) and tokens[i + 1].lower_ in _TIME_NOUNS | {"other", "day", "past"}):
+            return None, 0, False  # "The playing ...", "The motivated ...": "the" opens someone else's subject, not a time
         i += 1
     if i >= len(tokens):
         return None, 0, False
@@ -863,6 +870,7 @@ def _read_clause(
     if i >= len(tokens):
         return None
     start_tok = tokens[0]
+    lead_when = next((t.lower_ for t in tokens if t.lower_ not in _OPENERS), "") in ("when", "whenever", "once", "until")
     verb = tokens[i]
     if gerund and verb.i + 1 <= tokens[-1].i and verb.doc[verb.i + 1].lower_ in _GERUND_SUBJECT_VERBS:
         return None  # "Painting looks like a great outlet": the gerund is the subject, not a doing
@@ -898,6 +906,10 @@ def _read_clause(
         return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "plans", "assert")
     if frame is not None and gerund and frame.predicate in ("watched", "received"):
         return None  # "Seeing my students grow ...", "Finding my Zen ...": an experience remarked on
+    if frame is not None and frame.predicate in ("likes", "dislikes") and verb.lower_.endswith("ed") and (copula or (verb.i and _lemma(verb.doc[verb.i - 1]) in ("feel", "get", "be"))):
+        return None  # "I feel valued in our community", "I'm loved": said of the speaker, no liking of theirs
+    if lead_when and frame is None and not negated and verb.lower_ == _lemma(verb) and not copula:
+        return None  # "when I have kids", "once we get there": a time to come or any time, not a fact
     if frame is not None and frame.predicate == "received" and verb.lower_ in _PRESENT_RECEIPT:
         return None  # "I find other ways to be happy", "I get to see them": nothing received
     if frame is not None and frame.predicate == "attended" and _lemma(verb) in ("host", "organize", "organise") and verb.lower_.endswith("ing"):
@@ -955,7 +967,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
         return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
-    if predicate == "received" and ((first.endswith("ed") and not _names_after(text[span[0] : span[1]].split()[1:])) or first in _GOT_STATES):
+    past = first.endswith("ed") or (lemma(first) != first and first.isalpha() and not first.endswith(("s", "ing")) and first not in _DETERMINERS)
+    if predicate == "received" and ((past and not _names_after(text[span[0] : span[1]].split()[1:])) or first in _GOT_STATES):
         return None  # "got married", "got sick": a change of state, not a thing received ("got a signed copy" is one)
     words = text[span[0] : span[1]].split()
     if predicate in ("considers", "goal", "plans", "activity") and (

@@ -156,6 +156,28 @@ def test_second_cut_rules_keep_their_limits() -> None:
     assert ("Ana", "created", "peek at the studio", "assert") not in said("Take a peek at the studio I designed.")
 
 
+def test_what_a_precision_audit_of_the_second_cut_found() -> None:
+    assert said("I feel appreciated at the club.") == {("Ana", "feels", "appreciated at the club", "assert")}  # no liking of "at the club"
+    assert not any(p == "likes" for _, p, _, _ in said("I'll always remember the evenings that bring us joy."))
+    assert said("Losing my keys made me late.") == set()  # undergone, not practised
+    assert ("Ana", "received", "made a big difference", "assert") not in said("The advice I got made a big difference.")
+    assert said("I'll be a patient dad when I have kids.") == set()  # a time to come
+    assert said("The singing of the choir got everyone dancing.") == set()  # "the" opens a subject, not a time
+    assert ("Ana", "attended", "choir", "assert") in said("When I moved here I joined a choir.")  # a past "when" is a fact
+
+
+def test_a_name_spoken_to_is_not_part_of_the_object() -> None:
+    def turn(text, actor, n):
+        return {**entry(text, actor=actor, n=n), "session_id": "c1:S1"}
+
+    turns = [turn("I love the idea Rui!", "Ana", 1), turn("Thanks for the invite Ana.", "Rui", 2)]
+    resolver = Resolver(build_aliases(turns), build_participants(turns))
+    result = extract(turns, CLAUSES, resolver)
+    assert result.rejections.num_rows == 0, result.rejections.to_pylist()
+    facts = {(c["subject"], c["predicate"], c["object"]) for c in result.claims.to_pylist() if c["predicate"] != "mentions"}
+    assert facts == {("Ana", "likes", "idea"), ("Rui", "appreciates", "invite")}
+
+
 def test_courtesy_and_thought_are_not_facts() -> None:
     assert said("Thanks for asking!") == set()
     assert said("Thanks, Jonas!") == set()
