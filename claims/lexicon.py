@@ -5,13 +5,13 @@ error naming the file and the field, at load time, never a silently missing patt
 from __future__ import annotations
 
 import functools
-import tomllib
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from claims.ontology import ONTOLOGY
+from memc.toml import TomlError, read_toml
 
 LEXICON_FILE = Path(__file__).with_name("lexicon.toml")
 
@@ -88,9 +88,9 @@ class LexiconError(ValueError):
 
 def read_lexicon(path: Path = LEXICON_FILE) -> Lexicon:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise LexiconError(f"{path}: {exc}") from None
+        data = read_toml(path)
+    except TomlError as exc:
+        raise LexiconError(str(exc)) from None
     try:
         return Lexicon.model_validate(data)
     except ValidationError as exc:

@@ -25,12 +25,11 @@ and ``[automation]`` tables.
 from __future__ import annotations
 
 import os
-import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from memc import toml as memc_toml
 from memc.visibility import PUBLIC, RESERVED_PREFIX
 from ingestion.errors import IngestError
 from ingestion.formats import check_visibility
@@ -59,20 +58,12 @@ class ResolvedVisibility:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    """A TOML file as a dict; a syntax error is an :class:`IngestError` naming the file and line."""
+    """A TOML file as a dict; an unreadable or malformed one is an :class:`IngestError` naming the
+    file and line (the inbox reports it in the rejected file's error.json)."""
     try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise IngestError(f"not UTF-8 (byte {exc.start})", path=str(path)) from None
-    except OSError as exc:
-        raise IngestError(f"cannot read: {exc.strerror or exc}", path=str(path)) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        # Python 3.11's error carries its position only in the message: "... (at line 2, column 5)".
-        msg = str(exc)
-        m = re.search(r"\(at line (\d+), column \d+\)$", msg)
-        raise IngestError(f"not valid TOML: {msg}", path=str(path), line=int(m.group(1)) if m else None) from None
+        return memc_toml.read_toml(path)
+    except memc_toml.TomlError as exc:
+        raise IngestError(exc.reason, path=str(path), line=exc.line) from None
 
 
 def load_ingest_settings(home_root: str | os.PathLike[str] | None) -> IngestSettings:

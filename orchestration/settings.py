@@ -26,9 +26,10 @@ Example ``memc.toml``::
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from memc.toml import read_toml
 
 CONFIG_FILE = "memc.toml"
 
@@ -62,7 +63,7 @@ def load_settings(home_root: str | os.PathLike[str] | None = None) -> Settings:
     if home_root is not None:
         path = Path(home_root) / CONFIG_FILE
         if path.exists():
-            data = tomllib.loads(path.read_text())
+            data = read_toml(path)  # a malformed file: TomlError naming the file and line
             fresh.update({str(k): float(v) for k, v in data.get("freshness", {}).items()})
             auto.update(data.get("automation", {}))
     prefix, suffix = "MEMC_FRESHNESS_", "_MINUTES"

@@ -77,3 +77,14 @@ def test_targets_under_a_minute_are_refused(tmp_path, clean_env):
     clean_env.setenv("MEMC_FRESHNESS_STATE_MINUTES", "0.5")
     with pytest.raises(ValueError, match="at least 1 minute"):
         load_settings(tmp_path)
+
+
+def test_a_malformed_memc_toml_names_its_file_and_line(tmp_path, clean_env):
+    """It raised tomllib's bare error, which names neither (now memc/toml.py's reader, shared with
+    the inbox sidecars and the claims lexicon)."""
+    from memc.toml import TomlError
+
+    (tmp_path / "memc.toml").write_text("[freshness]\nstate = 5\n[automation\n")
+    with pytest.raises(TomlError, match=r"memc\.toml:3: not valid TOML") as info:
+        load_settings(tmp_path)
+    assert info.value.line == 3 and info.value.path == tmp_path / "memc.toml"
