@@ -160,7 +160,7 @@ def compute_log_files(home) -> list[Path]:
 
 def dbt_artifact_files(home) -> list[Path]:
     """What dbt wrote for this home's builds: run_results.json, manifests, compiled and run SQL
-    and dbt.log, in ``<home>/warehouse/dbt/<run id>/`` (assets/state.dbt_target)."""
+    and dbt.log, in ``<home>/warehouse/dbt/<run id>/`` (catalog/dbt_build.dbt_target)."""
     return sorted(p for p in (Path(home.warehouse) / "dbt").rglob("*") if p.is_file() and p.suffix != ".msgpack" and p.name != "graph.gpickle")
 
 

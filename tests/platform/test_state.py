@@ -506,7 +506,7 @@ def test_memc_sql_is_read_only_and_names_a_held_lock(fold_home):
 
 
 def test_full_refresh_reasons(tmp_path):
-    from assets.state import dbt_build_args, fold_version, full_refresh_reason
+    from catalog.dbt_build import dbt_build_args, fold_version, full_refresh_reason
     from memc.home import MemcHome
     from memc.watermark import write_watermark
 

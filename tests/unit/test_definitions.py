@@ -116,7 +116,7 @@ def test_every_asset_and_check_has_catalog_text():
 
 
 def test_dbt_test_description_prefers_the_tests_own_text_and_reads_a_singular_tests_comment():
-    from assets.state import dbt_test_description
+    from catalog.dbt_build import dbt_test_description
 
     generic = {"name": "not_null_x_a", "description": "", "test_metadata": {"name": "not_null", "kwargs": {"column_name": "a"}}}
     assert dbt_test_description({}, generic) == "`a` is never null."
