@@ -182,6 +182,9 @@ def _second_doing(doc: Any, i: int, last: int) -> bool:
 # Amounts before what is counted: "lots of books", "a bunch of friends", "plenty of ideas".
 _QUANTITIES = frozenset({"lots", "lot", "plenty", "tons", "ton", "bunch", "couple", "loads", "load", "number", "few", "handful", "pile", "stack"})
 
+# Pasts common enough after "and" to end an object whatever follows: "a convention and met new people".
+_COMMON_PASTS = frozenset({"met", "saw", "got", "had", "went", "made", "did", "was", "were", "took", "found", "felt"})
+
 # What may follow a verb that starts a clause of its own: "got a copy", "supported them", "went out".
 _OBJECT_PRONOUNS = frozenset({"it", "them", "him", "her", "me", "us", "some", "up", "out", "off", "back", "down", "away", "over", "together"})
 
@@ -495,9 +498,9 @@ def _praise() -> re.Pattern[str]:
 # "Dancing helps me de-stress", "Blue calms me", "Creativity and family keep me at peace": what
 # does this for the speaker is something they like (the doer a noun or gerund, as for praise).
 _DOES_ME_GOOD = re.compile(
-    r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>[A-Z][a-z]+(?:\s+(?:and\s+|or\s+)?[a-z]+){0,3}?)\s+(?:really\s+|always\s+|just\s+)?"
+    r"(?:^|(?<=[.!?]\s)|(?<=,\s)|(?<=\bbut\s))(?P<obj>(?:[Mm]y\s+|[Oo]ur\s+)?[A-Za-z][a-z]+(?:\s+(?:and\s+|or\s+)?[a-z]+){0,3}?)\s+(?:really\s+|always\s+|just\s+)?"
     r"(?:helps?\s+me\s+(?:to\s+)?(?:relax|de-stress|destress|unwind|cope|recharge|heal|focus|express)|(?:calms|relaxes|soothes|grounds|energizes|recharges|calm|relax|soothe|ground)\s+me"
-    r"|keeps?\s+me\s+(?:sane|grounded|at\s+peace|calm))\b"
+    r"|keeps?\s+me\s+(?:sane|grounded|at\s+peace|calm)|(?:cheers?|cheered)\s+me\s+up|(?:brightens?|brightened)\s+(?:up\s+)?my\s+day)\b"
 )
 
 
@@ -522,8 +525,11 @@ def _mine(text: str) -> Iterator[tuple[str, int, int, int, int]]:
         yield ("values" if m.group("noun") in values else "likes"), m.start("obj"), m.end("obj"), m.start(), m.end()
     for m in _DOES_ME_GOOD.finditer(text):
         obj = m.group("obj").lower().split()
-        if obj[0] not in _NOT_GENERIC and not {"that", "this", "it", "there", "what", "them", "you", "your", "knowing"} & set(obj):
-            yield "likes", m.start("obj"), m.end("obj"), m.start(), m.end()
+        lead = re.match(r"(?:(?:but|and|so)\s+)?(?:(?:my|our)\s+)?", m.group("obj"), re.I)
+        obj = obj[len(lead.group(0).split()) :]  # "but my turtles always cheer me up": the speaker's own, named
+        if obj and obj[0] not in _NOT_GENERIC and not {"that", "this", "it", "there", "what", "them", "you", "your", "knowing"} & set(obj):
+            conj = re.match(r"(?:(?:but|and|so)\s+)?", m.group("obj"), re.I).end()
+            yield "likes", m.start("obj") + len(lead.group(0)), m.end("obj"), m.start("obj") + conj, m.end()
 
 
 @functools.cache
@@ -543,7 +549,7 @@ def _made_by_me() -> tuple[re.Pattern[str], dict[str, str]]:
                             verbs.setdefault(form, frame.predicate)
     alt = "|".join(sorted(verbs, key=len, reverse=True))
     return re.compile(
-        r"\b(?:[Mm]y|[Tt]he|[Tt]his|[Tt]hese|[Tt]hose|[Ss]ome|[Aa]|[Aa]n|[Oo]ur)\s+(?P<obj>[a-zA-Z][\w'\-]*(?:\s+(?!(?:at|of|in|on|for|to|with|from|about|by|into|and)\b)[a-zA-Z][\w'\-]*){0,3}?)\s+"
+        r"\b(?:[Mm]y|[Tt]he|[Tt]his|[Tt]hese|[Tt]hose|[Ss]ome|[Aa]|[Aa]n|[Oo]ur)\s+(?P<obj>[a-zA-Z][\w'\-]*(?:\s+(?!(?:at|in|on|for|to|with|from|about|by|into|and|a|an|the|my|our|this|that|these|those|some)\b)[a-zA-Z][\w'\-]*){0,6}?)\s+"
         rf"(?:that\s+)?(?:I|we)\s+(?:just\s+|recently\s+|finally\s+|also\s+)?(?P<verb>{alt})\b"
     ), verbs
 
@@ -1006,7 +1012,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate == "considers" and first in _ABILITY:
         return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
     # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
-    return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS)
+    return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS, cut_clauses=False)
 
 
 def _said_for(after: list[str]) -> bool:
@@ -1097,7 +1103,7 @@ def _object_span(
             break  # "made this window to remind myself": the purpose is another clause
         if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS:
             break
-        if out and low in ("and", "but") and _second_doing(doc, t.i + 1, last):
+        if out and low in ("and", "but") and (_second_doing(doc, t.i + 1, last) or (t.i < last and doc[t.i + 1].lower_ in _COMMON_PASTS)):
             break  # "met some amazing young folks and supported them": a second doing, another clause
         if out and low in ("what", "how", "whatever", "that") and content and (low != "that" or out[-1].lower_ not in ("so", "such", *_PREPOSITIONS)):
             break  # "curious to see what the trail holds", "a list of the ones that suit": another clause
@@ -1128,6 +1134,8 @@ def _object_span(
         or (out[first].lower_ == "that" and first + 1 < len(out) and out[first + 1].is_alpha and out[first + 1].lower_ not in _SUBJECT_WORDS | _CLAUSE_SUBJECTS)
     ):
         first += 1
+    if first + 1 < len(out) and out[first].lower_ in ("few", "several", "many") and out[first + 1].is_alpha and out[first + 1].lower_ not in _STOPWORDS | _PREPOSITIONS:
+        first += 1  # "wrote a few bits for a screenplay": the bits are what was written
     if first + 2 < len(out) and out[first].lower_ in _QUANTITIES and out[first + 1].lower_ == "of":
         first += 2  # "I've got lots of kids' books": the books are what is had, "lots" names nothing
         while first < len(out) and out[first].lower_ in _DETERMINERS:

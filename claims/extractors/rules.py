@@ -168,12 +168,14 @@ def _proposal(entry, base, text: str, m: re.Match[str], subject: str, predicate:
 
 def _proposal_at(
     entry, base, text: str, start: int, end: int, obj_start: int, obj_end: int, subject: str, predicate: str, polarity: str,
-    *, max_words: int = _MAX_OBJECT_WORDS,
+    *, max_words: int = _MAX_OBJECT_WORDS, cut_clauses: bool = True,
 ) -> Proposal | None:
     """The proposal for a statement at ``text[start:end]`` whose object is ``text[obj_start:obj_end]``
     (cleaned here; None when nothing is left of it): the quote runs from the statement's start to
     the object's end, stretched over the sentence's time phrase, which sets the valid time.
-    Shared with the clause extractor (clauses.py), so that both quote and time alike."""
+    Shared with the clause extractor (clauses.py), so that both quote and time alike; it cuts its
+    objects at clause ends itself (``cut_clauses=False``: "found old notebooks with my early
+    writings" keeps what the notebooks hold)."""
     obj = text[obj_start:obj_end]
     future = ONTOLOGY[predicate].future_allowed
     # The time phrase of the sentence the match is in, if any ("... Berlin last month!").
@@ -181,7 +183,8 @@ def _proposal_at(
     tp = None if predicate in _UNTIMED else timephrase.find(text, sent_start, sent_end)
     if tp and obj_start <= tp.start() < obj_end:  # a phrase object swallowed it: "a trip to Kyoto next March"
         obj = text[obj_start : tp.start()]
-    obj = _CLAUSE.sub("", obj)
+    if cut_clauses:  # the clause extractor has cut its object at the clause's end already
+        obj = _CLAUSE.sub("", obj)
     obj = _TRAILING.sub("", _LEADING.sub("", obj.strip(" \t-–—'\""))).strip()
     if obj.endswith("'s"):
         obj = obj[:-2]
