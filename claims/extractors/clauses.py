@@ -131,7 +131,7 @@ _TIME_WORDS = {
     "other", "day", "earlier", "later", "then", "recently", "lately", "finally", "btw", "also", "just", "ages", "times", "once", "twice", "every", "often",
 }  # fmt: skip
 # Subordinators that open a clause: "when I shared my book ...".
-_LEADS = {"when", "while", "because", "since", "after", "before", "as", "once", "cause", "cuz", "whenever", "now", "especially"}
+_LEADS = {"when", "while", "because", "since", "after", "before", "as", "once", "cause", "cuz", "whenever", "now", "especially", "where"}
 # Words that are not verbs where a verb should stand, and verbs of talk that carry no fact.
 _FUNCTION_WORDS = {
     "in", "on", "at", "to", "here", "there", "so", "not", "a", "an", "the", "up", "down", "out", "off", "for",

@@ -135,6 +135,7 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("I found a box with my old letters.", ("Ana", "received", "box with my old letters", "assert")),
         ("I wrote a few poems for the school paper.", ("Ana", "created", "poems for the school paper", "assert")),
         ("I went to a book fair and met a poet.", ("Ana", "attended", "book fair", "assert")),
+        ("It was the kind of night where I felt tiny and in awe of the stars.", ("Ana", "feels", "tiny and in awe of the stars", "assert")),
     ],
 )
 def test_rules_of_the_second_cut(text, want) -> None:
