@@ -419,7 +419,7 @@ def _relations(text: str) -> Iterator[tuple[str, int, int, int]]:
 # "Iron Man is my top pick", "Coconut ice cream is one of my favorites", "my favorite band is X".
 _FAVOURITE = r"(?:one of\s+)?[Mm]y\s+(?:all-time\s+|absolute\s+|top\s+|very\s+)?(?:favou?rites?|faves?|top picks?|go-tos?)"
 _FAVOURITE_BEFORE = re.compile(rf"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>(?:[\"“][^\"”]{{2,60}}[\"”]|[A-Za-z][\w'\- ]{{1,60}}?))\s+(?:is|are|was|were|'s|has\s+(?:always\s+)?been|have\s+(?:always\s+)?been)\s+(?:(?:\w+\s+)?{_FAVOURITE}|at the top of my list|(?:a|one)\s+(?:\w+\s+)?(?:favou?rite|fave)s?\s+of\s+mine)\b")
-_FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z][a-z\-]*){{0,3}}\s+(?:is|are|was|were|has to be)\s+(?:this\s+|that\s+|these\s+)?(?:amazing\s+|awesome\s+|great\s+|delicious\s+)?(?P<obj>[\"“]?[A-Za-z][\w'\- ]{{1,60}}?[\"”]?)(?=[.!?,;]|\s+(?:and|but|because|by)\b|$)")
+_FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z][a-z\-]*){{0,3}}\s+(?:is|are|was|were|has to be)\s+(?:this\s+|that\s+|these\s+|the\s+)?(?:amazing\s+|awesome\s+|great\s+|delicious\s+)?(?P<obj>[\"“]?[A-Za-z][\w'\- ]{{1,60}}?[\"”]?)(?=[.!?,;]|\s+[-–—]\s|\s+(?:and|but|because|by)\b|$)")
 
 
 # "It's super important to teach kids about veterans", "Family is so important to me".
@@ -442,8 +442,9 @@ _VALUES_BARE = re.compile(
 
 # "Dancing brings me joy", "Painting gives me so much peace".
 _JOY = re.compile(
-    r"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w'\- ]{2,50}?)\s+(?:really\s+|always\s+|just\s+)?(?:brings|bring|gives|give|brought|gave)\s+"
-    r"(?:me|us)\s+(?:so\s+much\s+|a\s+lot\s+of\s+|such\s+|great\s+|real\s+)?(?:joy|happiness|peace|comfort|calm)\b"
+    r"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w'\- ]{2,50}?)\s+(?:(?:really|always|just|definitely|truly|sure)\s+)?(?:brings|bring|gives|give|brought|gave)\s+"
+    r"(?:(?:me|us)\s+(?:so\s+much\s+|a\s+lot\s+of\s+|such\s+|great\s+|real\s+)?(?:joy|happiness|peace|comfort|calm)"
+    r"|(?:so\s+much\s+|a\s+lot\s+of\s+|such\s+|great\s+|real\s+)?(?:joy|happiness|peace|comfort)\s+(?:to|into)\s+my\s+life)\b"
 )
 
 # Thanks for something named: "Thanks for the tip on the bike shop", "Your help is much
@@ -498,9 +499,9 @@ def _praise() -> re.Pattern[str]:
 # "Dancing helps me de-stress", "Blue calms me", "Creativity and family keep me at peace": what
 # does this for the speaker is something they like (the doer a noun or gerund, as for praise).
 _DOES_ME_GOOD = re.compile(
-    r"(?:^|(?<=[.!?]\s)|(?<=,\s)|(?<=\bbut\s))(?P<obj>(?:[Mm]y\s+|[Oo]ur\s+)?[A-Za-z][a-z]+(?:\s+(?:and\s+|or\s+)?[a-z]+){0,3}?)\s+(?:really\s+|always\s+|just\s+)?"
+    r"(?:^|(?<=[.!?]\s)|(?<=,\s)|(?<=\bbut\s))(?P<obj>(?:[Mm]y\s+|[Oo]ur\s+)?[A-Za-z][a-z]+(?:\s+(?:and\s+|or\s+)?[a-z]+){0,3}?)\s+(?:(?:really|always|just|definitely|truly|sure)\s+)?"
     r"(?:helps?\s+me\s+(?:to\s+)?(?:relax|de-stress|destress|unwind|cope|recharge|heal|focus|express)|(?:calms|relaxes|soothes|grounds|energizes|recharges|calm|relax|soothe|ground)\s+me"
-    r"|keeps?\s+me\s+(?:sane|grounded|at\s+peace|calm)|(?:cheers?|cheered)\s+me\s+up|(?:brightens?|brightened)\s+(?:up\s+)?my\s+day)\b"
+    r"|keeps?\s+me\s+(?:sane|grounded|at\s+peace|calm)|(?:cheers?|cheered)\s+me\s+up|(?:brightens?|brightened)\s+(?:up\s+)?my\s+days?)\b"
 )
 
 
@@ -536,9 +537,9 @@ def _mine(text: str) -> Iterator[tuple[str, int, int, int, int]]:
 def _made_by_me() -> tuple[re.Pattern[str], dict[str, str]]:
     """"my horse painting I did", "These figurines I bought yesterday", "a cake that I baked": a
     thing named before a relative clause whose subject is the speaker and whose verb is a past
-    form of a one-word `created` or `received` frame of the lexicon (and "did", which there makes).
-    The predicate is that frame's."""
-    verbs: dict[str, str] = {"did": "created"}
+    form of a one-word `created` or `received` frame of the lexicon (and "did", which there makes;
+    "met": "these kids I met at the shelter"). The predicate is that frame's."""
+    verbs: dict[str, str] = {"did": "created", "met": "met"}
     for frame in lexicon().frame:
         if frame.predicate in ("created", "received"):
             for phrase in frame.phrases:
@@ -759,6 +760,11 @@ def _subject(
         if tokens[i].lower_ == "the" and not (i + 1 < len(tokens) and tokens[i + 1].lower_ in _TIME_NOUNS | {"other", "day", "past"}):
             return None, 0, False  # "The playing ...", "The motivated ...": "the" opens someone else's subject, not a time
         i += 1
+    if i < len(tokens) and tokens[i].lower_ in ("in", "on", "at", "during", "over", "for", "after", "before"):
+        # "In May I went ...", "For my birthday we ...": a phrase of time or place before the subject
+        j = next((k for k in range(i + 1, min(i + 6, len(tokens))) if tokens[k].text == "I" or tokens[k].lower_ == "we"), None)
+        if j is not None and all(tokens[k].is_alpha and tokens[k].lower_ not in _SUBJECT_WORDS - {"my", "our", "this", "that"} for k in range(i + 1, j)):
+            i = j
     if i >= len(tokens):
         return None, 0, False
     t = tokens[i]
@@ -829,6 +835,8 @@ def _read_clause(
         _starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"])
         for k in range(main)  # "I used to be scared of what people would think": the hedge is theirs
         if tokens[k].lower_ not in _ABILITY_MODALS  # "can" shares its lemma with "could"; it is read below
+        and not (_lemma(tokens[k]) == "can" and tokens[k].lower_ != "could")  # "canned food" hedges nothing
+        and not (tokens[k].text == "May" and k and tokens[k - 1].lower_ in _PREPOSITIONS | {"last", "next", "this", "early", "late", "mid"})  # "in May"
     )
     negated = future = ability = copula = False
     frames_from = {k for k, t in enumerate(tokens) if t.i in matches}
@@ -1094,8 +1102,8 @@ def _object_span(
             break  # the time phrase sets the valid time; it is not part of the object
         if (out or t.i > start) and _lemma(t) in stop_lemmas:
             break
-        if out and low == "like" and t.i < last and doc[t.i + 1].is_title and doc[t.i + 1].text != "I":
-            out.append(t)  # "classical like Bach and Mozart": the examples belong to the object
+        if out and low == "like" and t.i < last and doc[t.i + 1].text != "I" and (doc[t.i + 1].is_title or [o.lower_ for o in out] in (["stuff"], ["things"])):
+            out.append(t)  # "classical like Bach and Mozart", "stuff like canned food": the examples belong to the object
             continue
         if out and (low in _STOPS or (low == "that" and t.i < last and doc[t.i + 1].lower_ in _SUBJECT_WORDS | {"you", "he", "she"})):
             break
@@ -1136,6 +1144,8 @@ def _object_span(
         first += 1
     if first + 1 < len(out) and out[first].lower_ in ("few", "several", "many") and out[first + 1].is_alpha and out[first + 1].lower_ not in _STOPWORDS | _PREPOSITIONS:
         first += 1  # "wrote a few bits for a screenplay": the bits are what was written
+    if first + 2 < len(out) and out[first].lower_ in ("stuff", "things") and out[first + 1].lower_ == "like":
+        first += 2  # "We got stuff like canned food": the examples name what was got
     if first + 2 < len(out) and out[first].lower_ in _QUANTITIES and out[first + 1].lower_ == "of":
         first += 2  # "I've got lots of kids' books": the books are what is had, "lots" names nothing
         while first < len(out) and out[first].lower_ in _DETERMINERS:

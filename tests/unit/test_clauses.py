@@ -136,6 +136,13 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("I wrote a few poems for the school paper.", ("Ana", "created", "poems for the school paper", "assert")),
         ("I went to a book fair and met a poet.", ("Ana", "attended", "book fair", "assert")),
         ("It was the kind of night where I felt tiny and in awe of the stars.", ("Ana", "feels", "tiny and in awe of the stars", "assert")),
+        ("These two rascals sure bring joy to my life!", ("Ana", "likes", "two rascals", "assert")),
+        ("My favourite is the amazing lemon tart - I have it every Sunday.", ("Ana", "likes", "lemon tart", "assert")),
+        ("Look at these kids I met at the library!", ("Ana", "met", "kids", "assert")),
+        # "canned" is no "could", "in May" no "may": neither hedges the clause.
+        ("We got stuff like canned soup, blankets and socks.", ("Ana", "received", "canned soup", "assert")),
+        ("In May I went to a pottery fair.", ("Ana", "attended", "pottery fair", "assert")),
+        ("For my birthday we rented a cabin.", ("Ana", "activity", "rented a cabin", "assert")),
     ],
 )
 def test_rules_of_the_second_cut(text, want) -> None:
