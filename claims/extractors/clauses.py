@@ -876,6 +876,8 @@ def _read_clause(
             break  # "I'm all about these desserts": the frame starts at the adverb
         if (lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")) and i in frames_from and i + 1 not in frames_from:
             break  # a frame starts at the auxiliary itself: "been to Paris", "am a nurse"
+        if lem == "do" and t.lower_ in ("did", "do", "does") and i + 1 < len(tokens) and tokens[i + 1].lower_ in _DETERMINERS | {"some"}:
+            break  # "We just did a contemporary piece": "did" is the verb, no auxiliary
         if (lem in _AUX and t.lower_ not in ("will", "doing", "done")) or t.lower_ in _ADVERBS or t.lower_ in ("'re", "'s", "'m", "re", "m", "wo", "ca", "gotta"):
             copula = copula or lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")
             i += 1
@@ -939,7 +941,10 @@ def _read_clause(
             led = verb.i == tokens[0].i and verb.lower_.endswith("ing")  # "Hiking to the top ... was awesome"
             # What one practises is the doing itself: "went camping with the kids", "play guitar".
             first = verb.i if frame.predicate == "practices" else end
-            span = _object_span(text, tokens, first, phrase_from_verb=frame.predicate in ("plans", "goal", "practices"), stop_lemmas=_GERUND_VERBS if led else frozenset())
+            span = _object_span(
+                text, tokens, first, phrase_from_verb=frame.predicate in ("plans", "goal", "practices"),
+                stop_lemmas=_GERUND_VERBS if led else frozenset(), naming=frame.predicate not in ("plans", "goal"),
+            )
         if span is None:
             return None
         return _claim(entry, base, text, start_tok.idx, span, subject, frame.predicate, polarity)
@@ -977,7 +982,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "Glad you agree", "Seeing your students grow": about the listener, not the speaker
     if first in _CLAUSE_SUBJECTS and predicate != "feels":
         return None  # "I heard she joined Helio Labs": a clause, not a thing heard (who said it is unknown)
-    if predicate in ("created", "watched") and (named[-1] in _MADE_IDIOMS or named[0] in _MADE_IDIOMS):
+    titled = text[span[1] - 1] in '"”'  # a quoted title's words are a name, not a saying ("The Long Way")
+    if predicate in ("created", "watched") and not titled and (named[-1] in _MADE_IDIOMS or named[0] in _MADE_IDIOMS):
         return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
         return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
@@ -1021,6 +1027,37 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
     # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
     return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS, cut_clauses=False)
+
+
+def _named_thing(doc: Any, out: list[Any], i: int, last: int) -> list[Any] | None:
+    """The tokens of "<noun> called <name>" when the token at ``i`` ("called", "named", "titled")
+    follows the object's noun and is followed by a quoted title or capitalised words: the noun
+    with up to two words qualifying it before it, the verb and the name. Kept whole, it is what
+    a question about the thing asks for; the words before the noun are dropped to keep it short."""
+    head: list[Any] = []
+    words = 0
+    for o in reversed(out):  # up to three words back, a hyphenated one ("sci-fi") counting as one
+        joined = head and (o.text in ("-", "–") or head[0].text in ("-", "–")) and not o.whitespace_
+        if not joined:
+            words += 1
+        if words > 3:
+            break
+        head.insert(0, o)
+    while head and (not head[0].is_alpha or head[0].lower_ in _STOPWORDS | _PREPOSITIONS | _DETERMINERS | _PHRASE_HEADS or head[0].lower_ in _ADVERBS):
+        head = head[1:]
+    if not head or not head[-1].is_alpha or head[-1].lower_ in _STOPWORDS | _PREPOSITIONS | _DETERMINERS:
+        return None
+    k = i + 1
+    if k <= last and doc[k].text in ('"', "“"):
+        end = next((j for j in range(k + 1, min(k + 12, last + 1)) if doc[j].text in ('"', "”")), None)
+        return None if end is None or end == k + 1 else [*head, doc[i], *doc[k : end + 1]]
+    name = []
+    while k <= last and len(name) < 5 and (doc[k].is_title or (name and (doc[k].like_num or doc[k].lower_ == "of"))) and doc[k].text != "I":
+        name.append(doc[k])
+        k += 1
+    while name and name[-1].lower_ == "of":
+        name.pop()
+    return [*head, doc[i], *name] if name else None
 
 
 def _said_for(after: list[str]) -> bool:
@@ -1080,10 +1117,11 @@ def _name_span(text: str, tokens: list[Any], start: int) -> tuple[int, int] | No
 
 
 def _object_span(
-    text: str, tokens: list[Any], start: int, *, phrase_from_verb: bool, stop_lemmas: frozenset[str] = frozenset()
+    text: str, tokens: list[Any], start: int, *, phrase_from_verb: bool, stop_lemmas: frozenset[str] = frozenset(), naming: bool = False
 ) -> tuple[int, int] | None:
     """Character offsets of the phrase from token ``start`` to the clause's end, cut at a
-    subordinate clause, an infinitive of purpose or a time phrase; at most six content words."""
+    subordinate clause, an infinitive of purpose or a time phrase; at most six content words.
+    With ``naming``, a thing followed by "called/named <name>" is the thing and its name."""
     doc = tokens[0].doc
     last = tokens[-1].i
     out: list[Any] = []
@@ -1092,6 +1130,10 @@ def _object_span(
     quoted = False
     for t in doc[start : last + 1]:
         low = t.lower_
+        if naming and out and not quoted and low in ("called", "named", "titled") and (named := _named_thing(doc, out, t.i, last)) is not None:
+            out = named  # "this awesome fantasy RPG called "Xeonoblade Chronicles"": the thing and its name
+            content = 1
+            break
         if t.text in ('"', "“", "”"):
             quoted = not quoted
         if quoted:  # a title in quotes is one name, never cut: "Charlotte's Web"

@@ -143,6 +143,10 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("We got stuff like canned soup, blankets and socks.", ("Ana", "received", "canned soup", "assert")),
         ("In May I went to a pottery fair.", ("Ana", "attended", "pottery fair", "assert")),
         ("For my birthday we rented a cabin.", ("Ana", "activity", "rented a cabin", "assert")),
+        # A thing and its name; "did" before an article is the verb.
+        ('I\'m reading this gripping sci-fi novel called "The Long Way" now.', ("Ana", "watched", 'gripping sci-fi novel called "The Long Way', "assert")),
+        ("I love a little bakery called Crumbs.", ("Ana", "likes", "little bakery called Crumbs", "assert")),
+        ("We did a charity walk last month.", ("Ana", "practices", "did a charity walk", "assert")),
     ],
 )
 def test_rules_of_the_second_cut(text, want) -> None:
@@ -168,6 +172,8 @@ def test_second_cut_rules_keep_their_limits() -> None:
     assert said("The impact we made was huge.") == set()  # a saying, nothing made
     assert said("Here's a pic I got at the beach.") == set()  # a photo "got" is taken, not received
     assert ("Ana", "created", "peek at the studio", "assert") not in said("Take a peek at the studio I designed.")
+    # An open activity keeps its verb: the place's name does not replace what was done there.
+    assert ("Ana", "activity", "took this photo at a lake called Blue Hollow", "assert") in said("I took this photo at a lake called Blue Hollow.")
 
 
 def test_what_a_precision_audit_of_the_second_cut_found() -> None:
