@@ -6,9 +6,11 @@ import json
 from pathlib import Path
 
 import click
+from pydantic import ValidationError
 
 from claims.extractors.base import ExtractorError
-from query.config import PRESETS
+
+from query.config import PRESETS, QueryConfig
 
 
 @click.group("eval")
@@ -27,8 +29,13 @@ def eval_group():
     help="Context token budget(s), e.g. 500,1000,2000: one build, every question compiled at each (default: the preset's).",
 )  # fmt: skip
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), help="Keep the per-conversation memory homes here.")
+@click.option(
+    "--reuse-homes", is_flag=True,
+    help="With --work-dir: ask the homes an earlier run built there again, without ingesting or building (a home built from other turns, or not up to its ledger, is built anew).",
+)  # fmt: skip
+@click.option("--set", "settings", multiple=True, metavar="FIELD=VALUE", help="A QueryConfig field over the preset's, e.g. --set window_before=1 (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
-def locomo(data_dir, ks, out, conversations, preset, budgets, work_dir, as_json):
+def locomo(data_dir, ks, out, conversations, preset, budgets, work_dir, reuse_homes, settings, as_json):
     """Ingest each conversation of DATA_DIR (LoCoMo format) into a fresh memory home, build, ask
     every question scoped to its conversation, and report evidence recall per category: of the
     whole context (the headline, comparable with ../shared/eval/budget_baseline.py at the same
@@ -42,6 +49,18 @@ def locomo(data_dir, ks, out, conversations, preset, budgets, work_dir, as_json)
         raise click.BadParameter(f"a comma-separated list of token counts, got {budgets!r}", param_hint="--budget") from None
     if any(b < 50 for b in sweep):
         raise click.BadParameter("a context budget is at least 50 tokens", param_hint="--budget")
+    if reuse_homes and work_dir is None:
+        raise click.BadParameter("--reuse-homes needs --work-dir", param_hint="--reuse-homes")
+    overrides = {}
+    for pair in settings:
+        field, eq, value = pair.partition("=")
+        if not eq or field.strip() not in QueryConfig.model_fields:
+            raise click.BadParameter(f"FIELD=VALUE with a QueryConfig field, got {pair!r}", param_hint="--set")
+        overrides[field.strip()] = value.strip()
+    try:
+        QueryConfig.model_validate(overrides)
+    except ValidationError as e:
+        raise click.BadParameter(str(e), param_hint="--set") from None
     outs: tuple[Path, ...] = ()
     if out:
         outs = (out,) if len(sweep) <= 1 else tuple(out.with_name(f"{out.stem}.b{b}{out.suffix}") for b in sweep)
@@ -53,6 +72,8 @@ def locomo(data_dir, ks, out, conversations, preset, budgets, work_dir, as_json)
         work_dir=work_dir,
         conversations=list(conversations) or None,
         preset=preset,
+        settings=overrides,
+        reuse=reuse_homes,
         on_progress=lambda msg: click.echo(msg, err=True),
     )
     if as_json:

@@ -24,7 +24,7 @@ from query.facts import event_lookup
 from query.plan import PlanRecorder
 from query.timewindow import TimeWindow, question_window
 from query.units import with_units
-from query.windows import join_stretch, session_windows, turn_item, within_time
+from query.windows import join_stretch, narrowed, session_windows, turn_item, within_time
 from views.build import vector_store
 from views.embedder import Embedder
 from views.evidence import CLAIM_KIND, evidence_rows
@@ -204,8 +204,12 @@ def retrieve(
             covered.add(hit["entry_id"])
             folded.append(hit["entry_id"])
             continue
-        # the hit with its neighbours, less the turns an earlier item already shows
-        turns = [t for t in windows.get(hit["entry_id"]) or [hit] if t["entry_id"] not in covered]
+        # the hit with its neighbours, less the turns an earlier item already shows; after the
+        # first ``wide_items`` items, the narrower window (QueryConfig.wide_items)
+        around = windows.get(hit["entry_id"]) or [hit]
+        if len(items) >= config.wide_items:
+            around = narrowed(around, hit["entry_id"], config.narrow_before, config.narrow_after)
+        turns = [t for t in around if t["entry_id"] not in covered]
         covered.update(t["entry_id"] for t in turns)
         joined = join_stretch(items, stretches, turns, limit=2 * (config.window_before + config.window_after + 1))
         if joined is not None:
@@ -222,7 +226,8 @@ def retrieve(
         if len(items) == config.k:
             break
     recorder.add(
-        "items", k=config.k, window=[config.window_before, config.window_after], considered=considered, entry_ids=[it.entry_id for it in items],
+        "items", k=config.k, window=[config.window_before, config.window_after], wide_items=config.wide_items,
+        narrow=[config.narrow_before, config.narrow_after], considered=considered, entry_ids=[it.entry_id for it in items],
         in_windows=inside, joined=joins, duplicates=folded,
     )  # fmt: skip
     units = load_units(home) if config.unit_seeds and embedding is not None else None

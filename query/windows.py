@@ -101,6 +101,13 @@ def session_windows(
     return out
 
 
+def narrowed(window: list[dict[str, Any]], entry_id: str, before: int, after: int) -> list[dict[str, Any]]:
+    """The turns of ``window`` from ``before`` turns before the hit ``entry_id`` to ``after``
+    turns after it (the whole window when the hit is not in it)."""
+    at = next((i for i, t in enumerate(window) if t["entry_id"] == entry_id), None)
+    return window if at is None else window[max(0, at - before) : at + after + 1]
+
+
 def within_time(row: dict[str, Any], when: tuple[datetime | None, datetime | None]) -> bool:
     """A time-travel ask sees only evidence valid by ``as_of`` and recorded by ``known_at``."""
     as_of, known_at = when
