@@ -179,6 +179,8 @@ def _second_doing(doc: Any, i: int, last: int) -> bool:
     return k > last or not doc[k].is_alpha or doc[k].lower_ in _DETERMINERS | _PREPOSITIONS | _OBJECT_PRONOUNS
 
 
+_PEOPLE_WORDS = frozenset({"people", "person", "folks", "foster", "refugees", "students", "friends", "guests"})
+
 # Amounts before what is counted: "lots of books", "a bunch of friends", "plenty of ideas".
 _QUANTITIES = frozenset({"lots", "lot", "plenty", "tons", "ton", "bunch", "couple", "loads", "load", "number", "few", "handful", "pile", "stack"})
 
@@ -425,7 +427,7 @@ _FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z][a-z\-]*){{0,3}}\s+(?:
 # "It's super important to teach kids about veterans", "Family is so important to me".
 _IMPORTANT = r"(?:so\s+|super\s+|really\s+|very\s+|extra\s+|truly\s+)?(?:important|crucial|key|essential|vital|precious|special)"
 # Only "to <doing>": "it's important for our community" names no value, "to me that ..." is a clause.
-_VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+)?to\s+(?!me\b)(?P<obj>[^.!?,;:\-–()]{{3,90}})")
+_VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+)?to\s+(?!me\b)(?P<obj>(?:[^.!?,;:\-–()]|(?<=\w)-(?=\w)){{3,90}})")
 _VALUES_X = re.compile(
     rf"(?:^|(?<=[.!?]\s))(?P<obj>[\"“]?[A-Z][\w'\"” ]{{2,50}}?)\s+(?:(?:is|are|'s|means)\s+(?:{_IMPORTANT}|the world)\s+to|(?:really\s+)?matters?(?:\s+so\s+much|\s+a\s+lot)?\s+to"
     r"|(?:really\s+)?(?:means|meant)\s+(?:a\s+lot|so\s+much|everything)\s+to"
@@ -757,8 +759,8 @@ def _subject(
     other participant of a two-party session, when there is one."""
     i = 0
     while i < len(tokens) and (tokens[i].lower_ in _OPENERS or tokens[i].lower_ in _TIME_WORDS or tokens[i].like_num or tokens[i].lower_ in _LEADS):
-        if tokens[i].lower_ == "the" and not (i + 1 < len(tokens) and tokens[i + 1].lower_ in _TIME_NOUNS | {"other", "day", "past"}):
-            return None, 0, False  # "The playing ...", "The motivated ...": "the" opens someone else's subject, not a time
+        if tokens[i].lower_ in ("the", "this") and not (i + 1 < len(tokens) and tokens[i + 1].lower_ in _TIME_NOUNS | {"other", "day", "past"}):
+            return None, 0, False  # "The playing ...", "This is a big move": "the"/"this" open someone else's subject, not a time
         i += 1
     if i < len(tokens) and tokens[i].lower_ in ("in", "on", "at", "during", "over", "for", "after", "before"):
         # "In May I went ...", "For my birthday we ...": a phrase of time or place before the subject
@@ -795,10 +797,14 @@ def _subject(
         return None, 0, False  # "Focused and resilient": a description, not a doing
     if j < len(tokens) and tokens[j].lower_.endswith(("ing", "ed")) and len(tokens[j]) > 4 and _lemma(tokens[j]) != tokens[j].lower_:
         return speaker, j, j == i and tokens[j].lower_.endswith("ing")
-    if j < len(tokens) and tokens[j].i in frame_starts and (_past_verb(tokens[j]) or tokens[j].lower_ in ("gon", "gonna", "wanna")):
+    if j < len(tokens) and tokens[j].i in frame_starts and (
+        (_past_verb(tokens[j]) and _lemma(tokens[j]) not in ("be", "have", "do") and not (j + 1 < len(tokens) and tokens[j + 1].lower_ in ("me", "us", "him", "her", "them")))
+        or tokens[j].lower_ in ("gon", "gonna", "wanna")
+    ):
         # An irregular past that opens a frame ("Went to the market", "Got a new bike"), or
         # "Gonna continue my studies" (tokenized "Gon na"): the speaker's, as a regular past is
-        # above. A base form is not: "Check out the museum" asks the listener to.
+        # above. A base form is not: "Check out the museum" asks the listener to; nor "This is a
+        # ...", "made me remember" (a cause, before its object "me").
         return speaker, j, False
     return None, 0, False
 
@@ -863,7 +869,7 @@ def _read_clause(
             if nxt is not None and nxt.lower_ == "to":
                 i += 2  # "I'll have to check it out": an obligation, the verb follows
                 continue
-            if nxt is not None and nxt.lower_ not in _DETERMINERS and (nxt.lower_.endswith(("ed", "en")) or _past_verb(nxt) or nxt.lower_ in _ADVERBS):
+            if nxt is not None and nxt.lower_ not in _DETERMINERS and (nxt.lower_.endswith(("ed", "en")) or _past_verb(nxt) or nxt.lower_ in _ADVERBS | {"n't", "not", "never"}):
                 # An auxiliary: "have moved", "'ve been", "had just"; not "had an audition" (the
                 # lookup lemma of "an" is "a") nor "have two kids" (a plural is no participle).
                 i += 1
@@ -922,7 +928,9 @@ def _read_clause(
         return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "plans", "assert")
     if frame is not None and gerund and frame.predicate in ("watched", "received"):
         return None  # "Seeing my students grow ...", "Finding my Zen ...": an experience remarked on
-    if frame is not None and frame.predicate in ("likes", "dislikes") and verb.lower_.endswith("ed") and (copula or (verb.i and _lemma(verb.doc[verb.i - 1]) in ("feel", "get", "be"))):
+    if frame is not None and frame.predicate in ("likes", "dislikes") and verb.lower_.endswith("ed") and (
+        copula or verb.i == tokens[0].i or (verb.i and _lemma(verb.doc[verb.i - 1]) in ("feel", "get", "be"))
+    ):
         return None  # "I feel valued in our community", "I'm loved": said of the speaker, no liking of theirs
     if lead_when and frame is None and not negated and verb.lower_ == _lemma(verb) and not copula:
         return None  # "when I have kids", "once we get there": a time to come or any time, not a fact
@@ -983,7 +991,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if first in _CLAUSE_SUBJECTS and predicate != "feels":
         return None  # "I heard she joined Helio Labs": a clause, not a thing heard (who said it is unknown)
     titled = text[span[1] - 1] in '"”'  # a quoted title's words are a name, not a saying ("The Long Way")
-    if predicate in ("created", "watched") and not titled and (named[-1] in _MADE_IDIOMS or named[0] in _MADE_IDIOMS):
+    if predicate in ("created", "watched") and not titled and (named[-1] in _MADE_IDIOMS or any(w in _MADE_IDIOMS for w in named[:2])):
         return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
         return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
@@ -1009,8 +1017,10 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "I'm a huge fan of it": of what, the clause does not say
     if words[-1].lower().strip(".,!?") in ("look", "feel", "seem", "sound"):
         return None  # "make the place look [like ...]": cut before what it looks like
-    if first in ("something", "anything", "everything", "nothing", "ta", "tta") or (predicate in ("created", "received", "started", "finished") and first in _PREPOSITIONS):
+    if first in ("something", "anything", "everything", "nothing", "ta", "tta") or (predicate in ("created", "received", "started", "finished", "has") and first in _PREPOSITIONS | {"as"}):
         return None  # "I've got something to share", "I made for my family": what, the clause does not say
+    if predicate == "has_pet" and set(named) & (_PEOPLE_WORDS | set(_word_lists()["relations"]["has_relative"])):
+        return None  # "Taking in kids in need": people taken in are no pets
     if predicate == "practices" and rest[:1] == ["through"]:
         return None  # "going through a divorce": something undergone, not practised
     if predicate == "plans" and any(w in ("posted", "updated", "informed") for w in rest):

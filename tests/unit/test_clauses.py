@@ -186,6 +186,17 @@ def test_what_a_precision_audit_of_the_second_cut_found() -> None:
     assert ("Ana", "attended", "choir", "assert") in said("When I moved here I joined a choir.")  # a past "when" is a fact
 
 
+def test_what_a_second_audit_of_the_second_cut_found() -> None:
+    assert said("This is a big step towards my dream of owning a boat.") == set()  # "this" is no time here, "is" no past
+    assert said("I haven't read in years.") == set()  # "have" before "n't" is an auxiliary, the negation is read
+    assert said("Made me remember the old days.") == set()  # a cause before "me", not a thing made
+    assert said("I had as a kid.") == set()
+    assert said("I've made strong connections with people there.") == set()  # a saying, nothing created
+    assert not any(p == "likes" for _, p, _, _ in said("A club where I'm welcomed, loved and supported has meant a lot."))
+    assert ("Ana", "values", "stay calm and de-stress", "assert") in said("It's important to stay calm and de-stress.")
+    assert said("Taking in kids in need is a big deal.") == set()  # people taken in are no pets
+
+
 def test_a_name_spoken_to_is_not_part_of_the_object() -> None:
     def turn(text, actor, n):
         return {**entry(text, actor=actor, n=n), "session_id": "c1:S1"}
