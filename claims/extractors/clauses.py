@@ -179,6 +179,8 @@ def _second_doing(doc: Any, i: int, last: int) -> bool:
     return k > last or not doc[k].is_alpha or doc[k].lower_ in _DETERMINERS | _PREPOSITIONS | _OBJECT_PRONOUNS
 
 
+_LIGHT_VERBS = frozenset({"make", "do", "get", "think", "start", "go", "help", "try", "see", "be", "have", "keep"})
+_HOW_ONE_IS = frozenset({"great", "well", "good", "ok", "okay", "fine", "better", "alright", "awesome", "amazing", "pretty", "so", "really", "much"})
 _PEOPLE_WORDS = frozenset({"people", "person", "folks", "foster", "refugees", "students", "friends", "guests"})
 
 # Amounts before what is counted: "lots of books", "a bunch of friends", "plenty of ideas".
@@ -1021,6 +1023,10 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "I've got something to share", "I made for my family": what, the clause does not say
     if predicate == "has_pet" and set(named) & (_PEOPLE_WORDS | set(_word_lists()["relations"]["has_relative"])):
         return None  # "Taking in kids in need": people taken in are no pets
+    if predicate in ("plans", "goal", "considers") and len(words) <= 2 and lemma(words[-1].lower().strip(".,!?")) in _LIGHT_VERBS:
+        return None  # "I'll start thinking", "I want to help make": what, the clause does not say
+    if predicate == "practices" and first == "doing" and rest[:1] and rest[0] in _HOW_ONE_IS:
+        return None  # "I've been doing great": how one is, not what one does
     if predicate == "practices" and rest[:1] == ["through"]:
         return None  # "going through a divorce": something undergone, not practised
     if predicate == "plans" and any(w in ("posted", "updated", "informed") for w in rest):

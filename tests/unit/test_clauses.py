@@ -197,6 +197,13 @@ def test_what_a_second_audit_of_the_second_cut_found() -> None:
     assert said("Taking in kids in need is a big deal.") == set()  # people taken in are no pets
 
 
+def test_what_a_third_audit_of_the_second_cut_found() -> None:
+    assert said("I've been doing great.") == set()  # how one is, not a practice
+    assert said("I'll start thinking.") == set()
+    assert said("I want to help make.") == set()
+    assert ("Ana", "plans", "start a book club", "assert") in said("I'll start a book club.")
+
+
 def test_a_name_spoken_to_is_not_part_of_the_object() -> None:
     def turn(text, actor, n):
         return {**entry(text, actor=actor, n=n), "session_id": "c1:S1"}
