@@ -315,10 +315,16 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
             continue  # a question asserts nothing
         # "If I get the job, ..." makes the whole sentence hypothetical; "even if" concedes, it does not.
         # "asked if they had a spare room", "see if it fits": an indirect question, not a condition.
-        conditional = any(
-            t.lower_ in ("if", "unless") and not (t.i and (t.nbor(-1).lower_ == "even" or _lemma(t.nbor(-1)) in _ASKING)) for t in sent
-        )
+        conditions = [
+            t.i for t in sent
+            if t.lower_ in ("if", "unless") and not (t.i and (t.nbor(-1).lower_ == "even" or _lemma(t.nbor(-1)) in _ASKING))
+        ]  # fmt: skip
         for clause in _clauses(sent):
+            # "I'm gonna keep writing, but if acting calls I might try it": a condition after "but"
+            # reaches forward only; any other makes the whole sentence hypothetical.
+            conditional = any(
+                not (c > clause[-1].i and c > sent.start and sent.doc[c - 1].lower_ in ("but", "though", "although")) for c in conditions
+            )
             report = _report(clause, people)
             if report is not None:
                 yield from once(_reported(entry, base, text, report, people, matches, conditional))
@@ -1019,13 +1025,15 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "I'm a huge fan of it": of what, the clause does not say
     if words[-1].lower().strip(".,!?") in ("look", "feel", "seem", "sound"):
         return None  # "make the place look [like ...]": cut before what it looks like
+    if first in ("being", "been") and predicate in ("created", "received", "started", "finished", "watched"):
+        return None  # "a song I wrote being sung": what follows the thing, not the thing
     if first in ("something", "anything", "everything", "nothing", "ta", "tta") or (predicate in ("created", "received", "started", "finished", "has") and first in _PREPOSITIONS | {"as"}):
         return None  # "I've got something to share", "I made for my family": what, the clause does not say
     if predicate == "has_pet" and set(named) & (_PEOPLE_WORDS | set(_word_lists()["relations"]["has_relative"])):
         return None  # "Taking in kids in need": people taken in are no pets
     if predicate in ("plans", "goal", "considers") and len(words) <= 2 and lemma(words[-1].lower().strip(".,!?")) in _LIGHT_VERBS:
         return None  # "I'll start thinking", "I want to help make": what, the clause does not say
-    if predicate == "practices" and first == "doing" and rest[:1] and rest[0] in _HOW_ONE_IS:
+    if predicate == "practices" and first == "doing" and rest[:1] and (rest[0] in _HOW_ONE_IS or rest[:2] == ["my", "best"]):
         return None  # "I've been doing great": how one is, not what one does
     if predicate == "practices" and rest[:1] == ["through"]:
         return None  # "going through a divorce": something undergone, not practised

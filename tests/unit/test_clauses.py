@@ -202,6 +202,11 @@ def test_what_a_third_audit_of_the_second_cut_found() -> None:
     assert said("I'll start thinking.") == set()
     assert said("I want to help make.") == set()
     assert ("Ana", "plans", "start a book club", "assert") in said("I'll start a book club.")
+    assert said("I'm doing my best.") == set()
+    assert ("Ana", "created", "being sung", "assert") not in said("I heard a song I wrote being sung.")
+    # A condition after "but" reaches forward only; before it, or without "but", the whole sentence.
+    assert ("Ana", "plans", "keep painting", "assert") in said("I'm gonna keep painting, but if a job comes up I might take it.")
+    assert not any(p == "plans" for _, p, _, _ in said("I'll move to Lyon if I get the job."))
 
 
 def test_a_name_spoken_to_is_not_part_of_the_object() -> None:
