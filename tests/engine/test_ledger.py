@@ -345,6 +345,7 @@ def _seed() -> int:
     return seed
 
 
+@pytest.mark.covered_by_slow
 @pytest.mark.parametrize("trials", [40])
 def test_kill9_random_points_40_trials(tmp_path, trials):
     seed = _seed()

@@ -90,6 +90,7 @@ def _fuzz(served, examples: int, *, derandomize: bool, rng_seed: int | None = No
     return seen
 
 
+@pytest.mark.covered_by_slow
 def test_generated_requests_get_no_server_error(served):
     seen = _fuzz(served, FEW, derandomize=True)
     # the fuzzer reached the handlers, not only the validation layer

@@ -421,6 +421,7 @@ def _kill_trials(tmp_path_factory, trials: int, seed: int) -> None:
     )
 
 
+@pytest.mark.covered_by_slow
 def test_kill_forget_at_random_points_10_trials(tmp_path_factory):
     _kill_trials(tmp_path_factory, trials=10, seed=8)
 
