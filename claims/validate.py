@@ -81,8 +81,9 @@ def _person_supported(name: str, source: dict[str, Any], resolver: Resolver | No
         if resolver.entity_id(scope, name) == resolver.entity_id(scope, actor):
             return True  # "Tom" for a speaker written "Tomasz"
         listener = resolver.other_participant(scope, source.get("session_id"), actor)
-        if listener is not None and re.search(r"(?<!\w)you(?!\w)", _fold(quote)):
-            return resolver.entity_id(scope, name) == resolver.entity_id(scope, listener)  # "you" in the quote, two people talking
+        if listener is not None and re.search(r"(?<!\w)you(?:r|rs|rself)?(?!\w)", _fold(quote)):
+            # "you" (or "your": "Your courage is inspiring") in the quote, two people talking
+            return resolver.entity_id(scope, name) == resolver.entity_id(scope, listener)
     return False
 
 

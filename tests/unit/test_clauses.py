@@ -334,6 +334,7 @@ def test_an_urging_backs_the_listener_only_when_the_turn_says_whom() -> None:
         turn("Love how you never give up.", "Ana", 5),  # not an imperative
         turn("Will you keep going?", "Ana", 6),
         turn("Wow, you're so brave.", "Rui", 7),
+        turn("Your courage is inspiring.", "Ana", 8),  # "your" says whom as "you" does
     ]
     resolver = Resolver(build_aliases(turns), build_participants(turns))
     result = extract(turns, CLAUSES, resolver)
@@ -343,6 +344,7 @@ def test_an_urging_backs_the_listener_only_when_the_turn_says_whom() -> None:
         ("e1", "Ana", "Rui", "Hang in there"),
         ("e2", "Ana", "Rui", "Keep at it and you'll find a buyer"),
         ("e7", "Rui", "Ana", "Wow, you're so brave"),
+        ("e8", "Ana", "Rui", "Your courage is inspiring"),
     ]
 
 
