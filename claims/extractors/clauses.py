@@ -399,6 +399,8 @@ def _names_given(text: str) -> Iterator[tuple[str, int, int, int]]:
     "we got another cat named Bailey", "I got a puppy! Her name's Coco", "Our one-year-old is so
     cute, his name is Kyle". "his/her name is" names the nearest owned pet or child before it, in
     the same or the sentence before; the quote runs from the owner to the name."""
+    if "name" not in (low := text.lower()) and "called" not in low:
+        return  # "named", "name is", "name's", "called": none here
     owned, named = _owned_patterns()
     pets = set(_word_lists()["relations"]["has_pet"])
 
@@ -481,6 +483,21 @@ _STATEMENTS = (
     ("appreciates", (_THANKS_FOR, _APPRECIATED)),
     ("feels", (_MAKES_ME, _TOUCHED_ME)),
 )
+# A word each match of a pattern holds (lower case): a turn without any is not searched. The
+# statements are a fifth of the pass, and most turns hold none of them.
+_IMPORTANT_WORDS = ("important", "crucial", "key", "essential", "vital", "precious", "special")
+_NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
+    _FAVOURITE_BEFORE: ("fav", "top pick", "go-to", "top of my list", "of mine"),
+    _FAVOURITE_AFTER: ("fav", "top pick", "go-to"),
+    _JOY: ("joy", "happiness", "peace", "comfort", "calm"),
+    _VALUES_IT: _IMPORTANT_WORDS,
+    _VALUES_X: ("to me", "for me"),
+    _VALUES_BARE: _IMPORTANT_WORDS,
+    _THANKS_FOR: ("thank",),
+    _APPRECIATED: ("your",),
+    _MAKES_ME: (" me",),
+    _TOUCHED_ME: (" me",),
+}
 _OBJECT_END = re.compile(r"\s+(?:and (?:what|how|why|who)|because|which|so that|when|while)\b")
 _NOT_OBJECTS = ("it", "that", "this", "which", "what", "mine", "he", "she", "they", "you", "i", "i'll", "i'm", "i've", "i'd", "we", "we'll", "we're", "we've")
 
@@ -527,14 +544,14 @@ def _is_my() -> re.Pattern[str]:
     )
 
 
-def _mine(text: str) -> Iterator[tuple[str, int, int, int, int]]:
+def _mine(text: str, low: str) -> Iterator[tuple[str, int, int, int, int]]:
     values = set(lexicon().mine.values)
-    for m in _is_my().finditer(text):
+    for m in _is_my().finditer(text) if "my " in low or "our " in low else ():
         obj = m.group("obj").lower().split()
         if obj[0] in _NOT_GENERIC - {"my", "our"} or {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):
             continue  # "It's my passion": what "it" is, the clause does not say
         yield ("values" if m.group("noun") in values else "likes"), m.start("obj"), m.end("obj"), m.start(), m.end()
-    for m in _DOES_ME_GOOD.finditer(text):
+    for m in _DOES_ME_GOOD.finditer(text) if " me" in low or "my day" in low else ():
         obj = m.group("obj").lower().split()
         lead = re.match(r"(?:(?:but|and|so)\s+)?(?:(?:my|our)\s+)?", m.group("obj"), re.I)
         obj = obj[len(lead.group(0).split()) :]  # "but my turtles always cheer me up": the speaker's own, named
@@ -580,14 +597,17 @@ def _made(text: str) -> Iterator[tuple[str, int, int, int, int]]:
 def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     """(predicate, object start, object end, statement start, statement end) of each favourite
     named and each thing said to be important."""
-    yield from _mine(text)
+    low = text.lower()
+    yield from _mine(text, low)
     yield from _made(text)
-    for m in _praise().finditer(text):
+    for m in _praise().finditer(text) if any(w in low for w in lexicon().praise.words) else ():
         obj = m.group("obj").lower().split()
         if obj[0] not in _NOT_GENERIC and not {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):  # "John, that's awesome"
             yield "likes", m.start("obj"), m.end("obj"), m.start(), m.end()
     for predicate, patterns in _STATEMENTS:
         for pattern in patterns:
+            if not any(w in low for w in _NEEDS[pattern]):
+                continue
             for m in pattern.finditer(text):
                 group = "obj" if m.group("obj") is not None else "obj2"
                 raw = m.group(group)
