@@ -282,7 +282,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
         if p is not None and p.predicate not in ("encourages", "mentions") and " " in p.object:
             head, last = p.object.rsplit(" ", 1)
             if last in (listener, *people) or (listener and last == listener.split()[0]):
-                p = p.model_copy(update={"object": head})  # "I love the thought, Nate": Nate is spoken to, not loved
+                p = p.model_copy(update={"object": head.rstrip(",;: ")})  # "I love the thought, Nate": Nate is spoken to, not loved
         if p is not None and (p.subject, p.predicate, p.object) not in seen:
             seen.add((p.subject, p.predicate, p.object))
             yield p
@@ -539,7 +539,7 @@ def _is_my() -> re.Pattern[str]:
     nouns = [*lexicon().mine.likes, *lexicon().mine.values]
     alt = "|".join(re.escape(w) for w in sorted(nouns, key=len, reverse=True))
     return re.compile(
-        r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>[A-Z][\w']*(?:\s+(?:and\s+)?[a-z][\w']*){0,3}?)(?:'s|’s|\s+is|\s+are|\s+has\s+always\s+been|'s\s+always\s+been|\s+has\s+been|'s\s+been)\s+"
+        r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>[A-Z][\w']*(?:,?\s+(?:and\s+)?[a-z][\w']*){0,4}?)(?:'s|’s|\s+is|\s+are|\s+has\s+always\s+been|'s\s+always\s+been|\s+has\s+been|'s\s+been)\s+"
         rf"(?:(?:just|mostly|really|truly|definitely|also|still)\s+)?(?:my|our)\s+(?:(?:true|own|little|biggest|main|favou?rite|go-to)\s+)?(?P<noun>{alt})\b"
     )
 
@@ -1104,6 +1104,26 @@ def _named_thing(doc: Any, out: list[Any], i: int, last: int) -> list[Any] | Non
     return [*head, doc[i], *name] if name else None
 
 
+# Nouns of a place whose name may follow after a comma: "my old area, West County".
+_PLACE_NOUNS = frozenset({"area", "country", "hometown", "town", "city", "neighborhood", "neighbourhood", "state", "village", "region", "island", "county"})
+
+
+def _apposed_name(doc: Any, last: int) -> list[Any]:
+    """The name set after a place by a comma, closing its phrase: "my old area, West County,
+    too", "my home country, Sweden." (one to three capitalised words, then a comma or a full
+    stop). Only after a place noun: after another ("I went to the market, Lisa.") the name is
+    most often the one spoken to."""
+    if last + 2 >= len(doc) or doc[last + 1].text != ",":
+        return []
+    k, name = last + 2, []
+    while k < len(doc) and len(name) < 3 and doc[k].is_title and doc[k].is_alpha and doc[k].text != "I":
+        name.append(doc[k])
+        k += 1
+    if not name or (k < len(doc) and doc[k].text not in (",", ".")) or (k < len(doc) and doc[k].text == "," and k + 1 < len(doc) and doc[k + 1].is_title):
+        return []
+    return name
+
+
 def _said_for(after: list[str]) -> bool:
     """Whether the words after an "it" name what the doing is for or where: "make it for my
     family", "bring them to the shelter" plan something named, though "it" is not."""
@@ -1217,6 +1237,8 @@ def _object_span(
                 break
             content += 1
         out.append(t)
+    if out and out[-1].i == last and out[-1].lower_ in _PLACE_NOUNS and content < MAX_CONTENT_WORDS:
+        out += _apposed_name(doc, last)  # "improving my old area, West County, too"
     while out and (out[-1].lower_ in _STOPWORDS or out[-1].lower_ in _TRAILING_WORDS):
         out.pop()
     if not out or content == 0:

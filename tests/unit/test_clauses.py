@@ -147,6 +147,8 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ('I\'m reading this gripping sci-fi novel called "The Long Way" now.', ("Ana", "watched", 'gripping sci-fi novel called "The Long Way', "assert")),
         ("I love a little bakery called Crumbs.", ("Ana", "likes", "little bakery called Crumbs", "assert")),
         ("We did a charity walk last month.", ("Ana", "practices", "did a charity walk", "assert")),
+        ("My sister, cousins and neighbours are my rocks.", ("Ana", "values", "sister, cousins and neighbours", "assert")),
+        ("I want to help rebuild my old town, Fairview, this year.", ("Ana", "goal", "help rebuild my old town, Fairview", "assert")),
     ],
 )
 def test_rules_of_the_second_cut(text, want) -> None:
@@ -203,6 +205,7 @@ def test_what_a_third_audit_of_the_second_cut_found() -> None:
     assert said("I want to help make.") == set()
     assert ("Ana", "plans", "start a book club", "assert") in said("I'll start a book club.")
     assert said("I'm doing my best.") == set()
+    assert ("Ana", "attended", "market, Lisa", "assert") not in said("I went to the market, Lisa.")  # Lisa is spoken to
     assert ("Ana", "created", "being sung", "assert") not in said("I heard a song I wrote being sung.")
     # A condition after "but" reaches forward only; before it, or without "but", the whole sentence.
     assert ("Ana", "plans", "keep painting", "assert") in said("I'm gonna keep painting, but if a job comes up I might take it.")
