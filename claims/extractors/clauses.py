@@ -548,7 +548,8 @@ def _mine(text: str, low: str) -> Iterator[tuple[str, int, int, int, int]]:
     values = set(lexicon().mine.values)
     for m in _is_my().finditer(text) if "my " in low or "our " in low else ():
         obj = m.group("obj").lower().split()
-        if obj[0] in _NOT_GENERIC - {"my", "our"} or {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):
+        words = {w.strip(",") for w in obj}
+        if obj[0] in _NOT_GENERIC - {"my", "our"} or obj[0].strip(",") in _OPENERS or {"that", "this", "it", "there", "what", "them", "you", "your", "they", "he", "she", "we", "i"} & words:
             continue  # "It's my passion": what "it" is, the clause does not say
         yield ("values" if m.group("noun") in values else "likes"), m.start("obj"), m.end("obj"), m.start(), m.end()
     for m in _DOES_ME_GOOD.finditer(text) if " me" in low or "my day" in low else ():

@@ -170,6 +170,7 @@ def test_second_cut_rules_keep_their_limits() -> None:
     assert said("Your garden is awesome!") == set()  # the listener's
     assert said("Those posters are great.") == set()
     assert said("It's my passion.") == set()  # what "it" is, the turn does not say here
+    assert said("Yeah, they are my rock.") == set()  # who "they" are, the turn does not say
     assert said("Your words keep me motivated.") == set()
     assert said("The impact we made was huge.") == set()  # a saying, nothing made
     assert said("Here's a pic I got at the beach.") == set()  # a photo "got" is taken, not received
