@@ -90,9 +90,12 @@ class Context:
     def header(self) -> list[str]:
         marks = ", ".join(f"{k}@{v if v is not None else 'missing'}" for k, v in self.watermarks.items())
         when = "".join(f" {k.replace('_', '-')} {v[:19]}" for k, v in (("as_of", self.as_of), ("known_at", self.known_at)) if v)
+        # Views that all hold the head are said in about 10 tokens rather than named in 25-30: the same
+        # news, and the rest of the budget is evidence's (the JSON keeps every watermark).
+        current = bool(self.watermarks) and all(v == self.ledger_head for v in self.watermarks.values())
         lines = [
             f'Context for "{self.question}" as {self.asker}' + (f" in scope {self.scope}" if self.scope else "") + when,
-            f"ledger head {self.ledger_head}; views {marks}",
+            f"ledger head {self.ledger_head}; every view built to it" if current else f"ledger head {self.ledger_head}; views {marks}",
         ]
         if self.time_window:
             w = self.time_window

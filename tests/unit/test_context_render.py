@@ -97,3 +97,27 @@ def test_superseded_values_are_labelled_with_what_replaced_them_and_what_holds_n
     assert lines[1].strip() == "(superseded: Elena lives_in Lisbon -> Berlin by ET2:1 since 2024-04-01)"
     gone = {**moved, "reason": "retracted", "by_object": "Lisbon", "by_source_ref": None, "by_entry_id": "e_7"}
     assert "(no longer holds: Elena lives_in Lisbon, retracted by entry e_7 since 2024-04-01)" in item_lines(1, item(gone), "tomasz")[1]
+
+
+def test_the_header_says_in_a_few_words_that_every_view_holds_the_head_and_names_them_otherwise():
+    from query.context import Context
+    from query.tokens import count_tokens
+
+    marks = {"claims": 9, "state": 9, "evidence_index": 9, "entity_graph": 9}
+    fresh = Context(question="Where does Elena live?", asker="tomasz", scope="team", ledger_head=9, watermarks=marks)
+    assert fresh.header()[1] == "ledger head 9; every view built to it"
+    behind = Context(question="Where does Elena live?", asker="tomasz", scope="team", ledger_head=9, watermarks={**marks, "state": 7})
+    assert behind.header()[1] == "ledger head 9; views claims@9, state@7, evidence_index@9, entity_graph@9"
+    never = Context(question="Where does Elena live?", asker="tomasz", scope="team", ledger_head=9, watermarks={**marks, "entity_graph": None})
+    assert "entity_graph@missing" in never.header()[1]
+    assert count_tokens(fresh.header()[1]) <= count_tokens(behind.header()[1]) - 15  # 9 tokens, not 24
+
+
+def test_a_narrowed_window_keeps_the_turns_around_the_hit_that_it_asks_for():
+    from query.windows import narrowed
+
+    window = [{"entry_id": f"e{i}"} for i in range(5)]
+    assert [t["entry_id"] for t in narrowed(window, "e2", 0, 1)] == ["e2", "e3"]
+    assert [t["entry_id"] for t in narrowed(window, "e0", 1, 1)] == ["e0", "e1"]
+    assert [t["entry_id"] for t in narrowed(window, "e4", 1, 2)] == ["e3", "e4"]
+    assert narrowed(window, "elsewhere", 0, 0) == window  # not a window around that hit: unchanged
