@@ -83,7 +83,7 @@ _STOPWORDS = set(
     "the and for with was were been being has have had its this that she her his their they them you your our "
     "from about after before into over out new recently really very also just some are not".split()
 )
-_VAGUE_OBJECTS = {"it", "that", "this", "them", "one", "some", "stuff", "things", "thing", "so", "much", "more", "lot", "ton", "tons", "bunch", "through", "lots"}
+_VAGUE_OBJECTS = {"it", "that", "this", "them", "one", "some", "any", "either", "neither", "stuff", "things", "thing", "so", "much", "more", "lot", "ton", "tons", "bunch", "through", "lots"}
 # Verbs that state an attitude or a speech act, not something done: no open activity from them.
 _NOT_ACTIVITIES = {
     "think", "know", "guess", "mean", "bet", "agree", "believe", "say", "tell", "wonder", "hope", "wish", "can",
@@ -150,7 +150,7 @@ _PRESENT_RECEIPT = frozenset({"find", "finds", "get", "gets", "getting", "findin
 # A hedge after these belongs to a subordinate clause.
 _RELATIVES = frozenset({"what", "who", "whom", "which", "whatever", "how"})
 # A gerund followed by these is the subject of a remark: "Painting looks like a great outlet".
-_GERUND_SUBJECT_VERBS = frozenset({"is", "was", "looks", "seems", "sounds", "has", "makes", "can", "helps", "gives", "takes", "means", "keeps", "feels", "must", "should"})
+_GERUND_SUBJECT_VERBS = frozenset({"'s", "’s", "is", "was", "looks", "seems", "sounds", "has", "makes", "can", "helps", "gives", "takes", "means", "keeps", "feels", "must", "should"})
 # The main verb after a gerund subject: "Volunteering at the shelter made me ...".
 _GERUND_VERBS = frozenset({"be", "have", "give", "make", "help", "keep", "mean", "bring", "let", "teach", "show", "remind", "take", "get", "allow", "feel"})
 
@@ -932,7 +932,8 @@ def _read_clause(
             # "I've been getting so stressed", "I feel so lucky": the feeling is the object
             verb, i, frame = tokens[k], k, None
     moving = verb.lower_ == "moved" and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in _PREPOSITIONS | {"back", "away", "here", "there", "abroad"}
-    if frame is None and verb.lower_ in words["feelings"] and not moving:  # "moved from Porto" is not a feeling
+    admitted = verb.lower_ == "accepted" and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("for", "to", "into", "at", "by")
+    if frame is None and verb.lower_ in words["feelings"] and not moving and not admitted:  # "got accepted for an internship": admitted  # "moved from Porto" is not a feeling
         frame, end = _Frame("feels", "phrase", ()), verb.i  # "I'm thrilled to ...": the feeling is the object
     if ability and not hedged:
         return None  # ability, advice and obligation say what could be, not what is

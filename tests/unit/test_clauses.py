@@ -207,6 +207,13 @@ def test_what_a_third_audit_of_the_second_cut_found() -> None:
     assert ("Ana", "plans", "start a book club", "assert") in said("I'll start a book club.")
     assert said("I'm doing my best.") == set()
     assert ("Ana", "attended", "market, Lisa", "assert") not in said("I went to the market, Lisa.")  # Lisa is spoken to
+
+
+def test_what_a_fifth_audit_of_the_second_cut_found() -> None:
+    assert said("Knitting's great for unwinding.") == set()  # a gerund before "'s" is the subject of a remark
+    assert not any(p == "feels" for _, p, _, _ in said("I just got accepted to a design school."))  # admitted, not a feeling
+    assert said("I'd love to do either of those things.") == set()
+    assert said("I don't really want to get any.") == set()
     assert ("Ana", "created", "being sung", "assert") not in said("I heard a song I wrote being sung.")
     # A condition after "but" reaches forward only; before it, or without "but", the whole sentence.
     assert ("Ana", "plans", "keep painting", "assert") in said("I'm gonna keep painting, but if a job comes up I might take it.")
