@@ -40,7 +40,8 @@ def test_eval_locomo_sweeps_budgets_over_one_build(tmp_path):
         for q, text, ev, cat in QUESTIONS
     ))  # fmt: skip
     out = tmp_path / "run.jsonl"
-    res = CliRunner().invoke(cli, ["eval", "locomo", str(data), "--budget", "60,2000", "--out", str(out), "--json"], obj={})
+    homes = tmp_path / "homes"
+    res = CliRunner().invoke(cli, ["eval", "locomo", str(data), "--budget", "60,2000", "--out", str(out), "--work-dir", str(homes), "--json"], obj={})
     assert res.exit_code == 0, res.output
     sweep = json.loads(res.output[res.output.index("{") :])["sweep"]
     small, large = sweep
@@ -58,3 +59,26 @@ def test_eval_locomo_sweeps_budgets_over_one_build(tmp_path):
         assert [json.loads(line)["question_id"] for line in lines] == [q for q, *_ in QUESTIONS]
     bad = CliRunner().invoke(cli, ["eval", "locomo", str(data), "--budget", "lots"], obj={})
     assert bad.exit_code != 0 and "--budget" in bad.output
+
+    # --reuse-homes asks the built homes again without building: the same contexts, no build seconds.
+    again = CliRunner().invoke(cli, ["eval", "locomo", str(data), "--budget", "60,2000", "--work-dir", str(homes), "--reuse-homes", "--json"], obj={})
+    assert again.exit_code == 0, again.output
+    reused = json.loads(again.output[again.output.index("{") :])["sweep"]
+    assert [r["build_seconds"] for r in reused] == [{}, {}]
+    assert [r["recall"] for r in reused] == [r["recall"] for r in sweep]
+    # --set changes QueryConfig fields: without windows every item shows its hit alone, where the
+    # defaults' first items show the turns around it.
+    assert any(len(item) > 1 for line in (tmp_path / "run.b2000.jsonl").read_text().splitlines() for item in json.loads(line)["retrieved"])
+    bare = tmp_path / "bare.jsonl"
+    narrow = CliRunner().invoke(
+        cli, ["eval", "locomo", str(data), "--work-dir", str(homes), "--reuse-homes", "--out", str(bare),
+              "--set", "window_before=0", "--set", "window_after=0", "--set", "narrow_after=0", "--json"], obj={},
+    )  # fmt: skip
+    assert narrow.exit_code == 0, narrow.output
+    assert json.loads(narrow.output[narrow.output.index("{") :])["build_seconds"] == {}
+    items = [item for line in bare.read_text().splitlines() for item in json.loads(line)["retrieved"]]
+    assert items and all(len(item) == 1 for item in items)
+    for wrong in (["--set", "no_such_field=1"], ["--set", "k=none"], ["--reuse-homes"]):
+        args = ["eval", "locomo", str(data), *wrong] + (["--work-dir", str(homes)] if wrong[0] == "--set" else [])
+        refused = CliRunner().invoke(cli, args, obj={})
+        assert refused.exit_code != 0 and wrong[0] in refused.output, refused.output
