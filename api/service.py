@@ -27,7 +27,7 @@ from catalog.keys import EVIDENCE_INDEX
 from forgetting import forget
 from ingestion import IngestError, load_ingest_settings, parse_file, public_default_warning, resolve_visibility
 from ingestion.formats import DEFAULT_LIMITS, Source, event_entry
-from ledger import Ledger
+from ledger import open_ledger
 from memc.visibility import PUBLIC
 from memc.home import MemcHome
 from orchestration.runner import build, rebuild_views
@@ -105,7 +105,7 @@ class Service:
     def ledger(self):
         with self._lock:
             if self._ledger is None:
-                self._ledger = Ledger(self.home.ledger)
+                self._ledger = open_ledger(self.home.ledger)
             return self._ledger
 
     @property

@@ -16,7 +16,7 @@ from catalog.dbt_build import (
     full_refresh_reason,
     warehouse_columns,
 )
-from catalog.dbt_project import dbt_executable, dbt_project
+from catalog.dbt_project import dbt_executable, dbt_project, ledger_parquet
 from catalog.keys import STATE_GROUP
 from catalog.resources import MemcResource
 from memc.watermark import write_watermark
@@ -70,8 +70,10 @@ def state_models():
     def state_dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, memc: MemcResource):
         home = memc.home
         home.marts.mkdir(parents=True, exist_ok=True)
-        # The dbt profile and sources read MEMC_HOME; dbt runs as a child process of this one.
+        # The dbt profile and sources read MEMC_HOME and MEMC_LEDGER_PARQUET; dbt runs as a
+        # child process of this one.
         os.environ["MEMC_HOME"] = str(home.root)
+        os.environ["MEMC_LEDGER_PARQUET"] = ledger_parquet(home.root)
         watermark = memc.ledger().head()
         key = extractor_key()
         reason = full_refresh_reason(home, watermark, key)

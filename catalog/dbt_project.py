@@ -61,6 +61,24 @@ def ensure_manifest() -> Path:
     return MANIFEST
 
 
+def ledger_parquet(home_root: Path) -> str:
+    """The Parquet glob dbt's ledger source reads (``MEMC_LEDGER_PARQUET`` in
+    models/staging/_sources.yml): the ledger's own batch files, or, with the ledger on object
+    storage (MEMC_STORAGE), a local mirror of its committed batches under the warehouse, brought
+    up to date here (DuckDB 2.0 has no offline httpfs, and a glob over the bucket would also see
+    uncommitted and superseded objects). Call it before each dbt invocation."""
+    from ledger import S3Ledger, open_ledger
+    from memc.home import MemcHome
+
+    home = MemcHome.resolve(home_root)
+    ledger = open_ledger(home.ledger, write=False)
+    if isinstance(ledger, S3Ledger):
+        folder = home.warehouse / "ledger_mirror"
+        ledger.mirror(folder)
+        return str(folder / "*.parquet")
+    return str(home.ledger / "*.parquet")
+
+
 def dbt_command(home_root: Path, args: list[str], folder: Path, *, warehouse: Path | None = None) -> tuple[list[str], dict[str, str]]:
     """The command and environment of one dbt invocation on this project for the home at
     ``home_root``, outside Dagster. Its target and log folders are ``folder/target`` and
@@ -73,7 +91,8 @@ def dbt_command(home_root: Path, args: list[str], folder: Path, *, warehouse: Pa
         "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
         "--target-path", str(folder / "target"), "--log-path", str(folder / "logs"),
     ]  # fmt: skip
-    env = {**os.environ, "MEMC_HOME": str(home_root), "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
+    env = {**os.environ, "MEMC_HOME": str(home_root), "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
+           "MEMC_LEDGER_PARQUET": ledger_parquet(home_root)}
     if warehouse is not None:
         env["MEMC_WAREHOUSE_DB"] = str(warehouse)
     return cmd, env

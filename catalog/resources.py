@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from ledger import Ledger
+from ledger import Ledger, open_ledger
 from memc.home import MemcHome
 from views.embedder import Embedder
 
@@ -20,7 +20,7 @@ class MemcResource(dg.ConfigurableResource):
         return MemcHome.resolve(self.home_dir).ensure()
 
     def ledger(self) -> Ledger:
-        return Ledger(self.home.ledger)
+        return open_ledger(self.home.ledger)
 
 
 class EmbedderResource(dg.ConfigurableResource):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ledger import Ledger
+from ledger import open_ledger
 from memc.home import MemcHome
 from query.compile import view_watermarks
 
@@ -56,7 +56,7 @@ class Lag:
 
 
 def view_lag(home: MemcHome, view: str, *, now: datetime | None = None) -> Lag:
-    ledger = Ledger(home.ledger)
+    ledger = open_ledger(home.ledger)
     head = ledger.head()
     watermark = view_watermarks(home).get(view)
     behind = head - (watermark or 0)

@@ -105,11 +105,11 @@ def _match_entity(rows: list[dict], entity: str, resolver, rejected: bool) -> li
 def _visible(rows: list[dict], home, asker: str) -> list[dict]:
     """The rows ``asker`` may see: the claim's own visibility admits it and, by the ledger's
     record (the independent checker's), so does its source entry's (rejections carry none)."""
-    from ledger import Ledger  # lazy: see the imports above
+    from ledger import open_ledger  # lazy: see the imports above
     from memc.visibility import may_see
     from query.acl import Checker, ledger_facts
 
-    checker = Checker(ledger_facts(Ledger(home.ledger)), asker)
+    checker = Checker(ledger_facts(open_ledger(home.ledger)), asker)
     return [
         r for r in rows
         if checker.why_not(r["source_entry_id"]) is None and ("visibility" not in r or may_see(asker, r["visibility"]))

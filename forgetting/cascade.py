@@ -43,7 +43,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ledger import Ledger
+from ledger import open_ledger
 from ledger.schema import NewEntry
 from ledger.stubs import is_erased_stub
 from memc.atomic import write_json
@@ -201,7 +201,7 @@ def _advance(home: MemcHome, journal: dict[str, Any], report: ForgetReport, *, h
         if hook:
             hook(eid, step)
 
-    ledger = Ledger(home.ledger)
+    ledger = open_ledger(home.ledger)
     if journal["step"] == "requested":
         t0 = time.perf_counter()
         ledger.append([_entry_from_journal(journal)])
@@ -243,7 +243,7 @@ def _advance(home: MemcHome, journal: dict[str, Any], report: ForgetReport, *, h
 
 def _finish(home: MemcHome, journal: dict[str, Any], report: ForgetReport) -> None:
     report.temp_removed += remove_temp_files(home)
-    Ledger(home.ledger).recover()
+    open_ledger(home.ledger).recover()
 
 
 def _rebuild_and_finish(home: MemcHome, batch: list[dict[str, Any]], report: ForgetReport, hook: StepHook | None, rebuild: Rebuild) -> None:
@@ -279,7 +279,7 @@ def _rebuild_and_finish(home: MemcHome, batch: list[dict[str, Any]], report: For
 
 def _orphan_tombstones(home: MemcHome, known: set[str]) -> list[dict[str, Any]]:
     """Tombstones in the ledger with no journal whose erased entries are not all stubs yet."""
-    ledger = Ledger(home.ledger)
+    ledger = open_ledger(home.ledger)
     rows = ledger.read(["entry_id", "kind", "attributes", "scope", "actor"]).to_pylist()
     stubs = {r["entry_id"] for r in rows if is_erased_stub(r)}
     live = {r["entry_id"] for r in rows} - stubs
@@ -350,7 +350,7 @@ def forget(
     with _home_lock(home):
         waiting = _resume_locked(home, report, rebuild=rebuild, hook=on_step)
         t0 = time.perf_counter()
-        res = resolve(home, Ledger(home.ledger), selector)
+        res = resolve(home, open_ledger(home.ledger), selector)
         report.named, report.cascaded, report.already_erased = res.named, res.cascaded, res.already_erased
         report.seconds["resolve"] = round(time.perf_counter() - t0, 3)
         if not res.erased:
@@ -403,7 +403,7 @@ def resume(home: MemcHome, *, rebuild: Rebuild | None = None, on_step: StepHook 
 
 def _scopes(home: MemcHome, ids: list[str]) -> set[str]:
     wanted = set(ids)
-    t = Ledger(home.ledger).read(["entry_id", "scope"]).to_pylist()
+    t = open_ledger(home.ledger).read(["entry_id", "scope"]).to_pylist()
     return {r["scope"] for r in t if r["entry_id"] in wanted}
 
 

@@ -62,6 +62,7 @@ from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import urlparse
 
@@ -236,10 +237,16 @@ class S3Ledger(EntryReader):
             raise LedgerCorruption(f"{where}: unreadable commit marker ({exc})") from exc
 
     def _current(self, c: Commit, columns: Sequence[str] | None = None) -> pa.Table:
-        """The batch of a cached commit; when its object is gone because an erasure rewrote the
-        batch since this handle listed it, the marker is read again and followed (once)."""
+        """The batch of a cached commit (see :meth:`_current_bytes`)."""
+        c, data = self._current_bytes(c)
+        return self._parse(c, data, columns)
+
+    def _current_bytes(self, c: Commit) -> tuple[Commit, bytes]:
+        """The checked bytes of a cached commit's batch; when its object is gone because an
+        erasure rewrote the batch since this handle listed it, the marker is read again and
+        followed (once). Returns the commit as followed."""
         try:
-            return self._batch(c, columns)
+            return c, self._verified_bytes(c)
         except LedgerCorruption as exc:
             if not isinstance(exc.__cause__, Exception) or _status(exc.__cause__) != 404:
                 raise
@@ -248,10 +255,13 @@ class S3Ledger(EntryReader):
                 raise
             with self._lock:
                 self._commits = [now if x.key == c.key else x for x in self._commits]
-            return self._batch(now, columns)
+            return now, self._verified_bytes(now)
 
     def _batch(self, c: Commit, columns: Sequence[str] | None = None) -> pa.Table:
         """The batch a marker names, its SHA-256 checked against the marker's."""
+        return self._parse(c, self._verified_bytes(c), columns)
+
+    def _verified_bytes(self, c: Commit) -> bytes:
         where = f"s3://{self.bucket}/{c.batch}"
         try:
             data = self._get(c.batch)
@@ -263,6 +273,10 @@ class S3Ledger(EntryReader):
         if sha != c.sha256:
             raise LedgerCorruption(f"{where}: checksum mismatch (sha256 {sha[:16]}..., its marker "
                                    f"{c.key} says {c.sha256[:16]}...)")
+        return data
+
+    def _parse(self, c: Commit, data: bytes, columns: Sequence[str] | None) -> pa.Table:
+        where = f"s3://{self.bucket}/{c.batch}"
         try:
             t = pq.read_table(pa.BufferReader(data), columns=list(columns) if columns else None)
         except Exception as exc:
@@ -381,6 +395,33 @@ class S3Ledger(EntryReader):
 
     # ------------------------------------------------------------------ reading
 
+    def signature(self) -> tuple:
+        """Every committed batch by (marker, batch object, checksum): an append adds one, an
+        erasure's rewrite changes one, so anything cached against it is stale once it changes
+        (the same contract as :meth:`ledger.store.Ledger.signature`)."""
+        return tuple((c.key, c.batch, c.sha256) for c in self._chain())
+
+    def mirror(self, folder: Path) -> list[Path]:
+        """A local copy of the committed batches for readers that read Parquet files by glob
+        (dbt's ledger source, which has no S3 client: docs/scale.md). One file per batch,
+        ``<first seq>-<sha256 prefix>.parquet``: a batch already copied is kept, a new one is
+        downloaded and checked against its marker, and a copy whose batch an erasure rewrote
+        (another checksum) is removed, so the mirror never holds erased bytes longer than until
+        the next build. Files appear by rename: a glob sees whole files only. Returns the files
+        in seq order."""
+        folder.mkdir(parents=True, exist_ok=True)
+        wanted = {f"{c.first:0{SEQ_WIDTH}d}-{c.sha256[:16]}.parquet": c for c in self._chain()}
+        have = {p.name for p in folder.glob("*.parquet")}
+
+        def fetch(name: str) -> None:
+            c, data = self._current_bytes(wanted[name])
+            _write_new(folder / f"{c.first:0{SEQ_WIDTH}d}-{c.sha256[:16]}.parquet", data)
+
+        _map(fetch, sorted(set(wanted) - have))
+        for stale in have - set(wanted):
+            (folder / stale).unlink(missing_ok=True)
+        return [folder / n for n in sorted(wanted)]
+
     def head(self) -> int:
         chain = self._chain()
         return chain[-1].last if chain else 0
@@ -417,11 +458,13 @@ class S3Ledger(EntryReader):
 
     def stats(self) -> dict[str, Any]:
         chain = self._chain()
+        named = {c.batch for c in chain}
         return {
             "root": self.uri,
             "entries": sum(c.rows for c in chain),
             "head_seq": chain[-1].last if chain else 0,
             "files": len(chain),
+            "bytes": sum(o["Size"] for o in self._list("batches") if o["Key"] in named),
             "last_recorded_at": max((c.max_recorded_at for c in chain if c.max_recorded_at), default=None),
         }
 
@@ -554,26 +597,15 @@ class S3Ledger(EntryReader):
         raise NotImplementedError(f"{self.uri}: compaction on object storage is not implemented yet (issue 19)")
 
 
+def _write_new(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def _map(fn, items: list) -> list:
     """``[fn(x) for x in items]`` with up to 8 requests in flight (boto3 clients are thread-safe)."""
     if len(items) < 2:
         return [fn(x) for x in items]
     with ThreadPoolExecutor(max_workers=8) as pool:
         return list(pool.map(fn, items))
-
-
-def open_ledger(root: str | os.PathLike[str], *, write: bool = True):
-    """The ledger the settings select: ``S3Ledger(MEMC_STORAGE + "/ledger")`` when MEMC_STORAGE is an
-    ``s3://`` URI, else the local :class:`~ledger.store.Ledger` at ``root`` (the default). An
-    ``s3://`` root is opened on S3 whatever MEMC_STORAGE says."""
-    from ledger.store import Ledger
-
-    root_s = os.fspath(root)
-    if root_s.startswith("s3://"):
-        return S3Ledger(root_s, write=write)
-    storage = os.environ.get("MEMC_STORAGE", "").strip()
-    if storage:
-        if not storage.startswith("s3://"):
-            raise ValueError(f"MEMC_STORAGE={storage!r}: expected s3://<bucket>/<prefix> (unset it for local files)")
-        return S3Ledger(storage.rstrip("/") + "/ledger", write=write)
-    return Ledger(root)

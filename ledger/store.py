@@ -991,24 +991,6 @@ def _write_durable(path: Path, obj: Any) -> None:
     fsync_dir(path.parent)
 
 
-_READERS: dict[str, Ledger] = {}
-_READERS_LOCK = threading.Lock()
-
-
-def shared_reader(root: str | os.PathLike[str]) -> Ledger:
-    """One long-lived :class:`Ledger` per directory in a process, for readers that come back often
-    (the context compiler, its ACL checker). A fresh instance verifies every batch file's checksum
-    again on its first read: at 100k entries (111 files) 244 ms against 10 ms for the shared one,
-    on every compile while a view lags the ledger. Sharing is safe: what an instance caches is
-    keyed by each file's name, size and mtime, and an erasure's rewrite changes them."""
-    key = os.path.abspath(root)
-    with _READERS_LOCK:
-        reader = _READERS.get(key)
-        if reader is None or not reader.root.is_dir():
-            reader = _READERS[key] = Ledger(key)
-        return reader
-
-
 def _json_default(v: Any) -> Any:
     if isinstance(v, datetime):
         return v.isoformat()

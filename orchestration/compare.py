@@ -23,7 +23,7 @@ from typing import Any
 
 from catalog.dbt_project import DBT_PROJECT_DIR, dbt_command
 from claims.store import CLAIMS_FILE, days, extractor_dir, extractor_keys
-from ledger import Ledger
+from ledger import open_ledger
 from memc.home import MemcHome
 from query.compare import COMPARED_MARTS, diff_folds
 
@@ -96,7 +96,7 @@ def compare_extractors(
     """What the write policy decides and what holds now, folded from version ``a``'s claims
     against ``b``'s, over the same ledger (query/compare.py says how rows are matched)."""
     check_versions(home, a, b)
-    watermark = Ledger(home.ledger).head()
+    watermark = open_ledger(home.ledger).head()
     days_a, days_b = set(days(home.claims, a)), set(days(home.claims, b))
     with tempfile.TemporaryDirectory(prefix="memc-compare-") as tmp:  # 0700: readable by this user only
         marts = fold_versions(home, (a, b), Path(tmp), watermark)

@@ -31,7 +31,7 @@ from claims.extract import active_extractor
 from claims.ledger_days import contiguous, day_range, ledger_days
 from claims.store import days as stored_days
 from forgetting import resume
-from ledger import Ledger
+from ledger import open_ledger
 from memc.home import MemcHome
 from memc.locks import HomeBusy, exclusive
 from memc.processes import pid_alive
@@ -191,7 +191,7 @@ def _all_days_tags(defs: dg.Definitions, home: MemcHome, instance: dg.DagsterIns
     entries will most likely be recorded on, so that the claims (empty) exist for the views."""
     if not _partitioned(defs, selection):
         return {}
-    days = ledger_days(Ledger(home.ledger)) or [datetime.now(timezone.utc).date().isoformat()]
+    days = ledger_days(open_ledger(home.ledger)) or [datetime.now(timezone.utc).date().isoformat()]
     register_ledger_days(instance, days)
     return range_tags(days[0], days[-1])
 
@@ -242,7 +242,7 @@ def backfill(
 
     defs, instance = _definitions(home, instance)
     report = BackfillReport(extractor=active.key)
-    present = set(ledger_days(Ledger(home.ledger)))
+    present = set(ledger_days(open_ledger(home.ledger)))
     report.days_with_entries = [d for d in wanted if d in present]
     register_ledger_days(instance, sorted(present))
     versions = partition_code_versions(instance, CLAIMS, report.days_with_entries)
@@ -345,7 +345,7 @@ def dream(
 
 
 def _head(home: MemcHome) -> int:
-    return Ledger(home.ledger).head()
+    return open_ledger(home.ledger).head()
 
 
 def _run(job, instance, selection, on_event, report: BuildReport, tags: dict[str, str] | None = None) -> None:

@@ -66,7 +66,7 @@ def ledger_facts(ledger: Ledger) -> LedgerFacts:
     read and added; any other change (an erasure's purge rewrote a file) reads everything again.
     Reads go through one long-lived reader per directory, so each file's checksum is verified
     once per process rather than once per compile."""
-    key = str(ledger.root.resolve())
+    key = ledger.root if isinstance(ledger.root, str) else str(ledger.root.resolve())  # an s3:// URI, or a directory
     sig = ledger.signature()
     with _cache_lock:
         hit = _cache.get(key)

@@ -16,7 +16,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ledger import Ledger
+from ledger import open_ledger
 from memc.ids import normalize_name
 from query.acl import ledger_facts
 from views.marts import is_empty_export
@@ -171,7 +171,7 @@ def state_for_entity(
     conflicts = _rows(con.execute(CONFLICTS_SQL, params))
     con.close()
     if ledger is not None and (facts or conflicts):
-        writers = ledger_facts(Ledger(ledger)).ingested_by
+        writers = ledger_facts(open_ledger(ledger, write=False)).ingested_by
         for f in facts:
             f["source_ingested_by"] = writers.get(f["source_entry_id"])
         for c in conflicts:

@@ -39,6 +39,19 @@ def built_home(tmp_path_factory):
     return home, report
 
 
+@pytest.fixture(scope="session")
+def ceph_rgw(tmp_path_factory):
+    """A real single-node Ceph RGW on loopback for the session (tests/ceph_rgw.py; 16-31 s to start)."""
+    from ceph_rgw import start_ceph_rgw
+
+    rgw = start_ceph_rgw(tmp_path_factory.mktemp("ceph"))
+    print(f"\nCeph RGW on {rgw.endpoint}: up in {rgw.start_seconds:.1f} s, {rgw.rss_mb():.0f} MB resident")
+    try:
+        yield rgw
+    finally:
+        rgw.stop()
+
+
 # ---------------------------------------------------------------------------------- scale and seeds
 
 

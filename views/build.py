@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from claims.extractors import active_extractor_key
 from claims.store import read_claims
-from ledger import Ledger
+from ledger import open_ledger
 from memc.home import MemcHome
 from views.dreaming import dream
 from views.evidence import CLAIM_KIND, index_rows
@@ -38,7 +38,7 @@ from views.vectors import LanceVectorStore, VectorStore
 def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, pa.Table | None]:
     """(ledger entries up to ``watermark``, claims within it, entities mart) of one memory home."""
 
-    ledger = Ledger(home.ledger)
+    ledger = open_ledger(home.ledger)
     entries = ledger.iter_entries(until_seq=watermark)
     claims = read_claims(home.claims, active_extractor_key())  # the claims dbt folds, too
     if claims.num_rows:
@@ -58,7 +58,7 @@ def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: i
     unless an erasure was recorded since ``previous_watermark``: then a full ``rebuild`` into a
     fresh directory, so the erased text leaves the disk (vectors are still reused by hash)."""
 
-    ledger = Ledger(home.ledger)
+    ledger = open_ledger(home.ledger)
     watermark = ledger.head()
     rows = expected_rows(home, watermark)
     kinds = ledger.read(["kind"], since_seq=previous_watermark, until_seq=watermark).column("kind")
@@ -142,7 +142,7 @@ def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
     evidence = {e for ev in interactions.column("evidence").to_pylist() for e in ev}
     seq_of = {
         r["entry_id"]: r["seq"]
-        for r in Ledger(home.ledger).read(["entry_id", "seq"]).to_pylist()
+        for r in open_ledger(home.ledger).read(["entry_id", "seq"]).to_pylist()
         if r["entry_id"] in evidence
     }
     store = graph_store(home)

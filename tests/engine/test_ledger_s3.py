@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 
 import ledger_writer as lw
-from ceph_rgw import S3rver, start_ceph_rgw
+from ceph_rgw import S3rver
 from conftest import scaled
 from ledger import ConditionalPutUnsupported, Ledger, LedgerCorruption, S3Ledger, open_ledger
 from ledger.s3 import probe_conditional_put
@@ -35,16 +35,6 @@ from ledger.s3 import probe_conditional_put
 pytestmark = pytest.mark.s3
 
 WRITER = Path(__file__).resolve().parents[1] / "ledger_writer.py"
-
-
-@pytest.fixture(scope="session")
-def ceph_rgw(tmp_path_factory):
-    rgw = start_ceph_rgw(tmp_path_factory.mktemp("ceph"))
-    print(f"\nCeph RGW on {rgw.endpoint}: up in {rgw.start_seconds:.1f} s, {rgw.rss_mb():.0f} MB resident")
-    try:
-        yield rgw
-    finally:
-        rgw.stop()
 
 
 @pytest.fixture(params=["local", "rgw"])
@@ -244,6 +234,7 @@ def run_kill_trials(root: str, env: dict, trials: int, rng: random.Random) -> Co
     return stats
 
 
+@pytest.mark.covered_by_slow
 def test_kill9_writers_mid_commit(store, seed):
     root, env = store
     stats = run_kill_trials(root, env, 4, random.Random(seed))
