@@ -69,7 +69,7 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ledger.schema import LEDGER_SCHEMA, NewEntry, entries_table
+from ledger.schema import NewEntry, entries_table
 from ledger.store import (
     STALE_MARKER_SECONDS,
     AppendResult,
@@ -81,7 +81,7 @@ from ledger.store import (
     parquet_bytes,
     seq_slice,
 )
-from ledger.stubs import PurgeReport, erased_stub, is_erased_stub
+from ledger.stubs import PurgeReport, stubbed_batch
 
 SEQ_WIDTH = 20  # zero-padded seqs, so keys list in seq order
 # How long a rewrite lease (erasure) holds before another process may take it over: a purge on
@@ -495,32 +495,18 @@ class S3Ledger(EntryReader):
             self._refresh()
             for i, cached in enumerate(self._commits):
                 c = self._read_commit(cached.key)  # as it is now: another purge may have rewritten it
-                table = self._batch(c)  # checked against its marker: damage is never laundered
-                ids = table.column("entry_id").to_pylist()
-                hits = [j for j, e in enumerate(ids) if e in erased]
-                if not hits:
+                # checked against its marker: damage is never laundered
+                new, n = stubbed_batch(self._batch(c), erased, found, report)
+                if new is None:
                     self._commits[i] = c
                     continue
-                rows = table.to_pylist()
-                todo = []
-                for j in hits:
-                    found.add(ids[j])
-                    if is_erased_stub(rows[j]):
-                        report.already_stubbed += 1
-                    else:
-                        todo.append(j)
-                if not todo:
-                    self._commits[i] = c
-                    continue
-                for j in todo:
-                    rows[j] = erased_stub(rows[j], erased[ids[j]])
-                new_key, sha = self._upload_batch(c.first, pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA))
+                new_key, sha = self._upload_batch(c.first, new)
                 renew()  # still ours (else LedgerBusy, before anything is overwritten), and its clock restarted
                 self._put_marker(c.key, c.first, c.rows, new_key, sha, c.max_recorded_at)  # the commit point
                 self._commits[i] = Commit(c.first, c.key, new_key, sha, c.rows, c.max_recorded_at)
                 self._delete_every_version(c.batch)
                 report.files_rewritten.append(new_key.rsplit("/", 1)[-1])
-                report.rows_stubbed += len(todo)
+                report.rows_stubbed += n
         report.missing = sorted(set(erased) - found)
         return report
 

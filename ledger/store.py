@@ -107,9 +107,8 @@ from ledger.files import (
     marker_glob,
     marker_name,
     sha256_file,
-    sha256_fileobj,
 )
-from ledger.stubs import PurgeReport, erased_stub, is_erased_stub
+from ledger.stubs import PurgeReport, stubbed_batch
 from memc.atomic import fsync_dir
 from memc.processes import pid_alive
 
@@ -685,30 +684,16 @@ class Ledger(EntryReader):
                     self._finish_compaction()
             for f in self._scan():
                 path = self.root / f.name
-                table = self._read_file(f)
-                ids = table.column("entry_id").to_pylist()
-                hits = [i for i, e in enumerate(ids) if e in erased]
-                if not hits:
-                    continue
-                rows = table.to_pylist()
-                todo = []
-                for i in hits:
-                    found.add(ids[i])
-                    if is_erased_stub(rows[i]):
-                        report.already_stubbed += 1
-                    else:
-                        todo.append(i)
-                if not todo:
+                new, n = stubbed_batch(self._read_file(f), erased, found, report)
+                if new is None:
                     continue
                 # (not waiting for the rewrite lock: this process holds it)
                 problems = self._check(f, None, wait_for_rewrite=False)
                 if problems:
                     raise LedgerCorruption("; ".join(problems))
-                for i in todo:
-                    rows[i] = erased_stub(rows[i], erased[ids[i]])
-                self._replace_batch(f.first, path, pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA))
+                self._replace_batch(f.first, path, new)
                 report.files_rewritten.append(path.name)
-                report.rows_stubbed += len(todo)
+                report.rows_stubbed += n
         report.missing = sorted(set(erased) - found)
         return report
 

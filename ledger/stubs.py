@@ -56,3 +56,31 @@ def erased_stub(row: dict[str, Any], erasure_id: str) -> dict[str, Any]:
         derived_from=[],
     )
     return stub
+
+
+def stubbed_batch(table, erased: dict[str, str], found: set[str], report: PurgeReport):
+    """A batch with the rows of ``erased`` (entry id -> erasure id) replaced by stubs, as a
+    table of LEDGER_SCHEMA, or None when the batch holds none of them or only stubs already;
+    adds what it finds to ``found`` and counts stubs already there. The caller writes the table
+    by its own store's protocol and counts ``rows_stubbed`` (the second value) once written."""
+    import pyarrow as pa
+
+    from ledger.schema import LEDGER_SCHEMA
+
+    ids = table.column("entry_id").to_pylist()
+    hits = [i for i, e in enumerate(ids) if e in erased]
+    if not hits:
+        return None, 0
+    rows = table.to_pylist()
+    todo = []
+    for i in hits:
+        found.add(ids[i])
+        if is_erased_stub(rows[i]):
+            report.already_stubbed += 1
+        else:
+            todo.append(i)
+    if not todo:
+        return None, 0
+    for i in todo:
+        rows[i] = erased_stub(rows[i], erased[ids[i]])
+    return pa.Table.from_pylist(rows, schema=LEDGER_SCHEMA), len(todo)

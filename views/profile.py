@@ -179,6 +179,10 @@ def profile_from(
         else:  # records written before: the question and the answered subjects' names
             answered = index.named(rec.get("entities") or (), scope)
             asked = index.in_question(rec.get("question") or "", scope) | answered
+        # An entity the mart no longer holds (an erasure took its only evidence) is not counted:
+        # the log keeps its id, but nothing derived may name it again.
+        asked = {k for k in asked if k in index.names}
+        answered &= asked
         for key in asked:
             s = stats.setdefault(key, {"asked": 0, "answered": 0, "askers": set(), "first": at, "last": at})
             s["asked"] += 1

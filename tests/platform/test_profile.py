@@ -285,6 +285,17 @@ def test_profile_of_the_small_log():
     assert rows[("s1", "ada")]["rank"] == 1
 
 
+def test_an_entity_an_erasure_removed_from_the_mart_is_not_in_the_profile():
+    """The log keeps the entity ids a compile resolved; after an erasure took an entity's only
+    evidence the mart no longer holds it, and the profile named it with no name, which failed
+    the query_profile_names_known_entities check and so the rebuild of every `memc forget` that
+    followed a question about it (found on the S3 home, tests/platform/test_storage_s3.py)."""
+    gone = [{**_log("", "ana", "s1"), "asked": [["s1", "bob"], ["s1", "erased"]], "answered": [["s1", "erased"]]}]
+    rows = profile.profile_from(LOG + gone, ENTITIES).to_pylist()
+    assert ("s1", "erased") not in {(r["scope"], r["entity_id"]) for r in rows}
+    assert all(r["entity"] for r in rows)
+
+
 def test_the_profile_reads_the_log_days_of_its_window(marts):
     import json
 
