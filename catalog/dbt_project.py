@@ -67,16 +67,17 @@ def ledger_parquet(home_root: Path) -> str:
     storage (MEMC_STORAGE), a local mirror of its committed batches under the warehouse, brought
     up to date here (DuckDB 2.0 has no offline httpfs, and a glob over the bucket would also see
     uncommitted and superseded objects). Call it before each dbt invocation."""
-    from ledger import S3Ledger, open_ledger
+    from ledger import S3Ledger, open_ledger, storage_uri
     from memc.home import MemcHome
 
     home = MemcHome.resolve(home_root)
+    if storage_uri() is None:  # local: no handle needed (opening one runs the ledger's recovery)
+        return str(home.ledger / "*.parquet")
     ledger = open_ledger(home.ledger, write=False)
-    if isinstance(ledger, S3Ledger):
-        folder = home.warehouse / "ledger_mirror"
-        ledger.mirror(folder)
-        return str(folder / "*.parquet")
-    return str(home.ledger / "*.parquet")
+    assert isinstance(ledger, S3Ledger)
+    folder = home.warehouse / "ledger_mirror"
+    ledger.mirror(folder)
+    return str(folder / "*.parquet")
 
 
 def dbt_command(home_root: Path, args: list[str], folder: Path, *, warehouse: Path | None = None) -> tuple[list[str], dict[str, str]]:
