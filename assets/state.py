@@ -2,7 +2,6 @@
 (intermediate, incremental where the ledger only grows) and the marts analysts query."""
 
 import functools
-import os
 
 import dagster as dg
 import duckdb
@@ -16,7 +15,7 @@ from catalog.dbt_build import (
     full_refresh_reason,
     warehouse_columns,
 )
-from catalog.dbt_project import dbt_executable, dbt_project, ledger_parquet
+from catalog.dbt_project import dbt_executable, dbt_home_environ, dbt_project
 from catalog.keys import STATE_GROUP
 from catalog.resources import MemcResource
 from memc.watermark import write_watermark
@@ -70,16 +69,13 @@ def state_models():
     def state_dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, memc: MemcResource):
         home = memc.home
         home.marts.mkdir(parents=True, exist_ok=True)
-        # The dbt profile and sources read MEMC_HOME and MEMC_LEDGER_PARQUET; dbt runs as a
-        # child process of this one.
-        os.environ["MEMC_HOME"] = str(home.root)
-        os.environ["MEMC_LEDGER_PARQUET"] = ledger_parquet(home.root)
         watermark = memc.ledger().head()
         key = extractor_key()
         reason = full_refresh_reason(home, watermark, key)
         if reason:
             context.log.info(f"full refresh of the incremental state models: {reason}")
-        invocation = dbt.cli(dbt_build_args(watermark, key, reason is not None), context=context, target_path=dbt_target(home, context.run_id))
+        with dbt_home_environ(home.root):  # dbt runs as a child process of this one
+            invocation = dbt.cli(dbt_build_args(watermark, key, reason is not None), context=context, target_path=dbt_target(home, context.run_id))
         # The column tables get their types from the warehouse once dbt has finished: the dbt
         # child holds DuckDB's write lock for the whole build, so dagster-dbt's
         # fetch_column_metadata (one adapter query per model while dbt runs) would fail on the

@@ -1,9 +1,11 @@
 """The dbt project, as Dagster sees it. Self-contained (no package-relative imports) so that
 ``dagster-dbt project prepare-and-package --file orchestration/dbt_project.py`` can load it."""
 
+import contextlib
 import functools
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 DBT_PROJECT_DIR = Path(__file__).resolve().parent.parent / "dbt_project"
@@ -80,6 +82,29 @@ def ledger_parquet(home_root: Path) -> str:
     return str(folder / "*.parquet")
 
 
+def dbt_home_env(home_root: Path) -> dict[str, str]:
+    """The variables the dbt profile and sources read for the home at ``home_root``."""
+    return {"MEMC_HOME": str(home_root), "MEMC_LEDGER_PARQUET": ledger_parquet(home_root)}
+
+
+@contextlib.contextmanager
+def dbt_home_environ(home_root: Path) -> Iterator[None]:
+    """Set :func:`dbt_home_env` in this process while a dbt child is started (dagster-dbt's
+    ``cli`` copies ``os.environ`` into the child and takes no environment of its own), then put
+    the previous values back: an in-process run (tests, ``memc build``) must not leave one
+    home's ledger glob behind for the next dbt started from the same process."""
+    saved = {k: os.environ.get(k) for k in ("MEMC_HOME", "MEMC_LEDGER_PARQUET")}
+    os.environ.update(dbt_home_env(home_root))
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def dbt_command(home_root: Path, args: list[str], folder: Path, *, warehouse: Path | None = None) -> tuple[list[str], dict[str, str]]:
     """The command and environment of one dbt invocation on this project for the home at
     ``home_root``, outside Dagster. Its target and log folders are ``folder/target`` and
@@ -92,8 +117,7 @@ def dbt_command(home_root: Path, args: list[str], folder: Path, *, warehouse: Pa
         "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
         "--target-path", str(folder / "target"), "--log-path", str(folder / "logs"),
     ]  # fmt: skip
-    env = {**os.environ, "MEMC_HOME": str(home_root), "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
-           "MEMC_LEDGER_PARQUET": ledger_parquet(home_root)}
+    env = {**os.environ, "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **dbt_home_env(home_root)}
     if warehouse is not None:
         env["MEMC_WAREHOUSE_DB"] = str(warehouse)
     return cmd, env

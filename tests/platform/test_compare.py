@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from catalog.dbt_project import dbt_home_env
 from claims.extractors.registry import CLAUSES, RULES
 from claims.ledger_days import ledger_days
 from claims.model import CLAIM_SCHEMA, REJECTION_SCHEMA
@@ -94,7 +95,7 @@ def live_build(home: MemcHome, key: str) -> None:
     """The live view, built as the state asset builds it: the default warehouse and marts."""
     home.marts.mkdir(parents=True, exist_ok=True)
     exe = Path(sys.executable).with_name("dbt")
-    env = {**os.environ, "MEMC_HOME": str(home.root), "DO_NOT_TRACK": "1"}
+    env = {**os.environ, "DO_NOT_TRACK": "1", **dbt_home_env(home.root)}
     env.pop("MEMC_WAREHOUSE_DB", None)
     proc = subprocess.run(
         [

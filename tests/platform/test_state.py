@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from catalog.dbt_project import dbt_home_env
 from claims.model import REJECTION_SCHEMA
 from claims.store import CLAIMS_FILE, REJECTIONS_FILE, day_dir, extractor_dir
 from ledger import Ledger
@@ -122,7 +123,7 @@ def dbt(home, *args: str, vars: dict[str, Any] | None = None, check: bool = True
     left alone)."""
     home.marts.mkdir(parents=True, exist_ok=True)
     exe = Path(sys.executable).with_name("dbt")
-    env = {**os.environ, "MEMC_HOME": str(home.root), "DO_NOT_TRACK": "1"}
+    env = {**os.environ, "DO_NOT_TRACK": "1", **dbt_home_env(home.root)}
     v = {"extractor_key": EXTRACTOR_KEY, **(vars or {})}
     cmd = [
         str(exe if exe.exists() else "dbt"), *args, "--vars", json.dumps(v),
@@ -528,3 +529,12 @@ def test_full_refresh_reasons(tmp_path):
     head3 = append_with_claims(home, T3, [{"actor": "A", "kind": "erasure", "text": "erased ids e_x", "valid": T3}])
     assert "erasure" in full_refresh_reason(home, head3, "k")
     assert dbt_build_args(7, "k", True)[-1] == "--full-refresh" and "--full-refresh" not in dbt_build_args(7, "k", False)
+
+
+def test_an_in_process_build_leaves_no_home_in_the_environment(built_home):
+    """The state asset sets the variables dbt reads only while it starts dbt: a home's ledger
+    glob left in ``os.environ`` made the next dbt started from the same process (another test's
+    home, on the same xdist worker) read the wrong ledger."""
+    home, _ = built_home
+    for key, value in dbt_home_env(home.root).items():
+        assert os.environ.get(key) != value, key
