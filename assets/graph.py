@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from catalog.keys import CENTRALITY, ENTITIES, ENTITY_GRAPH, GRAPH_GROUP, INTERACTIONS
+from catalog.keys import CENTRALITY, ENTITIES, ENTITY_GRAPH, GRAPH_GROUP, GRAPH_POOL, INTERACTIONS
 from catalog.resources import MemcResource
 from memc.watermark import read_watermark, write_watermark
 from views.build import build_graph, dream_home
@@ -20,6 +20,7 @@ GRAPH_MARTS = [dg.AssetKey(n) for n in ("graph_entries", "graph_sessions", "grap
     group_name=GRAPH_GROUP,
     kinds={"kuzu"},
     code_version=GRAPH_BUILDER_VERSION,
+    pool=GRAPH_POOL,
 )
 def entity_graph(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
     """Who and what memc knows, as a graph bulk-loaded from the dbt marts into a fresh Kùzu
@@ -46,7 +47,7 @@ def entity_graph(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Ma
     )
 
 
-@dg.asset(key=CENTRALITY, deps=[ENTITY_GRAPH], group_name=GRAPH_GROUP, kinds={"kuzu"}, code_version=f"{PRODUCER}-{PRODUCER_VERSION}")
+@dg.asset(key=CENTRALITY, deps=[ENTITY_GRAPH], group_name=GRAPH_GROUP, kinds={"kuzu"}, code_version=f"{PRODUCER}-{PRODUCER_VERSION}", pool=GRAPH_POOL)
 def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
     """Dreaming: PageRank and Louvain communities over each scope's interaction graph (Kùzu's algo
     extension), written back to the ledger as derived claims ("claim: X centrality = 0.0873;

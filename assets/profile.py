@@ -19,6 +19,7 @@ from catalog.keys import (
     ENTITIES,
     ENTITY_DOSSIERS,
     ENTITY_GRAPH,
+    GRAPH_POOL,
     PROFILE_GROUP,
     QUERY_LOG,
     QUERY_PROFILE,
@@ -84,6 +85,7 @@ def query_profile(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.M
     group_name=PROFILE_GROUP,
     kinds={"parquet"},
     code_version=DOSSIER_VERSION,
+    pool=GRAPH_POOL,  # it opens the Kùzu graph for the neighbours: not beside its writer
 )
 def entity_dossiers(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
     """Dossiers for the entities asked about most (the profile's top 20 asked about at least

@@ -16,7 +16,7 @@ from catalog.dbt_build import (
     warehouse_columns,
 )
 from catalog.dbt_project import dbt_executable, dbt_home_environ, dbt_project
-from catalog.keys import STATE_GROUP
+from catalog.keys import STATE_GROUP, WAREHOUSE_POOL
 from catalog.resources import MemcResource
 from memc.watermark import write_watermark
 
@@ -65,6 +65,7 @@ def state_models():
         manifest=project.manifest_path,
         project=project,
         dagster_dbt_translator=MemcTranslator(settings=DagsterDbtTranslatorSettings(enable_asset_checks=True)),
+        pool=WAREHOUSE_POOL,  # the warehouse's one writer, across runs (catalog/keys.py)
     )
     def state_dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, memc: MemcResource):
         home = memc.home

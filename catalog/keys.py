@@ -32,3 +32,9 @@ RETRIEVAL_GROUP = "retrieval"
 GRAPH_GROUP = "graph"
 PROFILE_GROUP = "profile"
 SKILLS_GROUP = "skills"
+
+# Concurrency pools (instance-wide, one step at a time each: orchestration/execution.py writes
+# their limit into dagster.yaml). DuckDB's warehouse file has one writer, dbt; Kùzu allows one
+# read-write process and no reader beside it, so its writers and its reader share one pool.
+WAREHOUSE_POOL = "duckdb_warehouse"
+GRAPH_POOL = "kuzu_graph"

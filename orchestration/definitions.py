@@ -3,8 +3,8 @@ the platform's policies (automation conditions, freshness) once. No logic.
 
 Each asset or check module exports its definitions as ``ASSETS`` or ``CHECKS``; the dbt models
 come from a cached factory, because loading the manifest costs about 3 s. Settings (freshness
-targets, crons, sensor intervals) come from the memory home's memc.toml and the environment,
-read here, when the code location loads (orchestration/settings.py).
+targets, crons, sensor intervals, the executor) come from the memory home's memc.toml and the
+environment, read here, when the code location loads (orchestration/settings.py).
 """
 
 import dagster as dg
@@ -26,6 +26,7 @@ import checks.views
 from assets.state import dbt_resource, state_models
 from memc.home import MemcHome
 from orchestration.automation import apply_policies, automation_sensor, lag_targets
+from orchestration.execution import executor, with_backfill_policy
 from catalog.keys import LEDGER
 from catalog.resources import EmbedderResource, MemcResource
 from orchestration.schedules import (
@@ -44,7 +45,7 @@ observe_ledger = dg.define_asset_job("observe_ledger", selection=dg.AssetSelecti
 
 def build_definitions(home_dir: str | None = None) -> dg.Definitions:
     settings = load_settings(MemcHome.resolve(home_dir).root)
-    views = [*assets.claims.ASSETS, state_models(), *assets.retrieval.ASSETS, *assets.units.ASSETS, *assets.graph.ASSETS, *assets.profile.ASSETS, *assets.skills.ASSETS]
+    views = [*with_backfill_policy(assets.claims.ASSETS, settings.execution), state_models(), *assets.retrieval.ASSETS, *assets.units.ASSETS, *assets.graph.ASSETS, *assets.profile.ASSETS, *assets.skills.ASSETS]
     return dg.Definitions(
         assets=[*assets.ledger.ASSETS, *assets.profile.SOURCES, *apply_policies(views, settings)],
         asset_checks=[*checks.ledger.CHECKS, *checks.claims.CHECKS, *checks.views.CHECKS, *checks.quality.CHECKS, *checks.quality.lag_checks(lag_targets(settings)), *checks.profile.CHECKS, *checks.skills.CHECKS],
@@ -57,9 +58,9 @@ def build_definitions(home_dir: str | None = None) -> dg.Definitions:
         ],
         schedules=[nightly_dreaming, compaction_schedule(settings), ledger_compaction_schedule(settings)],
         resources={"memc": MemcResource(home_dir=home_dir), "embedder": EmbedderResource(), "dbt": dbt_resource()},
-        # In-process: each step of the multiprocess executor re-imports the code location (5-13 s
-        # a step on 2 cores; docs/stack-notes.md).
-        executor=dg.in_process_executor,
+        # For the runs the daemon and the UI launch (multiprocess by default; memc.toml
+        # [execution]). `memc build` runs in-process whatever this is (orchestration/runner.py).
+        executor=executor(settings.execution),
     )
 
 

@@ -36,21 +36,24 @@ from memc.home import MemcHome
 from memc.locks import HomeBusy, exclusive
 from memc.processes import pid_alive
 from orchestration.definitions import build_definitions
+from orchestration.execution import instance_concurrency_yaml
 from orchestration.notices import silence as silence_dagster_notices
+from orchestration.settings import Execution, load_settings
 
 DAGSTER_YAML_HEADER = "# memc's local Dagster instance (runs, event logs, schedules) for this memory home."
-DAGSTER_YAML = f"""\
+
+
+def dagster_yaml(execution: Execution) -> str:
+    """The instance's configuration memc writes for a home: telemetry off, the run queue and the
+    pools from the ``[execution]`` settings (orchestration/execution.py)."""
+    return f"""\
 {DAGSTER_YAML_HEADER}
 telemetry:
   enabled: false
 # The UI's "Join the Dagster community" sign-up form on first open: an e-mail form for a local tool.
 nux:
   enabled: false
-# One run at a time under the daemon: dbt holds DuckDB's single-writer lock and Kùzu allows one
-# writer, and a run peaks near 1 GB on a 2-core box. Eager refreshes queue behind each other.
-run_queue:
-  max_concurrent_runs: 1
-"""
+{instance_concurrency_yaml(execution)}"""
 
 
 def prepare_environment(home: MemcHome) -> None:
@@ -59,9 +62,11 @@ def prepare_environment(home: MemcHome) -> None:
     home.ensure()
     home.dagster.mkdir(parents=True, exist_ok=True)
     cfg = home.dagster / "dagster.yaml"
-    # Rewritten while memc wrote it (an older memc's version is upgraded); a user's own is kept.
-    if not cfg.exists() or (cfg.read_text().startswith(DAGSTER_YAML_HEADER) and cfg.read_text() != DAGSTER_YAML):
-        cfg.write_text(DAGSTER_YAML)
+    wanted = dagster_yaml(load_settings(home.root).execution)
+    # Rewritten while memc wrote it (an older memc's version, or changed [execution] settings); a
+    # user's own is kept.
+    if not cfg.exists() or (cfg.read_text().startswith(DAGSTER_YAML_HEADER) and cfg.read_text() != wanted):
+        cfg.write_text(wanted)
     os.environ["DAGSTER_HOME"] = str(home.dagster)
     os.environ["MEMC_HOME"] = str(home.root)
     os.environ["DAGSTER_DISABLE_TELEMETRY"] = "1"
@@ -119,6 +124,9 @@ def fail_dead_runs(instance: dg.DagsterInstance) -> list[str]:
         pid = run.tags.get(PID_TAG)
         if pid and pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             instance.report_run_failed(run, message=f"the process that ran it (pid {pid}) is gone: the build was killed")
+            # Its pool slot (dbt's, the graph's) would otherwise wait for the daemon's monitoring.
+            if instance.event_log_storage.supports_global_concurrency_limits:
+                instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
             dead.append(run.run_id)
     return dead
 

@@ -1,12 +1,16 @@
-"""Platform settings: freshness targets, the dreaming and compaction crons, sensor intervals.
+"""Platform settings: freshness targets, the dreaming and compaction crons, sensor intervals, and
+how runs execute (the executor, concurrency).
 
 Plain module (no Dagster import): the definitions read it when they are built, i.e. when a
 code location loads, never at import. Sources, later ones winning:
 
 1. the defaults below;
-2. ``<home>/memc.toml`` (``[freshness]``, ``[automation]``), for the memory home in use;
+2. ``<home>/memc.toml`` (``[freshness]``, ``[automation]``, ``[execution]``), for the memory
+   home in use;
 3. environment variables ``MEMC_FRESHNESS_<NAME>_MINUTES`` (NAME a tier or an asset, upper
-   case) and ``MEMC_DREAMING_CRON``, ``MEMC_COMPACTION_CRON``, ``MEMC_SENSOR_INTERVAL_SECONDS``.
+   case) and ``MEMC_DREAMING_CRON``, ``MEMC_COMPACTION_CRON``, ``MEMC_SENSOR_INTERVAL_SECONDS``;
+   for ``[execution]``, ``MEMC_EXECUTOR``, ``MEMC_MAX_CONCURRENT``, ``MEMC_MAX_CONCURRENT_RUNS``,
+   ``MEMC_DAYS_PER_RUN``, ``MEMC_CELERY_BROKER``, ``MEMC_CELERY_BACKEND``, ``MEMC_K8S_NAMESPACE``.
 
 Example ``memc.toml``::
 
@@ -21,6 +25,15 @@ Example ``memc.toml``::
     dreaming_cron = "0 3 * * *"
     compaction_cron = "30 4 * * 0"
     sensor_interval_seconds = 30
+
+    [execution]          # runs the daemon and the UI launch (`memc up`); `memc build` is in-process
+    executor = "multiprocess"   # or "in_process", "celery", "k8s" (docs/scale.md)
+    max_concurrent = 2          # multiprocess: steps at once in one run
+    max_concurrent_runs = 1     # the run queue's limit
+    days_per_run = 0            # claims: ledger days per run (0: a range of days is one run)
+    broker = "redis://127.0.0.1:6379/0"    # celery
+    backend = "redis://127.0.0.1:6379/1"   # celery
+    namespace = "memc"          # k8s: where the step jobs run
 """
 
 from __future__ import annotations
@@ -44,6 +57,43 @@ DEFAULT_DREAMING_CRON = "0 3 * * *"
 DEFAULT_COMPACTION_CRON = "30 4 * * 0"
 DEFAULT_SENSOR_INTERVAL = 30
 
+# What runs the steps of a run the daemon or the UI launched (`memc build` always runs in-process:
+# 33-43 s against 61-95 s multiprocess for a whole build on 2 cores, docs/stack-notes.md).
+EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How launched runs execute (orchestration/execution.py turns this into Dagster's executor,
+    instance concurrency and the claims' backfill policy)."""
+
+    # Multiprocess by default under `memc up`: steps of one run that do not depend on each other
+    # (the evidence index, the graph, the skills) run side by side, and the pools keep DuckDB's and
+    # Kùzu's single writers one at a time (docs/scale.md has the measured cost of the re-imports).
+    executor: str = "multiprocess"
+    # Two step processes on the two-core machines this runs on; each imports the code location
+    # (~0.5 GB with torch once the evidence index loads the model).
+    max_concurrent: int = 2
+    # One run at a time, as before the pools: a run peaks near 1 GB on a 2-core box. The pools make
+    # more safe (dbt and Kùzu still take turns); raise it on a bigger node or with Celery/k8s.
+    max_concurrent_runs: int = 1
+    # Ledger days per claims run when the daemon or a UI backfill requests several days: 0 keeps a
+    # range in one run (one extraction step); N > 0 fans out into runs of N days each, which run
+    # side by side up to max_concurrent_runs, so workers share the extraction.
+    days_per_run: int = 0
+    broker: str = "redis://127.0.0.1:6379/0"
+    backend: str = "redis://127.0.0.1:6379/1"
+    namespace: str = "memc"
+
+    def __post_init__(self) -> None:
+        if self.executor not in EXECUTORS:
+            raise ValueError(f"[execution] executor must be one of {', '.join(EXECUTORS)}, not {self.executor!r}")
+        for name in ("max_concurrent", "max_concurrent_runs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"[execution] {name} must be at least 1, not {getattr(self, name)}")
+        if self.days_per_run < 0:
+            raise ValueError(f"[execution] days_per_run must be 0 (one run) or more, not {self.days_per_run}")
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -51,6 +101,7 @@ class Settings:
     dreaming_cron: str = DEFAULT_DREAMING_CRON
     compaction_cron: str = DEFAULT_COMPACTION_CRON
     sensor_interval_seconds: int = DEFAULT_SENSOR_INTERVAL
+    execution: Execution = field(default_factory=Execution)
 
     def freshness_for(self, asset: str, tier: str) -> float:
         """Minutes: the asset's own target if one is set, else its tier's."""
@@ -60,12 +111,14 @@ class Settings:
 def load_settings(home_root: str | os.PathLike[str] | None = None) -> Settings:
     fresh: dict[str, float] = dict(DEFAULT_FRESHNESS_MINUTES)
     auto: dict[str, object] = {}
+    execution: dict[str, object] = {}
     if home_root is not None:
         path = Path(home_root) / CONFIG_FILE
         if path.exists():
             data = read_toml(path)  # a malformed file: TomlError naming the file and line
             fresh.update({str(k): float(v) for k, v in data.get("freshness", {}).items()})
             auto.update(data.get("automation", {}))
+            execution.update(data.get("execution", {}))
     prefix, suffix = "MEMC_FRESHNESS_", "_MINUTES"
     for name, value in os.environ.items():
         if name.startswith(prefix) and name.endswith(suffix) and value:
@@ -74,6 +127,9 @@ def load_settings(home_root: str | os.PathLike[str] | None = None) -> Settings:
                      ("sensor_interval_seconds", "MEMC_SENSOR_INTERVAL_SECONDS")):  # fmt: skip
         if os.environ.get(env):
             auto[key] = os.environ[env]
+    for key, env in _EXECUTION_ENV.items():
+        if os.environ.get(env):
+            execution[key] = os.environ[env]
     bad = {k: v for k, v in fresh.items() if v < 1}
     if bad:
         # Dagster refuses windows under a minute ("system constraints"); say so at load time.
@@ -83,4 +139,24 @@ def load_settings(home_root: str | os.PathLike[str] | None = None) -> Settings:
         dreaming_cron=str(auto.get("dreaming_cron", DEFAULT_DREAMING_CRON)),
         compaction_cron=str(auto.get("compaction_cron", DEFAULT_COMPACTION_CRON)),
         sensor_interval_seconds=int(auto.get("sensor_interval_seconds", DEFAULT_SENSOR_INTERVAL)),
+        execution=_execution(execution),
     )
+
+
+_EXECUTION_ENV = {
+    "executor": "MEMC_EXECUTOR",
+    "max_concurrent": "MEMC_MAX_CONCURRENT",
+    "max_concurrent_runs": "MEMC_MAX_CONCURRENT_RUNS",
+    "days_per_run": "MEMC_DAYS_PER_RUN",
+    "broker": "MEMC_CELERY_BROKER",
+    "backend": "MEMC_CELERY_BACKEND",
+    "namespace": "MEMC_K8S_NAMESPACE",
+}
+
+
+def _execution(values: dict[str, object]) -> Execution:
+    unknown = sorted(set(values) - set(_EXECUTION_ENV))
+    if unknown:
+        raise ValueError(f"[execution] has no setting {', '.join(unknown)} (known: {', '.join(_EXECUTION_ENV)})")
+    ints = {"max_concurrent", "max_concurrent_runs", "days_per_run"}
+    return Execution(**{k: int(v) if k in ints else str(v).replace("-", "_") if k == "executor" else str(v) for k, v in values.items()})  # type: ignore[arg-type]
