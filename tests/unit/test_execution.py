@@ -117,3 +117,31 @@ def test_the_generated_dagster_yaml_sets_the_run_queue_and_the_pools(tmp_path):
         assert instance.event_log_storage.supports_global_concurrency_limits
         assert instance.run_monitoring_settings["free_slots_after_run_end_seconds"] == 30
         assert instance.telemetry_enabled is False
+
+
+@pytest.mark.parametrize("days_per_run, runs", [(0, [("2024-06-01", "2024-06-03")]), (1, [("2024-06-01",), ("2024-06-02",), ("2024-06-03",)]), (2, [("2024-06-01", "2024-06-02"), ("2024-06-03",)])])
+def test_dagsters_planner_fans_missing_days_out_by_days_per_run(tmp_path, clean_env, days_per_run, runs):
+    """What the automation sensor and a UI backfill launch for three missing ledger days: one run
+    over the range by default, or runs of ``days_per_run`` days (Dagster's own planner)."""
+    from dagster._core.definitions.automation_tick_evaluation_context import build_run_requests_with_backfill_policies
+    from dagster._core.definitions.events import AssetKeyPartitionKey
+    from dagster._core.definitions.partitions.context import partition_loading_context
+
+    from catalog.partitions import LEDGER_DAYS, RANGE_END_TAG, RANGE_START_TAG
+
+    home = _home(tmp_path, f"[execution]\ndays_per_run = {days_per_run}\n")
+    graph = build_definitions(str(home)).resolve_asset_graph()
+    days = ["2024-06-01", "2024-06-02", "2024-06-03"]
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions(LEDGER_DAYS.name, days)
+        with partition_loading_context(dynamic_partitions_store=instance):
+            requests = build_run_requests_with_backfill_policies([AssetKeyPartitionKey(keys.CLAIMS, d) for d in days], graph, instance)
+
+    def span(r: dg.RunRequest) -> tuple[str, ...]:
+        if r.partition_key:
+            return (r.partition_key,)
+        first, last = r.tags[RANGE_START_TAG], r.tags[RANGE_END_TAG]
+        return (first,) if first == last else (first, last)
+
+    assert sorted(span(r) for r in requests) == runs
+    assert all(list(r.asset_selection) == [keys.CLAIMS] for r in requests)
