@@ -145,3 +145,27 @@ def test_dagsters_planner_fans_missing_days_out_by_days_per_run(tmp_path, clean_
 
     assert sorted(span(r) for r in requests) == runs
     assert all(list(r.asset_selection) == [keys.CLAIMS] for r in requests)
+
+
+def test_a_killed_builds_pool_slot_is_freed_when_its_run_is_marked_failed(tmp_path):
+    """An in-process build killed mid-dbt holds the warehouse slot: every later run's dbt step
+    would wait for it ("Step blocked by limit for pool duckdb_warehouse"). fail_dead_runs, which
+    every build runs first, marks the run failed and gives the slot back."""
+    import subprocess
+
+    from orchestration.runner import PID_TAG, fail_dead_runs
+
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    (tmp_path / "dagster.yaml").write_text(dagster_yaml(Execution()))
+    with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
+        run = instance.create_run_for_job(dg.GraphDefinition("g").to_job(), tags={PID_TAG: str(gone.pid)})
+        # STARTED, as a build's run is while it runs:
+        instance.run_storage.handle_run_event(run.run_id, dg.DagsterEvent(dg.DagsterEventType.RUN_START.value, run.job_name))
+        storage = instance.event_log_storage
+        storage.initialize_concurrency_limit_to_default(keys.WAREHOUSE_POOL)
+        assert storage.claim_concurrency_slot(keys.WAREHOUSE_POOL, run.run_id, "state_dbt_models").is_claimed
+        assert storage.get_concurrency_info(keys.WAREHOUSE_POOL).active_slot_count == 1
+        assert fail_dead_runs(instance) == [run.run_id]
+        assert storage.get_concurrency_info(keys.WAREHOUSE_POOL).active_slot_count == 0
+        assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
