@@ -69,6 +69,14 @@ class Mine(_Strict):
     values: tuple[str, ...] = Field(min_length=1)
 
 
+class Owned(_Strict):
+    # Who "he"/"she" may be among the speaker's relatives, and nouns after "my" that own nothing
+    # (claims/extractors/clauses.py, _owned_things).
+    he: tuple[str, ...] = Field(min_length=1)
+    she: tuple[str, ...] = Field(min_length=1)
+    not_owned: tuple[str, ...] = Field(min_length=1)
+
+
 class Lexicon(_Strict):
     version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
     frame: tuple[Frame, ...] = Field(min_length=1)
@@ -79,6 +87,7 @@ class Lexicon(_Strict):
     praise: Words
     mine: Mine
     encouraging: Encouraging
+    owned: Owned
     relations: Relations
 
 

@@ -77,3 +77,15 @@ def surface_variants(phrase: str) -> list[list[str]]:
     if len(variants) > MAX_VARIANTS:
         raise ValueError(f"the phrase {phrase!r} has more than {MAX_VARIANTS} forms: split it in claims/lexicon.toml")
     return variants
+
+
+@functools.cache
+def word_classes() -> dict[str, frozenset[str]]:
+    """The base forms English can use as each part of speech ("noun", "verb", "adj", "adv"), from
+    the same package's lemmatizer index (WordNet's lists): what a word may be, not what it is in a
+    sentence ("tell" is a verb and a noun, "explore" only a verb, "car" only a noun)."""
+    import spacy_lookups_data  # lazy: with the pipeline
+    import srsly
+
+    index = srsly.read_gzip_json(spacy_lookups_data.get_file("en_lemma_index.json.gz"))
+    return {pos: frozenset(w.lower() for w in words) for pos, words in index.items()}

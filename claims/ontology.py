@@ -72,6 +72,10 @@ ONTOLOGY: dict[str, Predicate] = {
         # Said with a hedge or under a condition ("I might move to Berlin"): that the subject
         # considers it is a fact, the thing itself is not; extracted with low confidence.
         Predicate("considers", "multi", "person", "text", "something the subject considers (hedged or hypothetical)", future_allowed=True),
+        # What a thing, pet or person other than the speaker is said to be or be like, its subject
+        # named in the turn ("Little Women" for "It's a great story about sisterhood") or owned by
+        # the speaker ("Ana's guinea pig" for "my guinea pig ... he's been great").
+        Predicate("described_as", "multi", "any", "text", "what a thing, pet or person the speaker names is said to be or be like"),
         # Open: a first-person statement of something done that no typed predicate fits.
         Predicate("activity", "multi", "person", "text", "something the subject did (no typed predicate fits)"),
         Predicate("mentions", "multi", "any", "person", "a known person named in the entry", walked=False),

@@ -4,9 +4,9 @@
 - ontology: the predicate is known, and subject and object have its argument types;
 - provenance: the proposal names its source entry, its quote occurs there verbatim, and the quote
   supports the fact: the object (and any time phrase) occurs in the quote, the subject is the
-  speaker, named in the source, or the "you" of a two-party session, and whoever a report says
-  said it (``asserted_by``) is named. A hallucinated quote, an over-inferred object or an
-  unnamed reporter fails here;
+  speaker, named in the source, the "you" of a two-party session or the speaker's own ("Ana's
+  son" where Ana says "my son"), and whoever a report says said it (``asserted_by``) is named.
+  A hallucinated quote, an over-inferred object or an unnamed reporter fails here;
 - policy: the claim's visibility is never broader than its source's;
 - temporal: the valid time is plausible (1900..2200), matches its time phrase as resolved against
   the source's valid time, and is not later than the source unless the predicate is a plan.
@@ -58,7 +58,7 @@ def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | 
         return f"object {p.object[:60]!r} is not supported: it does not occur in the quote {p.quote[:60]!r}"
     if p.time_phrase and _fold(p.time_phrase) not in quote:
         return f"time phrase {p.time_phrase!r} does not occur in the quote {p.quote[:60]!r}"
-    if not _person_supported(p.subject, source, resolver, p.quote):
+    if not _person_supported(p.subject, source, resolver, p.quote) and not _owned_supported(p.subject, source, resolver):
         return f"subject {p.subject!r} is neither the source's speaker ({source.get('actor')!r}) nor named in it"
     if p.asserted_by and not _named(p.asserted_by, source):
         return f"asserted_by {p.asserted_by!r} is not named in entry {p.source_entry_id}: a report names who said it"
@@ -68,6 +68,23 @@ def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | 
 def _named(name: str, source: dict[str, Any]) -> bool:
     # Named in the source as a whole word ("Ana" in "my sister Ana", not "an" in "plans").
     return re.search(rf"(?<!\w){re.escape(_fold(name))}(?!\w)", _fold(source["content"])) is not None
+
+
+# A subject the speaker owns: "Ana's son" for "my son", "Ana's old area" for "our old area".
+_OWNED = re.compile(r"^(?P<owner>[^'’]+)['’]s (?P<thing>[^'’]+)$")
+
+
+def _owned_supported(name: str, source: dict[str, Any], resolver: Resolver | None) -> bool:
+    """Whether ``name`` is "<speaker>'s <thing>" and the source says "my <thing>" or "our <thing>":
+    the speaker's son is named by the speaker's "my son", and by no one else's."""
+    m = _OWNED.match(name)
+    actor = source.get("actor")
+    if m is None or not actor:
+        return False
+    owner = m.group("owner")
+    if _fold(owner) != _fold(actor) and not (resolver is not None and resolver.entity_id(source["scope"], owner) == resolver.entity_id(source["scope"], actor)):
+        return False
+    return re.search(rf"(?<!\w)(?:my|our)\s+{re.escape(_fold(m.group('thing')))}(?!\w)", _fold(source["content"])) is not None
 
 
 def _person_supported(name: str, source: dict[str, Any], resolver: Resolver | None, quote: str) -> bool:

@@ -3,12 +3,18 @@
 Each turn is split into sentences and clauses (spaCy's tokenizer and sentencizer; claims/nlp.py),
 and each clause is read in four steps:
 
-1. Its subject: "I"/"we" is the speaker; "he"/"she" the one person named earlier in the turn,
-   if there is exactly one; a known name (or "my sister Ana") that person; "you" the other
-   participant of a two-party session (their whereabouts and doings only); a clause that starts
-   with a verb ("Just finished a painting") the speaker. Anything else ("they", "it") is not
-   read: no claim rather than a guess. Reported speech ("Jonas says Mira works at ...") is read
-   as the reported clause, asserted by the reporter.
+1. Its subject: "I"/"we" is the speaker; a known name (or "my sister Ana") that person; "you"
+   the other participant of a two-party session (their whereabouts and doings only); a clause
+   that starts with a verb ("Just finished a painting") the speaker, as is each doing of a list
+   after one ("We explored the caves, cooked on the fire and went on a night walk"). The
+   speaker's own are subjects named per owner ("my son got into an accident": "Ana's son"), and
+   what they do or are is kept ("our turtles eat ...", "my old area was hit by a flood"). "he",
+   "she", "it" and "they" stand for the one candidate named before them in the turn ("he" a
+   person or pet of the speaker's or a third person named, "it" a thing or pet of the speaker's
+   or a title named in that sentence or the one before, "they" the speaker's own people or pets),
+   and for no one when there are two or none: no claim rather than a guess. "It's a mix of drama
+   and romance" after a title describes it (`described_as`). Reported speech ("Jonas says Mira
+   works at ...") is read as the reported clause, asserted by the reporter.
 2. Its modality and polarity, from the words before the verb and the clause's opener:
    hedges ("might", "maybe", "thinking about", "would love to", a condition, ...) make the
    claim a low-confidence `considers` instead of a fact; a negation ("not", "never", "no
@@ -21,7 +27,7 @@ and each clause is read in four steps:
 4. Its object: a name after a name frame; otherwise the phrase after the frame, cut at the
    clause's end, a time phrase or a subordinate clause, at most six content words.
 
-One room of ~800 lines on purpose: the four steps read the same clause's tokens and positions,
+One room of ~1,400 lines on purpose: the four steps read the same clause's tokens and positions,
 and splitting them would pass those between modules; the phrasings are data (claims/lexicon.toml)
 and the pipeline is claims/nlp.py. docs/extraction.md says what it gets right and wrong.
 
@@ -42,7 +48,7 @@ from claims import timephrase
 from claims.extractors import rules
 from claims.lexicon import lexicon
 from claims.model import Proposal
-from claims.nlp import lemma, lemma_table, lemmas, pipeline, surface_variants
+from claims.nlp import lemma, lemma_table, lemmas, pipeline, surface_variants, word_classes
 
 if TYPE_CHECKING:
     from claims.resolve import Resolver
@@ -196,7 +202,7 @@ _OBJECT_PRONOUNS = frozenset({"it", "them", "him", "her", "me", "us", "some", "u
 def _past_verb(t: Any) -> bool:
     """An inflected verb by its lemma ("supported", "found"), not a plural noun ("trails")."""
     low, lem = t.lower_, _lemma(t)
-    return t.is_alpha and lem != low and low not in (lem + "s", lem + "es") and not low.endswith("ing")
+    return t.is_alpha and lem != low and low not in (lem + "s", lem + "es", lem[:-1] + "ies") and not low.endswith("ing")  # "berries" is a plural
 
 
 @functools.lru_cache(maxsize=4096)
@@ -261,6 +267,10 @@ def _relation_pattern() -> list[tuple[str, re.Pattern[str]]]:
         alt = "|".join(re.escape(w) for w in words)
         named = r"(?:,\s*|\s+(?:named|called)\s+|\s+)"
         out.append((pred, re.compile(rf"\b[Mm]y (?:(?:best|good|old|close|little|big|older|younger|new|sweet) )?(?:{alt}){named}(?P<obj>{rules._CAP}(?:\s+{rules._CAP})?)")))
+        if pred in ("has_pet", "has_relative"):
+            # "Oscar, my guinea pig.": the name before, set off by a comma, then the relation, closing
+            # its phrase (not a friend or partner: "Jon, my friend" speaks to Jon)
+            out.append((pred, re.compile(rf"(?<![\w,] )(?<!^)(?P<obj>{rules._CAP}),\s+[Mm]y (?:(?:little|older|younger|new|sweet|baby) )?(?:{alt})(?=\s*[.!;)]|\s*$)")))
     return out
 
 
@@ -291,9 +301,18 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
     people = _named_people(entry, text, relations, resolver)
     # "you" in a two-party session is the other participant (entity resolution's participants).
     listener = resolver.other_participant(entry["scope"], entry.get("session_id"), speaker) if resolver is not None and speaker else None
+    if resolver is not None and speaker:
+        # "he" and "she" are neither the speaker nor the one spoken to ("Thanks, Mel! ... He's been great")
+        present = {resolver.entity_id(entry["scope"], n) for n in (speaker, listener) if n}
+        third = [n for n in people if resolver.entity_id(entry["scope"], n) not in present]
+    else:
+        third = [n for n in people if n != speaker]
     for pred, obj_start, obj_end, start in relations:
         if speaker:
-            yield from once(rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert"))
+            p = rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert")
+            if p is not None and start == obj_start and (after := re.match(r",\s+[Mm]y [\w\- ]+", text[obj_end:])):
+                p = p.model_copy(update={"quote": text[start : obj_end + after.end()]})  # "Oscar, my guinea pig": the quote says what Oscar is
+            yield from once(p)
     if speaker:
         for predicate, obj_start, obj_end, start, end in _statements(text):
             p = _claim(entry, base, text, min(start, obj_start), (obj_start, obj_end), speaker, predicate, "assert")
@@ -306,6 +325,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
     if speaker and listener:
         yield from once(_encouragement(entry, base, text, speaker, listener))
     doc = pipeline()(text)
+    things = _things(doc, speaker, third, relations) if speaker else ()
     matcher, frames = _matcher()
     matches: dict[int, list[tuple[int, _Frame]]] = {}
     for key, start, end in matcher(doc):
@@ -319,7 +339,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
             t.i for t in sent
             if t.lower_ in ("if", "unless") and not (t.i and (t.nbor(-1).lower_ == "even" or _lemma(t.nbor(-1)) in _ASKING))
         ]  # fmt: skip
-        for clause in _clauses(sent):
+        for clause, carried in _clauses(sent):
             # "I'm gonna keep writing, but if acting calls I might try it": a condition after "but"
             # reaches forward only; any other makes the whole sentence hypothetical.
             conditional = any(
@@ -329,7 +349,9 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
             if report is not None:
                 yield from once(_reported(entry, base, text, report, people, matches, conditional))
                 continue
-            read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener)
+            read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener, things, carried)
+            if read is not None and read.subject != speaker and read.object.split()[0].lower() in _OBJECT_PRONOUNS:
+                continue  # "my workmates make me keep going": what they do to the speaker, cut at "me"
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
                 yield from once(read)
     yield from rules._identifiers(entry, base, text, actor)
@@ -631,6 +653,161 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
                 yield predicate, start, start + len(obj), m.start(), m.end()
 
 
+# What "it's a ..." says of a moment, not of a thing: "it's a great way to unwind", "it was a blast".
+_NOT_DESCRIPTIONS = frozenset({
+    "way", "time", "lot", "bit", "chance", "blast", "shame", "pity", "relief", "reminder", "sign", "step", "journey",
+    "bond", "challenge", "struggle", "process", "good", "great", "big", "huge", "real", "nice", "tough", "hard",
+    "little", "whole", "perfect", "part", "matter", "question", "dream", "gift", "pleasure", "deal",
+})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Thing:
+    """Someone or something of the speaker's, or a thing named, that a later clause may be about:
+    "my son" (subject "Ana's son"), "our turtles", "my old area", the film "Little Women"."""
+
+    subject: str  # as a claim names it: "Ana's son", "Little Women"
+    at: int  # the token where it is named (after "my")
+    end: int  # the token after it
+    kind: str  # "person", "animal" or "thing"
+    gender: str | None  # "he", "she", or None when either may stand for it
+    plural: bool
+    owned: bool  # the speaker's ("my"/"our"), rather than a title or a name given
+    sent: int  # the token its sentence starts at
+    collective: bool = False  # "my family", "our team": neither "he" nor "she"
+
+
+@functools.cache
+def _owned_words() -> dict[str, Any]:
+    lex = lexicon()
+    rel = lex.relations
+    people = {w for w in (*rel.has_relative, *rel.has_friend, *rel.has_partner) if " " not in w}
+    return {
+        "people": people,
+        "pets": {w for w in rel.has_pet if " " not in w},
+        "compounds": {tuple(w.split()) for w in (*rel.has_relative, *rel.has_friend, *rel.has_partner, *rel.has_pet) if " " in w},
+        "he": set(lex.owned.he),
+        "she": set(lex.owned.she),
+        "not_owned": set(lex.owned.not_owned) | {w for w in (*lex.mine.likes, *lex.mine.values) if " " not in w},
+        "plural_people": {"kids", "children", "parents", "in-laws", "folks", "grandparents", "siblings", "friends"},
+        "collective": {"family", "fam", "team", "group", "crew", "class", "club", "community", "band", "family's"},
+    }
+
+
+def _owned_at(doc: Any, k: int) -> tuple[int, str] | None:
+    """(end token, kind) of the noun phrase of the speaker's that starts at token ``k`` (after
+    "my"/"our"): up to two describing words and a noun ("son", "old area", "younger brother",
+    "home country", "guinea pig"), ending before a verb, a preposition or the clause's end. None
+    when the words do not close a phrase there ("my kids love it": "love" may go on a noun)."""
+    words, classes = _owned_words(), word_classes()
+    n = len(doc)
+    for compound in words["compounds"]:  # "guinea pig", "best friend"
+        if tuple(t.lower_ for t in doc[k : k + len(compound)]) == compound:
+            return k + len(compound), "animal" if " ".join(compound) in lexicon().relations.has_pet else "person"
+    j = k
+    while j < n and j - k < 2 and doc[j].is_alpha and doc[j].is_lower and _lemma(doc[j]) in classes["adj"] and doc[j].lower_ not in words["people"] | words["pets"] and j + 1 < n and doc[j + 1].is_alpha and doc[j + 1].is_lower:
+        j += 1  # "old", "younger", "new": a word describing the noun after it
+    if j >= n or not doc[j].is_alpha or not doc[j].is_lower:
+        return None
+    head = doc[j]
+    low = head.lower_
+    if _lemma(head) not in classes["noun"] and low not in words["people"] | words["pets"]:
+        return None
+    if low in _TIME_WORDS | _TIME_NOUNS:
+        return None
+    end = j + 1
+    if end + 1 < n and low not in words["people"] | words["pets"] and doc[end].is_alpha and doc[end].is_lower and not _closes(doc[end]) and doc[end].lower_ not in _CLOSING_VERBS and (doc[end].lower_ in classes["noun"] or _lemma(doc[end]) in classes["noun"] and not _past_verb(doc[end])) and _closes(doc[end + 1]):
+        end += 1  # "home country", "dance crew": a noun on a noun, then a verb
+    if end < n and low not in words["people"] | words["pets"] and not _closes(doc[end]) and not (doc[end].is_alpha and doc[end].is_lower and _lemma(doc[end]) in classes["verb"] and _lemma(doc[end]) not in classes["noun"]):
+        return None  # the phrase may go on ("my kids love it": "love" may be a noun): where it ends is a guess
+    if end < n and (doc[end].text in ("'", "’", "'s", "’s") or doc[end].is_title and doc[end].text != "I"):
+        return None  # "my kids' faces", "my sister Ana" (the name is the one meant)
+    if end + 1 < n and doc[end].text == "," and doc[end + 1].is_title and doc[end + 1].text != "I":
+        return None  # "my friend, Tom": the name is the one meant
+    phrase = {t.lower_ for t in doc[k:end]} | {_lemma(doc[end - 1])}  # "turtles": a turtle
+    if phrase & words["not_owned"]:
+        return None
+    kind = "person" if phrase & words["people"] else "animal" if phrase & words["pets"] else "thing"
+    return end, kind
+
+
+# Forms of "be", "have" and "get" that are nouns too in WordNet's lists ("are", "gets"): never a noun here.
+_CLOSING_VERBS = frozenset({"are", "gets", "has", "does", "goes", "makes", "keeps", "brings", "helps", "loves", "likes", "needs", "wants"})
+_CLOSING = frozenset({
+    "is", "was", "are", "were", "'s", "’s", "'re", "’re", "has", "have", "had", "will", "would", "can", "could", "should",
+    "might", "must", "do", "does", "did", "'ve", "'ll", "'d", "got", "gets", "get", "and", "or", "but",
+})  # fmt: skip
+
+
+def _closes(t: Any) -> bool:
+    """Whether a noun phrase ends before token ``t``: a mark, an auxiliary, an adverb, a
+    preposition or conjunction, or a past form ("my son got", "my car broke")."""
+    low = t.lower_
+    if not t.is_alpha or low in _CLOSING or low in _ADVERBS | _PREPOSITIONS | _STOPS | _TIME_WORDS | _FUNCTION_WORDS:
+        return True
+    return _past_verb(t) and _lemma(t) in word_classes()["verb"] and not low.endswith("s") and low not in word_classes()["noun"]  # "crew" is no past of "crow" here
+
+
+def _things(doc: Any, speaker: str, third: list[str] = (), relations: list[tuple[str, int, int, int]] = ()) -> tuple[_Thing, ...]:  # type: ignore[assignment]
+    """What the speaker names of their own in the turn ("my son", "our turtles"), titles ("Little
+    Women") and the people named who are neither the speaker nor the one spoken to (``third``, a
+    relative named "my colleague Rob" among them), in order: whom a later "he", "she", "it" or
+    "they" may stand for, and the subjects "my son ..." and "our turtles ..." name."""
+    out: list[_Thing] = []
+    words = _owned_words()
+    kin = {doc.text[s:e] for _, s, e, _ in relations}
+    for name in dict.fromkeys(third):
+        first = next((t for t in doc if t.text == name.split()[0]), None)
+        if first is not None:  # a person named, anywhere in the turn (as "he"/"she" were read before)
+            out.append(_Thing(name, -1, -1, "person", None, False, name in kin, first.sent.start))
+    for t in doc:
+        low = t.lower_
+        if low in ("my", "our") and t.i + 1 < len(doc) and not (
+            t.i >= 2 and doc[t.i - 1].text == "," and doc[t.i - 2].is_title and doc[t.i - 2].lower_ not in _OPENERS | {"thanks", "hi", "hello"}
+        ):
+            # (not "Oscar, my guinea pig": the name is the one a pronoun after it stands for)
+            found = _owned_at(doc, t.i + 1)
+            if found is None:
+                continue
+            end, kind = found
+            phrase = doc[t.i + 1 : end]
+            head = phrase[-1].lower_
+            plural = head in words["plural_people"] or (_lemma(phrase[-1]) != head and head.endswith("s"))
+            gender = "he" if head in words["he"] else "she" if head in words["she"] else None
+            collective = head in words["collective"]
+            out.append(_Thing(f"{speaker}'s {phrase.text}", t.i + 1, end, kind, gender, plural, True, t.sent.start, collective))
+        elif t.text in ('"', "“") and t.i + 1 < len(doc) and doc[t.i + 1].is_title:
+            close = next((k for k in range(t.i + 2, min(t.i + 12, len(doc))) if doc[k].text in ('"', "”")), None)
+            if close is not None:
+                title = doc[t.i + 1 : close].text.rstrip(".,!?")
+                out.append(_Thing(title, t.i + 1, close, "thing", None, False, False, t.sent.start))
+    return tuple(out)
+
+
+def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thing, ...], speaking: bool = True) -> str | None:
+    """Whom or what a pronoun at token ``at`` stands for: the one candidate named before it in
+    the turn, or None when there is none or more than one (no claim rather than a guess). "he"
+    and "she": a person named in the turn or one of the speaker's people or pets it may stand for
+    ("my son"; not "my sister" for "he"); "it": one thing or pet of the speaker's, or one title,
+    named before it; "they": one plural of the speaker's ("my turtles", "our kids")."""
+    at = token.i
+    before = [o for o in things if o.at < at]
+    if pronoun in ("he", "she"):
+        if not speaking:
+            return _the_one(people)  # no speaker: a report's "he" is the one person named
+        owned = {o.subject for o in before if o.kind in ("person", "animal") and not o.plural and o.gender in (None, pronoun) and not o.collective}
+        return _the_one(list(owned))
+    if pronoun == "it":
+        # the same sentence or the one before: "I wrapped up my script. I'm relieved. It's a mix of
+        # excitement and terror" (the feeling, not the script)
+        here = token.sent.start
+        previous = token.doc[here - 1].sent.start if here else here
+        found = {o.subject for o in before if o.kind in ("thing", "animal") and not o.plural and o.sent in (here, previous)}
+    else:
+        found = {o.subject for o in before if o.plural and o.kind in ("person", "animal")}  # "they" for things is most often someone else
+    return next(iter(found)) if len(found) == 1 else None
+
+
 def _named_people(entry: dict[str, Any], text: str, relations: list[tuple[str, int, int, int]], resolver: Resolver | None) -> list[str]:
     """People named in the turn, in order: relations' names and names the scope knows."""
     names = [text[s:e] for _, s, e, _ in relations]
@@ -706,49 +883,129 @@ def _reported(
     return p.model_copy(update={"asserted_by": report.reporter, "quote": quote})
 
 
-def _clauses(sent: Any) -> Iterator[list[Any]]:
+def _clauses(sent: Any) -> Iterator[tuple[list[Any], bool]]:
     """The clauses of a sentence: split at punctuation, at subordinators, and at a coordinator
-    followed by a new subject ("... and I moved ...")."""
+    followed by a new subject ("... and I moved ..."); each with whether the speaker's subject
+    carries over to it: a clause after one opened by "I"/"we", split from it at a comma or "and"
+    with no subject of its own ("We explored the caves, cooked on the fire and even went on a
+    night walk": every doing of the list is the speaker's)."""
+    own = False  # the last clause yielded was the speaker's ("I"/"we", or carried over)
+    base = True  # a base form may carry on from it: not after an infinitive ("I use it to stay on track, visualize goals")
+    for tokens, split_at in _split(sent, lambda cur: _speakers_own(cur) or (own and _carried_item(cur, base)), lambda cur: own and _carried_item(cur, base)):
+        carried = own and split_at in (",", "and", "then", ";") and _carried_item(tokens, base)
+        yield tokens, carried
+        own = _speakers_own(tokens) or carried
+        base = not any(t.lower_ == "to" for t in tokens)
+
+
+def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]]:
+    """The token lists of ``_clauses``, each with the word or mark it was split from the one
+    before at ("" for the first). ``owns``: whether a clause so far is the speaker's;
+    ``listing``: whether it is an item of the speaker's list of doings."""
     cur: list[Any] = []
+    at = ""
     tokens = list(sent)
     for i, t in enumerate(tokens):
         low = t.lower_
         nxt = tokens[i + 1].lower_ if i + 1 < len(tokens) else ""
         if t.text.endswith("-") and len(t.text) > 1:
             cur.append(t)
-            yield cur
-            cur = []
+            yield cur, at
+            cur, at = [], "-"
             continue
         if t.text in ("-", "–") and i and not tokens[i - 1].whitespace_:
             cur.append(t)  # a hyphen inside a word ("dairy-free") joins, it does not split
             continue
+        if t.text == "," and cur and _things_listed(tokens, i):
+            cur.append(t)  # "a mix of vegetables, fruits, and insects": one object, not three clauses
+            continue
         if t.text in _SPLIT_PUNCT or t.is_space:
             if cur:
-                yield cur
+                yield cur, at
+                at = t.text
+            elif t.text != ",":
+                at = t.text
             cur = []
             continue
         if low in ("and", "but", "so", "then", "or") and (nxt in _SUBJECT_WORDS or nxt in ("then", "now", "also", "just")):
             if cur:
-                yield cur
-            cur = []
+                yield cur, at
+            cur, at = [], low
             continue
-        if low in ("and", "then") and _speakers_own(cur) and _second_doing(sent.doc, t.i + 1, tokens[-1].i) and nxt not in _word_lists()["feelings"]:
+        if low in ("and", "then") and cur and nxt not in _word_lists()["feelings"] and (
+            (owns(cur) and _second_doing(sent.doc, t.i + 1, tokens[-1].i)) or (listing(cur) and _carried_item(tokens[i + 1 :], False))
+        ):  # (the last doing of a list: "We chilled under the trees, played games and ate yummy food")
             # "I went out and got a copy": the second doing is the speaker's too, a clause of its own
             # (not "... and supported them": a clause that opens with a feeling reads as one felt).
-            yield cur
-            cur = []
+            yield cur, at
+            cur, at = [], low
             continue
         if t.text == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom"):
-            yield cur  # "since I'm lactose intolerant I'm trying ...": a new subject, a new clause
-            cur = [t]
+            yield cur, at  # "since I'm lactose intolerant I'm trying ...": a new subject, a new clause
+            cur, at = [t], "I"
             continue
         if low in _STOPS and cur and low not in ("like", "as", "than", "hoping", "so"):
-            yield cur
-            cur = [t]
+            yield cur, at
+            cur, at = [t], low
             continue
         cur.append(t)
     if cur:
-        yield cur
+        yield cur, at
+
+
+def _things_listed(tokens: list[Any], i: int) -> bool:
+    """Whether the comma at ``tokens[i]`` goes on a list of things ("vegetables, fruits, and
+    insects", "coconut milk, vanilla, and a pinch of salt"): a lower-case word before it, and
+    after it items of one to four words that are no doing (no past form, no word that is only a
+    verb) and no new subject, closed by "and"/"or" before the sentence's next mark."""
+    prev = tokens[i - 1]
+    classes = word_classes()
+    if not (prev.is_alpha and prev.is_lower) or _past_verb(prev) and not prev.lower_.endswith("s") or _lemma(prev) not in classes["noun"] and not prev.lower_.endswith("ing"):
+        return False
+    k, item = i + 1, 0
+    last = k < len(tokens) and tokens[k].lower_ in ("and", "or")  # ", and insects": the list's last item
+    k += last
+    while k < len(tokens) and k - i <= 12:
+        t = tokens[k]
+        low = t.lower_
+        if low in ("and", "or") and item:
+            return k + 1 < len(tokens) and tokens[k + 1].is_alpha and tokens[k + 1].lower_ not in _SUBJECT_WORDS
+        if low == "," and item:
+            if k + 1 < len(tokens) and tokens[k + 1].lower_ in ("and", "or"):
+                k += 1
+                continue
+            item = 0
+            k += 1
+            continue
+        if not t.is_alpha or item >= 4:
+            return last and item > 0 and not t.is_alpha and t.text != "-"
+        lem = _lemma(t)
+        if not item and low not in ("a", "an", "the", "some") and (
+            low in _SUBJECT_WORDS | _OPENERS | _STOPS | _LEADS | _FUNCTION_WORDS | _ADVERBS or low in classes["adv"]
+            or (low.endswith("ing") and not prev.lower_.endswith("ing"))
+            or (not low.endswith("ing") and (lem not in classes["noun"] or (lem in classes["verb"] and lem == low)))
+            or (_past_verb(t) and not low.endswith("s") and low not in classes["noun"])  # ("berries" is no past)
+        ):
+            return False  # "..., roasted marshmallows", "..., plan events": a doing; "..., and I ...": a clause
+        item += 1
+        k += 1
+    return last and item > 0 and k >= len(tokens)
+
+
+def _carried_item(tokens: list[Any], base: bool = True) -> bool:
+    """Whether a clause with no subject of its own opens (past adverbs) with a doing: a past form
+    ("roasted marshmallows", "went on a hike") or a base form that is only ever a verb ("explore
+    the caves"; not "corn and beans", "tell" is a noun too). A list of things after a doing
+    ("I painted a lake, trees and a sunset") opens with none."""
+    first = next((t for t in tokens if t.lower_ not in _ADVERBS and t.lower_ not in ("and", "then")), None)
+    if first is None or not first.is_alpha or first.is_title or first.lower_ in _FUNCTION_WORDS | _SUBJECT_WORDS:
+        return False
+    low, classes = first.lower_, word_classes()
+    if _lemma(first) in _NOT_ACTIVITIES | _TALK:
+        return False  # "..., thought it would be fun": a thought, not a doing of the list
+    if _past_verb(first) and _lemma(first) in classes["verb"]:
+        return True
+    return base and _lemma(first) == low and low in classes["verb"] and low not in classes["noun"] and low not in classes["adj"]
 
 
 def _speakers_own(cur: list[Any]) -> bool:
@@ -781,7 +1038,8 @@ def _starts_with(tokens: list[Any], i: int, seqs: list[tuple[str, ...]]) -> int:
 
 
 def _subject(
-    tokens: list[Any], speaker: str | None, people: list[str], listener: str | None = None, frame_starts: frozenset[int] = frozenset()
+    tokens: list[Any], speaker: str | None, people: list[str], listener: str | None = None, frame_starts: frozenset[int] = frozenset(),
+    things: tuple[_Thing, ...] = (), carried: bool = False,
 ) -> tuple[str | None, int, bool]:
     """(subject, index of the first token after it, whether the clause opens with a gerund);
     (None, 0, False) when the clause names no subject it can trust. "you" is ``listener``, the
@@ -794,6 +1052,10 @@ def _subject(
     if i < len(tokens) and tokens[i].lower_ in ("in", "on", "at", "during", "over", "for", "after", "before"):
         # "In May I went ...", "For my birthday we ...": a phrase of time or place before the subject
         j = next((k for k in range(i + 1, min(i + 6, len(tokens))) if tokens[k].text == "I" or tokens[k].lower_ == "we"), None)
+        if j is None:  # "On the way home my brother got ...": the speaker's own after the phrase
+            j = next((k for k in range(i + 1, min(i + 6, len(tokens))) if tokens[k].lower_ in ("my", "our") and any(o.at == tokens[k].i + 1 and o.owned for o in things)), None)
+            if j is not None and any(tokens[k].lower_ in ("to", "and", "or") or _lemma(tokens[k]) in word_classes()["verb"] - word_classes()["noun"] for k in range(i + 1, j)):
+                j = None  # "for love and to teach our kids ...": "our kids" is an object there
         if j is not None and all(tokens[k].is_alpha and tokens[k].lower_ not in _SUBJECT_WORDS - {"my", "our", "this", "that"} for k in range(i + 1, j)):
             i = j
     if i >= len(tokens):
@@ -804,17 +1066,27 @@ def _subject(
         return speaker, i + 1, False
     if low == "you" and listener is not None and not (i and tokens[i - 1].lower_ in _LEADS | {"if", "unless"}):
         return listener, i + 1, False  # not "when you start questioning": that "you" is anyone
-    if low in ("he", "she"):
-        one = _the_one(people)
+    if low in ("he", "she", "it", "they"):
+        one = _antecedent(low, t, people, things, speaker is not None)
         return (one, i + 1, False) if one is not None else (None, 0, False)
     if low == "my" and i + 1 < len(tokens) and tokens[i + 1].lower_ == "home":
         return speaker, i + 1, False  # "My home is now Lisbon": the frame starts at "home"
     if low == "my" and i + 2 < len(tokens) and tokens[i + 2].text in people:
         return tokens[i + 2].text, i + 3, False  # "my sister Ana moved ..."
+    if low in ("my", "our") and (own := next((o for o in things if o.at == t.i + 1 and o.owned), None)) is not None and not (
+        own.end < len(t.doc) and t.doc[own.end].lower_ in ("and", "or", ",", "&")
+    ):  # not "Our family and moments make it worth it": of two subjects, the claim would name one
+        return own.subject, i + 1 + (own.end - own.at), False  # "My son got into an accident": the speaker's son
     if t.text in people:
         return t.text, i + 1, False
     if speaker is None or low in _SUBJECT_WORDS:
         return None, 0, False
+    if carried and _carried_item(tokens[i:]):
+        # "We explored the caves, cooked on the fire and went on a night walk": the list's subject
+        j = i
+        while j < len(tokens) and tokens[j].lower_ in _ADVERBS | {"and", "then"}:
+            j += 1
+        return speaker, j, False
     # No subject: a verb first ("Just finished a painting", "been tinkering with a recipe") is the
     # speaker's; a gerund first ("Volunteering at the shelter made me ...") the speaker's doing.
     if tokens[i].lower_ in _word_lists()["feelings"] or (tokens[i].lower_ in ("was", "am", "been") and i + 1 < len(tokens)):
@@ -848,10 +1120,16 @@ def _read_clause(
     matches: dict[int, list[tuple[int, _Frame]]],
     conditional: bool,
     listener: str | None = None,
+    things: tuple[_Thing, ...] = (),
+    carried: bool = False,
 ) -> Proposal | None:
-    subject, i, gerund = _subject(tokens, speaker, people, listener, frozenset(matches))
+    subject, i, gerund = _subject(tokens, speaker, people, listener, frozenset(matches), things, carried)
     if subject is None:
         return None
+    # Someone or something of the speaker's ("my son", "our turtles", "they" for them) or a title
+    # ("it" for "Little Women"): what it does or is, not what the speaker does.
+    thing = next((o for o in things if o.subject == subject), None) if subject != speaker else None
+    it_subject = thing is not None and i > 0 and tokens[i - 1].lower_ == "it"
     words = _word_lists()
     if gerund and not _starts_with(tokens, i, words["hedge_before"]) and tokens[i].i not in matches:
         span = _object_span(text, tokens, tokens[i].i, phrase_from_verb=True, stop_lemmas=_GERUND_VERBS)
@@ -892,6 +1170,9 @@ def _read_clause(
             continue
         if n := _starts_with(tokens, i, words["negations"]):
             negated, i = True, i + n
+            continue
+        if thing is not None and t.lower_ in ("'s", "’s"):
+            copula, i = True, i + 1  # "It's a mix of ...", "He's been great": "is" (the lookup lemma of "'s" is "have")
             continue
         if lem in _HAVE or t.lower_ in ("have", "has", "had"):
             nxt = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -935,6 +1216,36 @@ def _read_clause(
     admitted = verb.lower_ == "accepted" and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("for", "to", "into", "at", "by")
     if frame is None and verb.lower_ in words["feelings"] and not moving and not admitted:  # "got accepted for an internship": admitted  # "moved from Porto" is not a feeling
         frame, end = _Frame("feels", "phrase", ()), verb.i  # "I'm thrilled to ...": the feeling is the object
+    if thing is not None:
+        if frame is not None and frame.kind == "name" and _name_span(text, tokens, end) is None:
+            frame = None  # "My son got into an accident": no name after the frame, a doing of his
+        if frame is not None and thing.kind == "thing" and frame.predicate != "described_as":
+            frame = None  # "our trip got off to a bad start": a thing receives, likes or attends nothing
+        if copula and verb.lower_ == "like":
+            return None  # "my laptop is like half of my lifeline": a likeness, not a liking
+        after = verb.doc[verb.i + 1] if verb.i < len(verb.doc) - 1 else None
+        # "My team has been super encouraging and inspiring": after "is", an -ing word that ends its
+        # phrase describes; "my son is doing great" is a doing.
+        ing_says_how = after is None or not after.is_alpha or after.lower_ in ("and", "or")
+        described = copula and (not verb.lower_.endswith("ing") or ing_says_how) and (frame is None or frame.predicate in ("identity", "feels", "described_as"))
+        if described or (frame is not None and frame.predicate == "described_as"):
+            if negated or hedged or future or ability:
+                return None  # "It wasn't great", "it might be a mix": not what it is
+            if it_subject and not (frame is not None and frame.predicate == "described_as") and verb.lower_ not in ("a", "an", "about"):
+                return None  # "It was a tough week", "it's so nice to ...": "it" that names nothing; "It's a mix of ..." says what the thing is
+            first = verb.i if described else end
+            span = _object_span(text, tokens, first, phrase_from_verb=True)
+            if span is None or verb.doc[first].lower_ in ("to", "that", "because", "when", "so", "like", "the", "this", "my", "our", "your", "all"):
+                return None  # "my plan was to ...", "it's like ...": a clause; "My family is my motivation": said of the speaker (_mine)
+            said = text[span[0] : span[1]].lower().split()
+            head = next((said[k - 1] for k, w in enumerate(said) if k and w in _PREPOSITIONS | {"set", "called"}), None)
+            if it_subject and (head is None or head in _NOT_DESCRIPTIONS):
+                return None  # "it's been quite a journey", "It's a small step": a saying; "a mix of drama and romance" says what it is
+            return _claim(entry, base, text, start_tok.idx, span, subject, "described_as", "assert")
+        if it_subject:
+            return None  # what "it" does: "it" is most often no thing ("it feels like ...")
+    elif frame is not None and frame.predicate == "described_as":
+        return None  # "I represent ...": a description of a thing, not of the speaker
     if ability and not hedged:
         return None  # ability, advice and obligation say what could be, not what is
     if gerund and hedged:
@@ -995,10 +1306,11 @@ def _read_clause(
         return None  # "I'm lactose intolerant", "I'm game for ...": a state after "am", not a doing
     if _lemma(verb) == "have" and not negated:
         predicate = "has"  # "I had a mentor", "we have two kids"
-    elif negated or _lemma(verb) in _NOT_ACTIVITIES or verb.lower_ in _NOT_ACTIVITIES or verb.is_title:
+    elif negated or (_lemma(verb) in _NOT_ACTIVITIES and not (thing is not None and _lemma(verb) == "get")) or verb.lower_ in _NOT_ACTIVITIES or verb.is_title:
+        # (what the speaker's own "got" is a doing of theirs: "my son got into an accident")
         return None
-    if speaker is None or subject != speaker:
-        return None  # open activities only from what the speaker says of themself
+    if speaker is None or (subject != speaker and thing is None):
+        return None  # open activities only from what the speaker says of themself or of their own
     if verb.i + 2 <= tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("and", "or", "but") and verb.doc[verb.i + 2].lower_ in _DETERMINERS:
         return None  # "the paths I've taken and the progress I've made": the verb has no object here
     span = _object_span(text, tokens, verb.i + 1 if predicate == "has" else verb.i, phrase_from_verb=True)
@@ -1023,6 +1335,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     titled = text[span[1] - 1] in '"”'  # a quoted title's words are a name, not a saying ("The Long Way")
     if predicate in ("created", "watched") and not titled and (named[-1] in _MADE_IDIOMS or any(w in _MADE_IDIOMS for w in named[:2])):
         return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
+    if predicate == "values" and re.search(r"\b(?:your|you)\s*$", text[: span[0]], re.I):
+        return None  # "I believe in your power": said of the listener, not held by the speaker
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
         return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
     past = first.endswith("ed") or (lemma(first) != first and first.isalpha() and not first.endswith(("s", "ing")) and first not in _DETERMINERS)
