@@ -783,6 +783,8 @@ def _things(doc: Any, speaker: str, third: list[str] = (), relations: list[tuple
             if found is None:
                 continue
             end, kind = found
+            if end < len(doc) and doc[end].lower_ in ("called", "named", "titled"):
+                continue  # "my group called "Finding Home"": the name given is the one a pronoun stands for
             phrase = doc[t.i + 1 : end]
             head = phrase[-1].lower_
             plural = head in words["plural_people"] or (_lemma(phrase[-1]) != head and head.endswith("s"))
@@ -794,6 +796,15 @@ def _things(doc: Any, speaker: str, third: list[str] = (), relations: list[tuple
             if close is not None:
                 title = doc[t.i + 1 : close].text.rstrip(".,!?")
                 out.append(_Thing(title, t.i + 1, close, "thing", None, False, False, t.sent.start))
+    for m in _NAME_IS.finditer(text) if "name" in text else ():
+        # "Her name is Shadow! She's full of energy": the one named is whom "she" stands for, in place
+        # of the pet or child of the speaker's named before, which is most often the same one
+        span = doc.char_span(m.start("obj"), m.end("obj"))
+        if span is None or m.group("obj") in rules._NOT_PEOPLE:
+            continue
+        gender = {"his": "he", "her": "she"}.get(m.group(0).split()[0].lower())
+        out = [o for o in out if not (o.owned and o.kind in ("person", "animal") and o.at < span[0].i)]
+        out.append(_Thing(m.group("obj"), span[0].i, span[-1].i + 1, "animal", gender, False, False, span[0].sent.start))
     return tuple(out)
 
 
@@ -977,6 +988,9 @@ def _things_listed(tokens: list[Any], i: int) -> bool:
         return False
     k, item = i + 1, 0
     last = k < len(tokens) and tokens[k].lower_ in ("and", "or")  # ", and insects": the list's last item
+    # A word that may be a verb ("love", "hike") is a thing of the list only after a preposition:
+    # "a story about sisterhood, love, and ...", not "We watch movies, hike, and ..."
+    after_preposition = any(t.lower_ in _PREPOSITIONS for t in tokens[max(0, i - 4) : i])
     k += last
     while k < len(tokens) and k - i <= 12:
         t = tokens[k]
@@ -992,17 +1006,25 @@ def _things_listed(tokens: list[Any], i: int) -> bool:
             continue
         if not t.is_alpha or item >= 4:
             return last and item > 0 and not t.is_alpha and t.text != "-"
+        if low in _CLOSING - {"and", "or"} or low in _SUBJECT_WORDS:
+            return False  # "..., and hiking was fun": a clause, not an item
         lem = _lemma(t)
         if not item and low not in ("a", "an", "the", "some") and (
             low in _SUBJECT_WORDS | _OPENERS | _STOPS | _LEADS | _FUNCTION_WORDS | _ADVERBS or low in classes["adv"]
-            or (low.endswith("ing") and not prev.lower_.endswith("ing"))
-            or (not low.endswith("ing") and (lem not in classes["noun"] or (lem in classes["verb"] and lem == low)))
+            or (low.endswith("ing") and not prev.lower_.endswith("ing") and not last)  # (", and reaching for your dreams")
+            or (not low.endswith("ing") and (lem not in classes["noun"] or (lem in classes["verb"] and lem == low and (_goes_on(tokens, k) or not after_preposition))))
             or (_past_verb(t) and not low.endswith("s") and low not in classes["noun"])  # ("berries" is no past)
         ):
             return False  # "..., roasted marshmallows", "..., plan events": a doing; "..., and I ...": a clause
         item += 1
         k += 1
     return last and item > 0 and k >= len(tokens)
+
+
+def _goes_on(tokens: list[Any], k: int) -> bool:
+    """Whether the word at ``k`` has another after it in its item ("plan events", a doing and its
+    object), rather than closing it ("love, and ...": one word, a thing)."""
+    return k + 1 < len(tokens) and tokens[k + 1].is_alpha and tokens[k + 1].lower_ not in ("and", "or")
 
 
 def _carried_item(tokens: list[Any], base: bool = True) -> bool:
@@ -1247,9 +1269,14 @@ def _read_clause(
             if it_subject and not (frame is not None and frame.predicate == "described_as") and verb.lower_ not in ("a", "an", "about"):
                 return None  # "It was a tough week", "it's so nice to ...": "it" that names nothing; "It's a mix of ..." says what the thing is
             first = verb.i if described else end
+            while described and first < tokens[-1].i and verb.doc[first].lower_ in ("been", "being", "be"):
+                first += 1  # "She's been a great addition": what she is follows "been"
             span = _object_span(text, tokens, first, phrase_from_verb=True)
             if span is None or verb.doc[first].lower_ in ("to", "that", "because", "when", "so", "like", "the", "this", "my", "our", "your", "all"):
                 return None  # "my plan was to ...", "it's like ...": a clause; "My family is my motivation": said of the speaker (_mine)
+            cut = re.search(r",?\s+and\s+(?=(?:" + "|".join(sorted(_ADVERBS)) + r")\b)", text[span[0] : span[1]], re.I)
+            if cut is not None:  # "full of energy and always puts a smile on my face": a second doing
+                span = (span[0], span[0] + cut.start())
             said = text[span[0] : span[1]].lower().split()
             head = next((said[k - 1] for k, w in enumerate(said) if k and w in _PREPOSITIONS | {"set", "called"}), None)
             if it_subject and (head is None or head in _NOT_DESCRIPTIONS):
@@ -1341,7 +1368,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     named = [w for w in rest if len(w) > 2 and w not in _STOPWORDS and w not in _VAGUE_OBJECTS and w not in _TIME_WORDS]
     if first == "no" or not named:
         return None  # "watched it", "obsessed with those", "no doubt", "the other day": nothing named
-    if any(w in ("you", "your", "you're", "you've", "yours") for w in rest) and predicate not in ("likes", "met", "received"):
+    if any(w in ("you", "your", "you're", "you've", "yours") for w in rest) and predicate not in ("likes", "met", "received", "described_as"):
         return None  # "Glad you agree", "Seeing your students grow": about the listener, not the speaker
     if first in _CLAUSE_SUBJECTS and predicate != "feels":
         return None  # "I heard she joined Helio Labs": a clause, not a thing heard (who said it is unknown)
@@ -1568,8 +1595,8 @@ def _object_span(
         out.append(t)
     if out and out[-1].i == last and out[-1].lower_ in _PLACE_NOUNS and content < MAX_CONTENT_WORDS:
         out += _apposed_name(doc, last)  # "improving my old area, West County, too"
-    while out and (out[-1].lower_ in _STOPWORDS or out[-1].lower_ in _TRAILING_WORDS):
-        out.pop()
+    while out and (out[-1].lower_ in _STOPWORDS or out[-1].lower_ in _TRAILING_WORDS or out[-1].text in (",", ";")):
+        out.pop()  # (a comma of a list cut at the word cap: "faith, doubt,")
     if not out or content == 0:
         return None
     first = 0

@@ -461,6 +461,10 @@ def test_a_malformed_lexicon_names_its_file_and_field(tmp_path) -> None:
         # a thing just named, described
         ('I finally read "The Quiet Orchard". It\'s a gentle tale about two rival beekeepers.', ("The Quiet Orchard", "described_as", "gentle tale about two rival beekeepers", "assert")),
         ("My new kayak came yesterday. It's a sit-on-top model with a rudder.", ("Ana's new kayak", "described_as", "sit-on-top model with a rudder", "assert")),
+        ('We joined a choir called "Night Owls". It\'s a group of retired teachers.', ("Night Owls", "described_as", "group of retired teachers", "assert")),
+        ("Her name is Pepper! She's full of beans and always steals socks.", ("Pepper", "described_as", "full of beans", "assert")),
+        ('I reread "Small Gods". It\'s a funny tale about faith, doubt, and finding peace.', ("Small Gods", "described_as", "funny tale about faith, doubt, and finding peace", "assert")),
+        ('I reread "Small Gods". It\'s a funny tale about faith, doubt, and finding your own way.', ("Small Gods", "described_as", "funny tale about faith, doubt", "assert")),
         # a list of doings: each item its own claim, the subject carried over
         ("We hiked the ridge, swam in the lake and even cooked trout on the fire.", ("Ana", "practices", "swam in the lake", "assert")),
         ("We hiked the ridge, swam in the lake and even cooked trout on the fire.", ("Ana", "created", "trout on the fire", "assert")),
@@ -516,5 +520,7 @@ def test_what_is_said_of_others_keeps_its_limits() -> None:
     assert ("Ana's trip", "activity", "got off to a bad start", "assert") in said("Our trip got off to a bad start.")
     # A list of things after a doing is one object, not doings: "trees" is no verb here.
     assert not any(o.startswith("trees") for _, _, o, _ in said("I painted a lake, trees and a sunset."))
+    # A word that may be a verb is an item of a list of things only after a preposition.
+    assert not any("hike" in o for _, _, o, _ in said("We watch films, hike, and cook big dinners."))
     # Items of a list after an infinitive are not the speaker's doings ("to stay on track, plan goals").
     assert not any(o.startswith("visualize") for _, _, o, _ in said("I use a whiteboard to stay on track, visualize goals and track wins."))
