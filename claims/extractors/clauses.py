@@ -187,6 +187,7 @@ def _second_doing(doc: Any, i: int, last: int) -> bool:
 
 _LIGHT_VERBS = frozenset({"make", "do", "get", "think", "start", "go", "help", "try", "see", "be", "have", "keep"})
 _HOW_ONE_IS = frozenset({"great", "well", "good", "ok", "okay", "fine", "better", "alright", "awesome", "amazing", "pretty", "so", "really", "much"})
+_PARTICLES = frozenset({"away", "out", "up", "down", "back", "off", "over", "around", "together", "along", "well"})
 _PEOPLE_WORDS = frozenset({"people", "person", "folks", "foster", "refugees", "students", "friends", "guests"})
 
 # Amounts before what is counted: "lots of books", "a bunch of friends", "plenty of ideas".
@@ -639,6 +640,8 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
                 # "..., but contemporary is my top pick": the favourite follows the conjunction.
                 if lead := re.match(r"(?:but|and|so|or|plus|though)\s+", obj, re.I):
                     start, obj = start + lead.end(), obj[lead.end() :]
+                if lead := re.match(r"(?:remember|know|think|believe|guess|say|feel|agree|hope)\s+(?:that\s+)?", obj, re.I):
+                    start, obj = start + lead.end(), obj[lead.end() :]  # "Remember that staying positive is important": the value follows
                 if lead := re.match(r"(?:this|that|these|those)\s+(?=\w)", obj, re.I):
                     start, obj = start + lead.end(), obj[lead.end() :]  # "This necklace means a lot to me"
                 if not obj or obj.lower().split()[0] in _NOT_OBJECTS:
@@ -646,7 +649,8 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
                 if predicate == "feels" and obj.lower().split()[0] not in _word_lists()["feelings"]:
                     continue  # "makes me think", "made me realize": not a feeling
                 if predicate == "appreciates":
-                    if lemma(obj.split()[0].lower()) in _COURTESIES and len(obj.split()) < 3:
+                    head = obj.split()[0].lower().rstrip("'’")
+                    if (lemma(head) in _COURTESIES or (head.endswith("in") and lemma(head + "g") in _COURTESIES)) and len(obj.split()) < 3:
                         continue  # "thanks for asking", "thanks for having me": courtesy, nothing named
                     if lead := _LEAD_OWNER.match(obj):
                         start, obj = start + lead.end(), obj[lead.end() :]  # "your support" -> "support"
@@ -1176,6 +1180,8 @@ def _read_clause(
             # with people - that's awesome!": said of the listener as often as of oneself.
             return None
         return _claim(entry, base, text, span[0], span, subject, "practices", "assert")
+    # "We all have unique paths", "we each have our reasons": said of everyone, in the present
+    we_all = subject == speaker and i < len(tokens) and tokens[i - 1].lower_ == "we" and tokens[i].lower_ in ("all", "each")
     # A hedge anywhere in the clause ("I will probably visit ...", "Eventually I hope to ...")
     # makes it hypothetical: precision over recall for facts.
     main = next((k for k in range(i + 1, len(tokens)) if tokens[k].lower_ in _RELATIVES), len(tokens))
@@ -1286,6 +1292,8 @@ def _read_clause(
             return None  # what "it" does: "it" is most often no thing ("it feels like ...")
     elif frame is not None and frame.predicate == "described_as":
         return None  # "I represent ...": a description of a thing, not of the speaker
+    if we_all and verb.lower_ == _lemma(verb):
+        return None  # a general remark: "We all have unique paths"
     if ability and not hedged:
         return None  # ability, advice and obligation say what could be, not what is
     if gerund and hedged:
@@ -1375,6 +1383,15 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     titled = text[span[1] - 1] in '"”'  # a quoted title's words are a name, not a saying ("The Long Way")
     if predicate in ("created", "watched") and not titled and (named[-1] in _MADE_IDIOMS or any(w in _MADE_IDIOMS for w in named[:2])):
         return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
+    words = text[span[0] : span[1]].split()
+    if predicate in ("activity", "practices", "plans", "goal", "considers") and (
+        words[-1].lower().strip(".,!?") in ("something", "anything", "everything", "ones", "stuff")  # "stumped about something", "a list of the ones"
+        or (predicate == "activity" and rest and all(w in _HOW_ONE_IS | _PARTICLES for w in rest) and lemma(first) in _LIGHT_VERBS | {"stay", "come", "hang", "stick", "work", "sit", "stand"})  # "work well", "stayed away" (not "broke down")
+        or (predicate == "practices" and [w.lower() for w in words[:2]] in (["run", "out"], ["ran", "out"], ["running", "out"]))  # "I run out of things"
+        or (predicate in ("plans", "goal", "considers") and named and all(w in _PEOPLE_WORDS for w in named))  # "we show people"
+        or (predicate == "practices" and len(words) <= 5 and any(w.lower().strip(".,!?") in ("it", "them") for w in words[1:]))  # "played it and recommended it"
+    ):
+        return None
     if predicate == "values" and re.search(r"\b(?:your|you)\s*$", text[: span[0]], re.I):
         return None  # "I believe in your power": said of the listener, not held by the speaker
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):

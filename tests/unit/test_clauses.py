@@ -524,3 +524,17 @@ def test_what_is_said_of_others_keeps_its_limits() -> None:
     assert not any("hike" in o for _, _, o, _ in said("We watch films, hike, and cook big dinners."))
     # Items of a list after an infinitive are not the speaker's doings ("to stay on track, plan goals").
     assert not any(o.startswith("visualize") for _, _, o, _ in said("I use a whiteboard to stay on track, visualize goals and track wins."))
+
+
+def test_what_a_sixth_audit_found() -> None:
+    # Seed 4255 on this pass: courtesy spelled as said, generic remarks, objects that name nothing.
+    assert said("Thanks for askin'!") == set()
+    assert said("We all have different roads.") == set()
+    assert not any(p == "practices" for _, p, _, _ in said("My cousins have tried it and loved it."))
+    assert said("I'll make a list of the ones.") == set()
+    assert said("We work well together!") == set()
+    assert said("Lately I've been puzzled about something.") == set()
+    assert said("I've always just stayed away.") == set()
+    assert said("I run out of shows to watch.") == set()
+    assert ("Ana", "values", "staying calm", "assert") in said("Remember that staying calm is very important.")
+    assert said("Maybe we show people.") == set()
