@@ -187,7 +187,7 @@ def _second_doing(doc: Any, i: int, last: int) -> bool:
 
 _LIGHT_VERBS = frozenset({"make", "do", "get", "think", "start", "go", "help", "try", "see", "be", "have", "keep"})
 _HOW_ONE_IS = frozenset({"great", "well", "good", "ok", "okay", "fine", "better", "alright", "awesome", "amazing", "pretty", "so", "really", "much"})
-_PARTICLES = frozenset({"away", "out", "up", "down", "back", "off", "over", "around", "together", "along", "well"})
+_PARTICLES = frozenset({"away", "out", "up", "down", "back", "off", "over", "around", "together", "along", "well", "hard"})
 _PEOPLE_WORDS = frozenset({"people", "person", "folks", "foster", "refugees", "students", "friends", "guests"})
 
 # Amounts before what is counted: "lots of books", "a bunch of friends", "plenty of ideas".
@@ -644,8 +644,8 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
                     start, obj = start + lead.end(), obj[lead.end() :]  # "Remember that staying positive is important": the value follows
                 if lead := re.match(r"(?:this|that|these|those)\s+(?=\w)", obj, re.I):
                     start, obj = start + lead.end(), obj[lead.end() :]  # "This necklace means a lot to me"
-                if not obj or obj.lower().split()[0] in _NOT_OBJECTS:
-                    continue
+                if not obj or obj.lower().split()[0] in _NOT_OBJECTS or obj.lower().split()[-1] in ("and", "or", "but", "that", "which", "who"):
+                    continue  # "Tilly helps me stay focused and [brings me joy]": a clause, not a thing
                 if predicate == "feels" and obj.lower().split()[0] not in _word_lists()["feelings"]:
                     continue  # "makes me think", "made me realize": not a feeling
                 if predicate == "appreciates":
@@ -1128,6 +1128,10 @@ def _subject(
         return speaker, j, False
     # No subject: a verb first ("Just finished a painting", "been tinkering with a recipe") is the
     # speaker's; a gerund first ("Volunteering at the shelter made me ...") the speaker's doing.
+    if tokens[i].lower_ in _word_lists()["feelings"] and i + 1 < len(tokens) and tokens[i + 1].lower_ in ("you", "u") and (
+        i + 2 >= len(tokens) or not tokens[i + 2].is_alpha or tokens[i + 2].lower_ == "to"
+    ):
+        return None, 0, False  # "Lucky you!", "Lucky you to have ...": said of the listener (not "Glad you like it")
     if tokens[i].lower_ in _word_lists()["feelings"] or (tokens[i].lower_ in ("was", "am", "been") and i + 1 < len(tokens)):
         return speaker, i, False  # "Glad to be part of it", "Was super nervous when ..."
     j = i
@@ -1385,15 +1389,17 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "we make a great team", "making a difference", "I saw the impact": nothing made or seen
     words = text[span[0] : span[1]].split()
     if predicate in ("activity", "practices", "plans", "goal", "considers") and (
-        words[-1].lower().strip(".,!?") in ("something", "anything", "everything", "ones", "stuff")  # "stumped about something", "a list of the ones"
+        words[-1].lower().strip(".,!?") in ("something", "anything", "everything", "ones", "stuff", "somewhere")  # "stumped about something", "a list of the ones"
+        or (predicate == "activity" and len(rest) == 2 and rest[0] == "to")  # "I chose to write [about this]": a verb alone
+        or (predicate == "considers" and first in ("have", "has", "be", "am", "is", "are"))  # "I probably also have loads of books": a state guessed, not considered
         or (predicate == "activity" and rest and all(w in _HOW_ONE_IS | _PARTICLES for w in rest) and lemma(first) in _LIGHT_VERBS | {"stay", "come", "hang", "stick", "work", "sit", "stand"})  # "work well", "stayed away" (not "broke down")
         or (predicate == "practices" and [w.lower() for w in words[:2]] in (["run", "out"], ["ran", "out"], ["running", "out"]))  # "I run out of things"
         or (predicate in ("plans", "goal", "considers") and named and all(w in _PEOPLE_WORDS for w in named))  # "we show people"
         or (predicate == "practices" and len(words) <= 5 and any(w.lower().strip(".,!?") in ("it", "them") for w in words[1:]))  # "played it and recommended it"
     ):
         return None
-    if predicate == "values" and re.search(r"\b(?:your|you)\s*$", text[: span[0]], re.I):
-        return None  # "I believe in your power": said of the listener, not held by the speaker
+    if predicate in ("values", "likes") and re.search(r"\b(?:your|you)\s*$", text[: span[0]], re.I):
+        return None  # "I believe in your power", "Loving your newfound passion": said of the listener
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
         return None  # "I appreciate your support", "love his tech": politeness, or someone else's thing
     past = first.endswith("ed") or (lemma(first) != first and first.isalpha() and not first.endswith(("s", "ing")) and first not in _DETERMINERS)
@@ -1607,6 +1613,8 @@ def _object_span(
                 cut = max((k for k, o in enumerate(out) if k and o.lower_ in _PHRASE_HEADS), default=None)
                 if cut is not None and out[-1].lower_ not in _PHRASE_HEADS:
                     out = out[:cut]
+                    if len(out) > 1 and _past_verb(out[-1]) and out[-1].lower_.endswith("ed"):
+                        out = out[:-1]  # "a concert surrounded | by music, joy and ...": the participle goes with what was cut
                 break
             content += 1
         out.append(t)

@@ -538,3 +538,17 @@ def test_what_a_sixth_audit_found() -> None:
     assert said("I run out of shows to watch.") == set()
     assert ("Ana", "values", "staying calm", "assert") in said("Remember that staying calm is very important.")
     assert said("Maybe we show people.") == set()
+
+
+def test_what_a_seventh_audit_found() -> None:
+    # Seed 4256 on this pass (90 correct): a feeling said of the listener, the listener's thing
+    # liked, a clause read as a thing, a state guessed, objects that name a verb or nothing.
+    assert said("Lucky you to have such a great team!") == set()
+    assert ("Ana", "feels", "Glad", "assert") in said("Glad you like it!")
+    assert said("Loving your new haircut!") == set()
+    assert not any(o.endswith("and") for _, _, o, _ in said("Biscuit helps me stay calm and brings me so much joy."))
+    assert said("I probably also have lots of records.") == set()
+    assert said("I finally belong somewhere.") == set()
+    assert said("I chose to write about this.") == set()
+    assert said("We worked hard.") == set()
+    assert not any(o.endswith("surrounded") for _, _, o, _ in said("We celebrated my niece's graduation with a picnic surrounded by music, games and the warm evening breeze."))
