@@ -104,7 +104,10 @@ _ASKING = frozenset({"ask", "see", "wonder", "know", "check", "decide", "tell"})
 # Word lists of the rules below, each with the sentence it was written for at its use. They
 # are heuristics of this reader, not phrasings of the ontology (those are claims/lexicon.toml).
 # An object that opens with a subject pronoun is a clause: "I heard she joined Helio Labs".
-_CLAUSE_SUBJECTS = frozenset({"i", "he", "she", "they", "we", "you", "i'm", "he's", "she's", "they're", "we're", "there's", "that's", "it's"})
+_CLAUSE_SUBJECTS = frozenset({
+    "i", "he", "she", "they", "we", "you", "i'm", "he's", "she's", "they're", "we're", "there's", "that's", "it's",
+    "i'll", "i'd", "i've", "we'll", "we'd", "we've", "you'll", "you're", "you've", "he'll", "she'll", "they'll",
+})  # fmt: skip
 # Sayings of "make", "see", "have", "get": nothing made, seen, had or received.
 _MADE_IDIOMS = frozenset({"connections", "relationships", "bonds", "friendships", "team", "pair", "difference", "impact", "point", "sense", "progress", "memories", "memory", "time", "effort", "decision", "mistake", "change", "living", "money", "sure", "friends", "choice", "plans", "way", "day", "night"})
 # Times the resolver does not date still end an object: "last Tues", "the other day".
@@ -1635,6 +1638,10 @@ def _object_span(
         first += 1  # "wrote a few bits for a screenplay": the bits are what was written
     if first + 2 < len(out) and out[first].lower_ in ("stuff", "things") and out[first + 1].lower_ == "like":
         first += 2  # "We got stuff like canned food": the examples name what was got
+    if first + 1 < len(out) and out[first].lower_ == "of" and first and out[first - 1].lower_ in ("some", "any", "all", "each", "one", "two", "both", "many", "most"):
+        first += 1  # "I talked to some of the guys": the guys, not "of the guys"
+        while first < len(out) and out[first].lower_ in _DETERMINERS:
+            first += 1
     if first + 2 < len(out) and out[first].lower_ in _QUANTITIES and out[first + 1].lower_ == "of":
         first += 2  # "I've got lots of kids' books": the books are what is had, "lots" names nothing
         while first < len(out) and out[first].lower_ in _DETERMINERS:

@@ -552,3 +552,9 @@ def test_what_a_seventh_audit_found() -> None:
     assert said("I chose to write about this.") == set()
     assert said("We worked hard.") == set()
     assert not any(o.endswith("surrounded") for _, _, o, _ in said("We celebrated my niece's graduation with a picnic surrounded by music, games and the warm evening breeze."))
+
+
+def test_what_a_third_audit_of_this_pass_found() -> None:
+    # Seed 4257 (94 correct): an amount before "of", a hedged clause read as a thing considered.
+    assert ("Ana", "met", "guys at the tournament afterwards", "assert") in said("I talked to some of the guys at the tournament afterwards.")
+    assert not any(p == "considers" for _, p, _, _ in said("I'm not sure I'll ever understand why my cat naps so much."))
