@@ -58,7 +58,7 @@ def build_definitions(home_dir: str | None = None) -> dg.Definitions:
         ],
         schedules=[nightly_dreaming, compaction_schedule(settings), ledger_compaction_schedule(settings)],
         resources={"memc": MemcResource(home_dir=home_dir), "embedder": EmbedderResource(), "dbt": dbt_resource()},
-        # For the runs the daemon and the UI launch (multiprocess by default; memc.toml
+        # For the runs the daemon and the UI launch (in-process by default; memc.toml
         # [execution]). `memc build` runs in-process whatever this is (orchestration/runner.py).
         executor=executor(settings.execution),
     )

@@ -27,7 +27,7 @@ Example ``memc.toml``::
     sensor_interval_seconds = 30
 
     [execution]          # runs the daemon and the UI launch (`memc up`); `memc build` is in-process
-    executor = "multiprocess"   # or "in_process", "celery", "k8s" (docs/scale.md)
+    executor = "in_process"     # or "multiprocess", "celery", "k8s" (docs/scale.md)
     max_concurrent = 2          # multiprocess: steps at once in one run
     max_concurrent_runs = 1     # the run queue's limit
     days_per_run = 0            # claims: ledger days per run (0: a range of days is one run)
@@ -67,10 +67,11 @@ class Execution:
     """How launched runs execute (orchestration/execution.py turns this into Dagster's executor,
     instance concurrency and the claims' backfill policy)."""
 
-    # Multiprocess by default under `memc up`: steps of one run that do not depend on each other
-    # (the evidence index, the graph, the skills) run side by side, and the pools keep DuckDB's and
-    # Kùzu's single writers one at a time (docs/scale.md has the measured cost of the re-imports).
-    executor: str = "multiprocess"
+    # In-process by default under `memc up` too: on two cores the multiprocess executor made a run
+    # of every view 2.2x slower (265 s against 121 s, each step a process that loads the code
+    # location, 11 s median even from a forkserver; docs/scale.md), and the daemon's test missed its
+    # 300 s bound with it. "multiprocess" is one line in memc.toml where cores are plenty.
+    executor: str = "in_process"
     # Two step processes on the two-core machines this runs on; each imports the code location
     # (~0.5 GB with torch once the evidence index loads the model).
     max_concurrent: int = 2

@@ -41,14 +41,12 @@ def _config(ex: dg.ExecutorDefinition) -> dict:
     return ex.config_schema.resolve_config({}).value["config"]
 
 
-def test_launched_runs_default_to_multiprocess_with_forkserver_and_one_run_at_a_time(tmp_path, clean_env):
+def test_launched_runs_default_to_in_process_and_one_run_at_a_time(tmp_path, clean_env):
     home = _home(tmp_path)
     assert load_settings(home).execution == Execution()
     defs = build_definitions(str(home))
-    ex = _executor(defs)
-    assert ex.name == "multiprocess"
-    config = _config(ex)
-    assert config["max_concurrent"] == 2 and "forkserver" in config["start_method"]
+    assert _executor(defs).name == "in_process"
+    assert Execution().max_concurrent_runs == 1
     claims = defs.resolve_asset_graph().get(keys.CLAIMS)
     assert claims.backfill_policy == dg.BackfillPolicy.single_run(), "a range of ledger days stays one run by default"
 
@@ -58,6 +56,10 @@ def test_each_executor_is_chosen_by_memc_toml(tmp_path, clean_env, kind):
     home = _home(tmp_path, f'[execution]\nexecutor = "{kind}"\nbroker = "redis://127.0.0.1:1/0"\nbackend = "redis://127.0.0.1:1/1"\n')
     ex = _executor(build_definitions(str(home)))
     assert ex.name == kind
+    if kind == "multiprocess":
+        config = _config(ex)
+        assert config["max_concurrent"] == 2
+        assert config["start_method"] == {"forkserver": {"preload_modules": ["orchestration.definitions", "dagster_dbt"]}}
     if kind == "celery":
         assert _config(ex)["broker"] == "redis://127.0.0.1:1/0"
     if kind == "k8s":
