@@ -69,8 +69,8 @@ class Execution:
 
     # In-process by default under `memc up` too: on two cores the multiprocess executor made a run
     # of every view 2.2x slower (265 s against 121 s, each step a process that loads the code
-    # location, 11 s median even from a forkserver; docs/scale.md), and the daemon's test missed its
-    # 300 s bound with it. "multiprocess" is one line in memc.toml where cores are plenty.
+    # location, 11 s median even from a forkserver; docs/scale.md). "multiprocess" is one line in
+    # memc.toml where cores are plenty.
     executor: str = "in_process"
     # Two step processes on the two-core machines this runs on; each imports the code location
     # (~0.5 GB with torch once the evidence index loads the model).
