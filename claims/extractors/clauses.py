@@ -39,10 +39,12 @@ over the whole turn as in rules 0.2.0.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import functools
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from claims import timephrase
 from claims.extractors import rules
@@ -329,12 +331,15 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
     if speaker and listener:
         yield from once(_encouragement(entry, base, text, speaker, listener))
     doc = pipeline()(text)
-    things = _things(doc, speaker, third, relations) if speaker else ()
+    sents = list(doc.sents)
+    # Where each sentence starts, read once (Token.sent walks the sentences again on every call)
+    starts = [sent.start for sent in sents]
+    things = _things(doc, text, speaker, starts, third, relations) if speaker else ()
     matcher, frames = _matcher()
     matches: dict[int, list[tuple[int, _Frame]]] = {}
     for key, start, end in matcher(doc):
         matches.setdefault(start, []).append((end, frames[doc.vocab.strings[key]]))
-    for sent in doc.sents:
+    for sent in sents:
         if sent.text.rstrip().endswith("?"):
             continue  # a question asserts nothing
         # "If I get the job, ..." makes the whole sentence hypothetical; "even if" concedes, it does not.
@@ -682,6 +687,7 @@ class _Thing:
     owned: bool  # the speaker's ("my"/"our"), rather than a title or a name given
     sent: int  # the token its sentence starts at
     collective: bool = False  # "my family", "our team": neither "he" nor "she"
+    starts: tuple[int, ...] = ()  # where the turn's sentences start (for a pronoun's sentence)
 
 
 @functools.cache
@@ -760,20 +766,21 @@ def _closes(t: Any) -> bool:
 _THING_OPENERS = re.compile(r"\b(?:[Mm]y|[Oo]ur|MY|OUR)\b|[\"“]")
 
 
-def _things(doc: Any, speaker: str, third: list[str] = (), relations: list[tuple[str, int, int, int]] = ()) -> tuple[_Thing, ...]:  # type: ignore[assignment]
+def _things(
+    doc: Any, text: str, speaker: str, starts: list[int], third: Sequence[str] = (), relations: Sequence[tuple[str, int, int, int]] = ()
+) -> tuple[_Thing, ...]:
     """What the speaker names of their own in the turn ("my son", "our turtles"), titles ("Little
     Women") and the people named who are neither the speaker nor the one spoken to (``third``, a
     relative named "my colleague Rob" among them), in order: whom a later "he", "she", "it" or
     "they" may stand for, and the subjects "my son ..." and "our turtles ..." name."""
     out: list[_Thing] = []
     words = _owned_words()
-    text = doc.text
     kin = {text[s:e] for _, s, e, _ in relations}
     for name in dict.fromkeys(third):
         m = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text)
         span = doc.char_span(m.start(), m.end()) if m else None
         if span is not None:  # a person named, anywhere in the turn (as "he"/"she" were read before)
-            out.append(_Thing(name, -1, -1, "person", None, False, name in kin, span[0].sent.start))
+            out.append(_Thing(name, -1, -1, "person", None, False, name in kin, _sentence_start(starts, span[0].i)))
     # Only the tokens that may open one: "my", "our", a quotation mark (a regex over the text is
     # ~10x cheaper than walking every token of the turn).
     for m in _THING_OPENERS.finditer(text):
@@ -797,12 +804,12 @@ def _things(doc: Any, speaker: str, third: list[str] = (), relations: list[tuple
             plural = head in words["plural_people"] or (_lemma(phrase[-1]) != head and head.endswith("s"))
             gender = "he" if head in words["he"] else "she" if head in words["she"] else None
             collective = head in words["collective"]
-            out.append(_Thing(f"{speaker}'s {phrase.text}", t.i + 1, end, kind, gender, plural, True, t.sent.start, collective))
+            out.append(_Thing(f"{speaker}'s {phrase.text}", t.i + 1, end, kind, gender, plural, True, _sentence_start(starts, t.i), collective))
         elif t.text in ('"', "“") and t.i + 1 < len(doc) and doc[t.i + 1].is_title:
             close = next((k for k in range(t.i + 2, min(t.i + 12, len(doc))) if doc[k].text in ('"', "”")), None)
             if close is not None:
                 title = doc[t.i + 1 : close].text.rstrip(".,!?")
-                out.append(_Thing(title, t.i + 1, close, "thing", None, False, False, t.sent.start))
+                out.append(_Thing(title, t.i + 1, close, "thing", None, False, False, _sentence_start(starts, t.i)))
     for m in _NAME_IS.finditer(text) if "name" in text else ():
         # "Her name is Shadow! She's full of energy": the one named is whom "she" stands for, in place
         # of the pet or child of the speaker's named before, which is most often the same one
@@ -811,8 +818,13 @@ def _things(doc: Any, speaker: str, third: list[str] = (), relations: list[tuple
             continue
         gender = {"his": "he", "her": "she"}.get(m.group(0).split()[0].lower())
         out = [o for o in out if not (o.owned and o.kind in ("person", "animal") and o.at < span[0].i)]
-        out.append(_Thing(m.group("obj"), span[0].i, span[-1].i + 1, "animal", gender, False, False, span[0].sent.start))
-    return tuple(out)
+        out.append(_Thing(m.group("obj"), span[0].i, span[-1].i + 1, "animal", gender, False, False, _sentence_start(starts, span[0].i)))
+    return tuple(dataclasses.replace(o, starts=tuple(starts)) for o in out)
+
+
+def _sentence_start(starts: Sequence[int], i: int) -> int:
+    """The token the sentence holding token ``i`` starts at (``starts``: the turn's, in order)."""
+    return starts[bisect.bisect_right(starts, i) - 1] if starts else 0
 
 
 def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thing, ...], speaking: bool = True) -> str | None:
@@ -831,8 +843,9 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
     if pronoun == "it":
         # the same sentence or the one before: "I wrapped up my script. I'm relieved. It's a mix of
         # excitement and terror" (the feeling, not the script)
-        here = token.sent.start
-        previous = token.doc[here - 1].sent.start if here else here
+        starts = things[0].starts if things else ()
+        here = _sentence_start(starts, at)
+        previous = _sentence_start(starts, here - 1) if here else here
         found = {o.subject for o in before if o.kind in ("thing", "animal") and not o.plural and o.sent in (here, previous)}
     else:
         found = {o.subject for o in before if o.plural and o.kind in ("person", "animal")}  # "they" for things is most often someone else
@@ -936,26 +949,32 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
     cur: list[Any] = []
     at = ""
     tokens = list(sent)
+    # Each token's text and lower case read once (a token's attributes cost a call each: this
+    # loop runs over every token of the pass)
+    texts = [t.text for t in tokens]
+    lows = [t.lower_ for t in tokens]
+    n = len(tokens)
+    feelings = _word_lists()["feelings"]
     for i, t in enumerate(tokens):
-        low = t.lower_
-        nxt = tokens[i + 1].lower_ if i + 1 < len(tokens) else ""
-        if t.text.endswith("-") and len(t.text) > 1:
+        low, txt = lows[i], texts[i]
+        nxt = lows[i + 1] if i + 1 < n else ""
+        if len(txt) > 1 and txt.endswith("-"):
             cur.append(t)
             yield cur, at
             cur, at = [], "-"
             continue
-        if t.text in ("-", "–") and i and not tokens[i - 1].whitespace_:
+        if txt in ("-", "–") and i and not tokens[i - 1].whitespace_:
             cur.append(t)  # a hyphen inside a word ("dairy-free") joins, it does not split
             continue
-        if t.text == "," and cur and _things_listed(tokens, i):
+        if txt == "," and cur and _things_listed(tokens, i):
             cur.append(t)  # "a mix of vegetables, fruits, and insects": one object, not three clauses
             continue
-        if t.text in _SPLIT_PUNCT or t.is_space:
+        if txt in _SPLIT_PUNCT or t.is_space:
             if cur:
                 yield cur, at
-                at = t.text
-            elif t.text != ",":
-                at = t.text
+                at = txt
+            elif txt != ",":
+                at = txt
             cur = []
             continue
         if low in ("and", "but", "so", "then", "or") and (nxt in _SUBJECT_WORDS or nxt in ("then", "now", "also", "just")):
@@ -963,7 +982,7 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
                 yield cur, at
             cur, at = [], low
             continue
-        if low in ("and", "then") and cur and nxt not in _word_lists()["feelings"] and (
+        if low in ("and", "then") and cur and nxt not in feelings and (
             (owns(cur) and _second_doing(sent.doc, t.i + 1, tokens[-1].i)) or (listing(cur) and _carried_item(tokens[i + 1 :], False))
         ):  # (the last doing of a list: "We chilled under the trees, played games and ate yummy food")
             # "I went out and got a copy": the second doing is the speaker's too, a clause of its own
@@ -971,7 +990,7 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
             yield cur, at
             cur, at = [], low
             continue
-        if t.text == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom"):
+        if txt == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom"):
             yield cur, at  # "since I'm lactose intolerant I'm trying ...": a new subject, a new clause
             cur, at = [t], "I"
             continue
