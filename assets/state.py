@@ -13,6 +13,7 @@ from catalog.dbt_build import (
     extractor_key,
     fold_version,
     full_refresh_reason,
+    seed_partial_parse,
     warehouse_columns,
 )
 from catalog.dbt_project import dbt_executable, dbt_home_environ, dbt_project
@@ -75,8 +76,10 @@ def state_models():
         reason = full_refresh_reason(home, watermark, key)
         if reason:
             context.log.info(f"full refresh of the incremental state models: {reason}")
-        with dbt_home_environ(home.root):  # dbt runs as a child process of this one
-            invocation = dbt.cli(dbt_build_args(watermark, key, reason is not None), context=context, target_path=dbt_target(home, context.run_id))
+        target = dbt_target(home, context.run_id)
+        seed_partial_parse(target)
+        with dbt_home_environ(home.root, watermark):  # dbt runs as a child process of this one
+            invocation = dbt.cli(dbt_build_args(watermark, key, reason is not None), context=context, target_path=target)
         # The column tables get their types from the warehouse once dbt has finished: the dbt
         # child holds DuckDB's write lock for the whole build, so dagster-dbt's
         # fetch_column_metadata (one adapter query per model while dbt runs) would fail on the

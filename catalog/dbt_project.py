@@ -88,13 +88,17 @@ def dbt_home_env(home_root: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def dbt_home_environ(home_root: Path) -> Iterator[None]:
-    """Set :func:`dbt_home_env` in this process while a dbt child is started (dagster-dbt's
-    ``cli`` copies ``os.environ`` into the child and takes no environment of its own), then put
-    the previous values back: an in-process run (tests, ``memc build``) must not leave one
-    home's ledger glob behind for the next dbt started from the same process."""
-    saved = {k: os.environ.get(k) for k in ("MEMC_HOME", "MEMC_LEDGER_PARQUET")}
-    os.environ.update(dbt_home_env(home_root))
+def dbt_home_environ(home_root: Path, watermark: int | None = None) -> Iterator[None]:
+    """Set :func:`dbt_home_env` (and ``MEMC_WATERMARK``, the highest ledger seq the build reads,
+    when given) in this process while a dbt child is started (dagster-dbt's ``cli`` copies
+    ``os.environ`` into the child and takes no environment of its own), then put the previous
+    values back: an in-process run (tests, ``memc build``) must not leave one home's ledger glob
+    or watermark behind for the next dbt started from the same process."""
+    values = dbt_home_env(home_root)
+    if watermark is not None:
+        values["MEMC_WATERMARK"] = str(watermark)
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
     try:
         yield
     finally:

@@ -11,8 +11,14 @@
 {%- endmacro %}
 
 {% macro within_watermark(seq_column) -%}
-    {%- if var('watermark') | int >= 0 -%}
-        {{ seq_column }} <= {{ var('watermark') | int }}
+    {#- The watermark var (`--vars '{"watermark": N}'`), else MEMC_WATERMARK, which the state
+        asset sets: a var that changes on every build makes dbt parse the whole project again
+        (partial parsing compares the CLI vars), an environment variable only the files that
+        read it (about 11 s of CPU against 7 for a dbt parse of this project). -#}
+    {%- set watermark = var('watermark') | int -%}
+    {%- if watermark < 0 -%}{%- set watermark = env_var('MEMC_WATERMARK', '-1') | int -%}{%- endif -%}
+    {%- if watermark >= 0 -%}
+        {{ seq_column }} <= {{ watermark }}
     {%- else -%}
         true
     {%- endif -%}

@@ -529,6 +529,8 @@ def test_full_refresh_reasons(tmp_path):
     head3 = append_with_claims(home, T3, [{"actor": "A", "kind": "erasure", "text": "erased ids e_x", "valid": T3}])
     assert "erasure" in full_refresh_reason(home, head3, "k")
     assert dbt_build_args(7, "k", True)[-1] == "--full-refresh" and "--full-refresh" not in dbt_build_args(7, "k", False)
+    # The fold's unit tests run in development and CI (above), not in every production build.
+    assert "unit_test" in dbt_build_args(7, "k", False)[dbt_build_args(7, "k", False).index("--exclude-resource-type") + 1]
 
 
 def test_an_in_process_build_leaves_no_ledger_glob_in_the_environment(built_home):
@@ -538,3 +540,18 @@ def test_an_in_process_build_leaves_no_ledger_glob_in_the_environment(built_home
     runner points the whole process at the home it builds, prepare_environment.)"""
     home, _ = built_home
     assert os.environ.get("MEMC_LEDGER_PARQUET") != dbt_home_env(home.root)["MEMC_LEDGER_PARQUET"]
+
+
+def test_a_second_build_of_a_home_parses_only_what_changed(built_home):
+    """dbt parses the whole project again when its CLI vars or the profile differ from the
+    parse it is given: each build's target folder gets the home's last parse
+    (seed_partial_parse), and the watermark, which changes with every build, is an environment
+    variable (MEMC_WATERMARK), not a var. So a build after the first parses nothing again."""
+    from orchestration.runner import build
+
+    home, _ = built_home
+    report = build(home)
+    assert report.success, report.failed_steps
+    logs = sorted((home.warehouse / "dbt").glob("*/dbt.log"), key=lambda p: p.stat().st_mtime)
+    assert len(logs) >= 2, logs
+    assert "Unable to do partial parsing" not in logs[-1].read_text(errors="replace"), logs[-1]
