@@ -106,6 +106,9 @@ def test_a_run_with_the_celery_executor_runs_its_steps_in_the_worker(tmp_path):
     config = tmp_path / "celery.yaml"
     config.write_text(f"execution:\n  config:\n    broker: {broker}\n    backend: {backend}\n")
     env = environment(home)
+    # `dagster-celery worker start` runs `celery` by name: the venv's scripts must be on PATH
+    # (make runs .venv/bin/python without activating the venv; CI failed on it).
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
 
     redis_server = _redis(tmp_path, port)
     worker = None
