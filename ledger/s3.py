@@ -67,7 +67,6 @@ from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import urlparse
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from ledger.schema import NewEntry, entries_table
 from ledger.store import (
@@ -79,6 +78,7 @@ from ledger.store import (
     _conform,
     columns_to_read,
     parquet_bytes,
+    read_batch,
     seq_slice,
 )
 from ledger.stubs import PurgeReport, stubbed_batch
@@ -278,7 +278,7 @@ class S3Ledger(EntryReader):
     def _parse(self, c: Commit, data: bytes, columns: Sequence[str] | None) -> pa.Table:
         where = f"s3://{self.bucket}/{c.batch}"
         try:
-            t = pq.read_table(pa.BufferReader(data), columns=list(columns) if columns else None)
+            t = read_batch(pa.BufferReader(data), columns)  # on this thread: see read_batch
         except Exception as exc:
             raise LedgerCorruption(f"{where}: unreadable Parquet ({exc})") from exc
         if t.num_rows != c.rows:
