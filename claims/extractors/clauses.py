@@ -459,7 +459,7 @@ def _relations(text: str) -> Iterator[tuple[str, int, int, int]]:
             yield pred, m.start("obj"), m.end("obj"), m.start()
 
 
-# "The Hobbit is my top pick", "Mango sorbet is one of my favorites", "my favorite band is X".
+# "Jurassic Park is my top pick", "Mango sorbet is one of my favorites", "my favorite band is X".
 _FAVOURITE = r"(?:one of\s+)?[Mm]y\s+(?:all-time\s+|absolute\s+|top\s+|very\s+)?(?:favou?rites?|faves?|top picks?|go-tos?)"
 _FAVOURITE_BEFORE = re.compile(rf"(?:^|(?<=[.!?]\s)|(?<=,\s))(?P<obj>(?:[\"“][^\"”]{{2,60}}[\"”]|[A-Za-z][\w'\- ]{{1,60}}?))\s+(?:is|are|was|were|'s|has\s+(?:always\s+)?been|have\s+(?:always\s+)?been)\s+(?:(?:\w+\s+)?{_FAVOURITE}|at the top of my list|(?:a|one)\s+(?:\w+\s+)?(?:favou?rite|fave)s?\s+of\s+mine)\b")
 _FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z][a-z\-]*){{0,3}}\s+(?:is|are|was|were|has to be)\s+(?:this\s+|that\s+|these\s+|the\s+)?(?:amazing\s+|awesome\s+|great\s+|delicious\s+)?(?P<obj>[\"“]?[A-Za-z][\w'\- ]{{1,60}}?[\"”]?)(?=[.!?,;]|\s+[-–—]\s|\s+(?:and|but|because|by)\b|$)")
@@ -543,7 +543,7 @@ _NOT_GENERIC = frozenset({
 
 @functools.cache
 def _praise() -> re.Pattern[str]:
-    """"Pottery's so relaxing", "Being by the sea can be really enjoyable", "Swimming is a great way to
+    """"Pottery's so relaxing", "Being outside can be really enjoyable", "Swimming is a great way to
     relax": a generic statement (a bare noun or a gerund, no article) praised with one of the
     lexicon's `praise` words says what the speaker likes. "The view was amazing" (one thing, once)
     and "Your drive is awesome" (the listener's) are not generic."""
@@ -565,7 +565,7 @@ _DOES_ME_GOOD = re.compile(
 
 @functools.cache
 def _is_my() -> re.Pattern[str]:
-    """"Rowing is my passion", "The garden's always been my haven", "My family is my rock": a thing
+    """"Rowing is my passion", "Gardening's always been my haven", "My family is my rock": a thing
     said to be one of the lexicon's [mine] nouns of the speaker's."""
     nouns = [*lexicon().mine.likes, *lexicon().mine.values]
     alt = "|".join(re.escape(w) for w in sorted(nouns, key=len, reverse=True))
@@ -991,7 +991,7 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
             cur, at = [], low
             continue
         if txt == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom"):
-            yield cur, at  # "since I'm allergic to nuts I'm trying ...": a new subject, a new clause
+            yield cur, at  # "since I'm colour blind I'm trying ...": a new subject, a new clause
             cur, at = [t], "I"
             continue
         if low in _STOPS and cur and low not in ("like", "as", "than", "hoping", "so"):
@@ -1213,7 +1213,7 @@ def _read_clause(
     main = next((k for k in range(i + 1, len(tokens)) if tokens[k].lower_ in _RELATIVES), len(tokens))
     hedged = conditional or any(
         _starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"])
-        for k in range(main)  # "I used to worry about what my boss might say": the hedge is theirs
+        for k in range(main)  # "I used to be nervous about what my boss might say": the hedge is theirs
         if tokens[k].lower_ not in _ABILITY_MODALS  # "can" shares its lemma with "could"; it is read below
         and not (_lemma(tokens[k]) == "can" and tokens[k].lower_ != "could")  # "canned food" hedges nothing
         and not (tokens[k].text == "May" and k and tokens[k - 1].lower_ in _PREPOSITIONS | {"last", "next", "this", "early", "late", "mid"})  # "in May"
@@ -1312,7 +1312,7 @@ def _read_clause(
             said = text[span[0] : span[1]].lower().split()
             head = next((said[k - 1] for k, w in enumerate(said) if k and w in _PREPOSITIONS | {"set", "called"}), None)
             if it_subject and (head is None or head in _NOT_DESCRIPTIONS):
-                return None  # "it's been quite a ride", "It's a small step": a saying; "a blend of comedy and suspense" says what it is
+                return None  # "it's been quite a struggle", "It's a small step": a saying; "a blend of comedy and suspense" says what it is
             return _claim(entry, base, text, start_tok.idx, span, subject, "described_as", "assert")
         if it_subject:
             return None  # what "it" does: "it" is most often no thing ("it feels like ...")
@@ -1360,7 +1360,7 @@ def _read_clause(
             span = _name_span(text, tokens, end)
         else:
             if frame.predicate not in ("plans", "goal", "practices") and end <= tokens[-1].i and verb.doc[end].lower_ == "to" and not frame.surface[-1:] == ("to",):
-                return None  # "knitting to stay calm": the purpose, not what was made
+                return None  # "painting to stay calm": the purpose, not what was made
             led = verb.i == tokens[0].i and verb.lower_.endswith("ing")  # "Cycling to the coast ... was awesome"
             # What one practises is the doing itself: "went fishing with my dad", "play guitar".
             first = verb.i if frame.predicate == "practices" else end
@@ -1377,7 +1377,7 @@ def _read_clause(
     if not verb.is_alpha or verb.lower_ in _FUNCTION_WORDS:
         return None  # "I'm in to help", "I'm here": no verb where one should be
     if copula and not verb.lower_.endswith(("ing", "ed", "en")):
-        return None  # "I'm allergic to nuts", "I'm game for ...": a state after "am", not a doing
+        return None  # "I'm colour blind", "I'm game for ...": a state after "am", not a doing
     if _lemma(verb) == "have" and not negated:
         predicate = "has"  # "I had a tutor", "we have two kids"
     elif negated or (_lemma(verb) in _NOT_ACTIVITIES and not (thing is not None and _lemma(verb) == "get")) or verb.lower_ in _NOT_ACTIVITIES or verb.is_title:
@@ -1408,7 +1408,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "I heard she joined Helio Labs": a clause, not a thing heard (who said it is unknown)
     titled = text[span[1] - 1] in '"”'  # a quoted title's words are a name, not a saying ("The Long Way")
     if predicate in ("created", "watched") and not titled and (named[-1] in _MADE_IDIOMS or any(w in _MADE_IDIOMS for w in named[:2])):
-        return None  # "we make a good pair", "making a difference", "I saw the effect": nothing made or seen
+        return None  # "we make a good pair", "making a difference", "I saw the change": nothing made or seen
     words = text[span[0] : span[1]].split()
     if predicate in ("activity", "practices", "plans", "goal", "considers") and (
         words[-1].lower().strip(".,!?") in ("something", "anything", "everything", "ones", "stuff", "somewhere")  # "puzzled about something", "a few of the ones"
@@ -1451,9 +1451,9 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if first in ("something", "anything", "everything", "nothing", "ta", "tta") or (predicate in ("created", "received", "started", "finished", "has") and first in _PREPOSITIONS | {"as"}):
         return None  # "I've got something to show", "I baked for my friends": what, the clause does not say
     if predicate == "has_pet" and set(named) & (_PEOPLE_WORDS | set(_word_lists()["relations"]["has_relative"])):
-        return None  # "Taking in neighbours in trouble": people taken in are no pets
+        return None  # "Taking in refugees for the winter": people taken in are no pets
     if predicate in ("plans", "goal", "considers") and len(words) <= 2 and lemma(words[-1].lower().strip(".,!?")) in _LIGHT_VERBS:
-        return None  # "I'll start planning", "I want to help build": what, the clause does not say
+        return None  # "I'll keep thinking", "I want to go see": what, the clause does not say
     if predicate == "practices" and first == "doing" and rest[:1] and (rest[0] in _HOW_ONE_IS or rest[:2] == ["my", "best"]):
         return None  # "I've been doing fine": how one is, not what one does
     if predicate == "practices" and rest[:1] == ["through"]:
@@ -1467,7 +1467,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate == "has" and any(w in _HAD_IDIOMS for w in named):
         return None  # "we have each other's back", "we had a ball": a saying, not a thing had
     if predicate == "received" and named[-1] in _GOT_IDIOMS:
-        return None  # "we've got the right mindset", "got the point": nothing received
+        return None  # "we've got the right idea", "got the point": nothing received
     if predicate == "considers" and first in _ABILITY:
         return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
     # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
