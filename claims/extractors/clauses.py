@@ -1037,7 +1037,7 @@ def _things_listed(tokens: list[Any], i: int) -> bool:
         lem = _lemma(t)
         if not item and low not in ("a", "an", "the", "some") and (
             low in _SUBJECT_WORDS | _OPENERS | _STOPS | _LEADS | _FUNCTION_WORDS | _ADVERBS or low in classes["adv"]
-            or (low.endswith("ing") and not prev.lower_.endswith("ing") and not last)  # (", and finding your way home")
+            or (low.endswith("ing") and not prev.lower_.endswith("ing") and not last)  # (", and keeping your promises")
             or (not low.endswith("ing") and (lem not in classes["noun"] or (lem in classes["verb"] and lem == low and (_goes_on(tokens, k) or not after_preposition))))
             or (_past_verb(t) and not low.endswith("s") and low not in classes["noun"])  # ("berries" is no past)
         ):
