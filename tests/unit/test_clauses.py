@@ -56,16 +56,16 @@ def test_hedged_and_hypothetical_statements_never_become_facts() -> None:
         ("I no longer live in Berlin.", ("Ana", "lives_in", "Berlin", "retract")),
         ("I don't work at Globex anymore.", ("Ana", "works_at", "Globex", "retract")),
         ("Yesterday I painted a sunrise over the lake.", ("Ana", "created", "sunrise over the lake", "assert")),
-        ("Last week I went to a LGBTQ support group.", ("Ana", "attended", "LGBTQ support group", "assert")),
+        ("Last week I went to a grief support group.", ("Ana", "attended", "grief support group", "assert")),
         ("I'm thrilled about the new studio.", ("Ana", "feels", "thrilled about the new studio", "assert")),
         ("I'm going to paint the kitchen.", ("Ana", "plans", "paint the kitchen", "assert")),
-        ("Just finished a painting of a castle on a hill.", ("Ana", "finished", "painting of a castle on a hill", "assert")),
+        ("Just finished a drawing of a lighthouse on a cliff.", ("Ana", "finished", "drawing of a lighthouse on a cliff", "assert")),
         ("My sister Mira lives in Oslo.", ("Ana", "has_relative", "Mira", "assert")),
-        ("I loved reading \"Charlotte's Web\" as a kid.", ("Ana", "likes", "reading \"Charlotte's Web", "assert")),
-        ("Iron Man is my top pick.", ("Ana", "likes", "Iron Man", "assert")),
+        ("I loved reading \"The Hobbit\" as a kid.", ("Ana", "likes", "reading \"The Hobbit", "assert")),
+        ("Jurassic Park is my top pick.", ("Ana", "likes", "Jurassic Park", "assert")),
         ("Family is so important to me.", ("Ana", "values", "Family", "assert")),
-        ("I love volunteering, it feels like I'm making a difference, even if it's a small one.", ("Ana", "likes", "volunteering", "assert")),
-        ("We went camping with the kids a few weeks ago.", ("Ana", "practices", "went camping with the kids", "assert")),
+        ("I love baking, it feels like I'm giving something back, even if it's only cookies.", ("Ana", "likes", "baking", "assert")),
+        ("We went fishing with my dad a few weeks ago.", ("Ana", "practices", "went fishing with my dad", "assert")),
         ("I'll visit my aunt in Lyon.", ("Ana", "plans", "visit my aunt in Lyon", "assert")),
         ("I can't wait to see the Grand Canyon.", ("Ana", "plans", "see the Grand Canyon", "assert")),
         ("I can't stand crowds.", ("Ana", "dislikes", "crowds", "assert")),
@@ -76,7 +76,7 @@ def test_hedged_and_hypothetical_statements_never_become_facts() -> None:
         ("Your postcard means a lot.", ("Ana", "appreciates", "postcard", "assert")),
         ("I really appreciate your patience and humour.", ("Ana", "appreciates", "patience and humour", "assert")),
         ("Climbing makes me so happy.", ("Ana", "feels", "happy", "assert")),
-        ("Last week, we had a blast at a jazz festival.", ("Ana", "attended", "jazz festival", "assert")),
+        ("On Saturday we had a blast at a jazz festival.", ("Ana", "attended", "jazz festival", "assert")),
     ],
 )
 def test_clauses_say_typed_facts(text, want) -> None:
@@ -99,13 +99,13 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("Got a new kayak!", ("Ana", "received", "new kayak", "assert")),
         ("Gonna repaint the porch.", ("Ana", "plans", "repaint the porch", "assert")),
         # "had an ...": "have" is the verb (the lookup lemma of "an" is "a", no participle).
-        ("I had an interview for a design job.", ("Ana", "has", "interview for a design job", "assert")),
+        ("I had an interview for a nursing post.", ("Ana", "has", "interview for a nursing post", "assert")),
         ("We have two kids.", ("Ana", "has", "two kids", "assert")),
         # "that" as a determiner; "got to" before the doing; "it" with what it is done for.
         ("I painted that old barn by the river.", ("Ana", "created", "old barn by the river", "assert")),
         ("I got to coach the junior team.", ("Ana", "practices", "coach the junior team", "assert")),
         ("I'm going to bake it for the school fair.", ("Ana", "plans", "bake it for the school fair", "assert")),
-        ("Max and I had a blast on our camping trip.", ("Ana", "attended", "camping trip", "assert")),
+        ("Tom and I had a blast on our canoe trip.", ("Ana", "attended", "canoe trip", "assert")),
         # "doing" is the verb, never an auxiliary; a second doing after "and" is the speaker's too.
         ("I'm doing kickboxing twice a week.", ("Ana", "practices", "doing kickboxing twice a week", "assert")),
         ("I went out and got a signed copy!", ("Ana", "received", "signed copy", "assert")),
@@ -135,10 +135,10 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("I found a box with my old letters.", ("Ana", "received", "box with my old letters", "assert")),
         ("I wrote a few poems for the school paper.", ("Ana", "created", "poems for the school paper", "assert")),
         ("I went to a book fair and met a poet.", ("Ana", "attended", "book fair", "assert")),
-        ("It was the kind of night where I felt tiny and in awe of the stars.", ("Ana", "feels", "tiny and in awe of the stars", "assert")),
-        ("These two rascals sure bring joy to my life!", ("Ana", "likes", "two rascals", "assert")),
+        ("It was the kind of morning where I felt calm and at one with the sea.", ("Ana", "feels", "calm and at one with the sea", "assert")),
+        ("These two pups really bring joy into my life!", ("Ana", "likes", "two pups", "assert")),
         ("My favourite is the amazing lemon tart - I have it every Sunday.", ("Ana", "likes", "lemon tart", "assert")),
-        ("Look at these kids I met at the library!", ("Ana", "met", "kids", "assert")),
+        ("Look at these folks I met at the library!", ("Ana", "met", "folks", "assert")),
         # "canned" is no "could", "in May" no "may": neither hedges the clause.
         ("We got stuff like canned soup, blankets and socks.", ("Ana", "received", "canned soup, blankets and socks", "assert")),
         ("In May I went to a pottery fair.", ("Ana", "attended", "pottery fair", "assert")),
@@ -191,19 +191,19 @@ def test_what_a_precision_audit_of_the_second_cut_found() -> None:
 
 def test_what_a_second_audit_of_the_second_cut_found() -> None:
     assert said("This is a big step towards my dream of owning a boat.") == set()  # "this" is no time here, "is" no past
-    assert said("I haven't read in years.") == set()  # "have" before "n't" is an auxiliary, the negation is read
+    assert said("I haven't swum in years.") == set()  # "have" before "n't" is an auxiliary, the negation is read
     assert said("Made me remember the old days.") == set()  # a cause before "me", not a thing made
     assert said("I had as a kid.") == set()
-    assert said("I've made strong connections with people there.") == set()  # a saying, nothing created
+    assert said("I've made real friendships with folks there.") == set()  # a saying, nothing created
     assert not any(p == "likes" for _, p, _, _ in said("A club where I'm welcomed, loved and supported has meant a lot."))
     assert ("Ana", "values", "stay calm and de-stress", "assert") in said("It's important to stay calm and de-stress.")
-    assert said("Taking in kids in need is a big deal.") == set()  # people taken in are no pets
+    assert said("Taking in refugees for the winter is a big deal.") == set()  # people taken in are no pets
 
 
 def test_what_a_third_audit_of_the_second_cut_found() -> None:
     assert said("I've been doing great.") == set()  # how one is, not a practice
     assert said("I'll start thinking.") == set()
-    assert said("I want to help make.") == set()
+    assert said("I want to go see.") == set()
     assert ("Ana", "plans", "start a book club", "assert") in said("I'll start a book club.")
     assert said("I'm doing my best.") == set()
     assert ("Ana", "attended", "market, Lisa", "assert") not in said("I went to the market, Lisa.")  # Lisa is spoken to
@@ -212,8 +212,8 @@ def test_what_a_third_audit_of_the_second_cut_found() -> None:
 def test_what_a_fifth_audit_of_the_second_cut_found() -> None:
     assert said("Knitting's great for unwinding.") == set()  # a gerund before "'s" is the subject of a remark
     assert not any(p == "feels" for _, p, _, _ in said("I just got accepted to a design school."))  # admitted, not a feeling
-    assert said("I'd love to do either of those things.") == set()
-    assert said("I don't really want to get any.") == set()
+    assert said("I'd love to try either of those places.") == set()
+    assert said("I don't really need to buy any.") == set()
     assert ("Ana", "created", "being sung", "assert") not in said("I heard a song I wrote being sung.")
     # A condition after "but" reaches forward only; before it, or without "but", the whole sentence.
     assert ("Ana", "plans", "keep painting", "assert") in said("I'm gonna keep painting, but if a job comes up I might take it.")
@@ -239,9 +239,9 @@ def test_courtesy_and_thought_are_not_facts() -> None:
 
 
 def test_ability_and_advice_assert_nothing() -> None:
-    assert said("We can make a difference.") == set()
-    assert said("We should cherish every moment.") == set()
-    assert said("I can imagine that must be hard.") == set()
+    assert said("We can fix the fence.") == set()
+    assert said("We should savour every meal.") == set()
+    assert said("I can imagine that would be tiring.") == set()
 
 
 def test_questions_and_other_peoples_pronouns_are_not_read() -> None:
@@ -312,7 +312,7 @@ def test_backing_the_listener_is_a_claim_about_both() -> None:
         return {**entry(text, actor=actor, n=n), "session_id": session}
 
     turns = [
-        turn("Wow, the audition is tomorrow? You've got this, I'm rooting for you!", "Rui", 1),
+        turn("Wow, the exam is tomorrow? You've got this, I'm so proud of you!", "Rui", 1),
         turn("Good luck!", "Rui", 2),  # says "you" to no one: no claim
         turn("Are you proud of you?", "Rui", 3),
         turn("Thanks Rui!", "Ana", 4),
@@ -339,13 +339,13 @@ def test_an_urging_backs_the_listener_only_when_the_turn_says_whom() -> None:
 
     turns = [
         turn("Hang in there, Rui! It'll work out.", "Ana", 1),  # the listener named
-        turn("Keep at it and you'll find a buyer.", "Ana", 2),  # "you" says whom
+        turn("Keep at it and you'll sell the boat.", "Ana", 2),  # "you" says whom
         turn("Keep it up!", "Ana", 3),  # names no one
-        turn("Thanks! I'm gonna keep it up.", "Rui", 4),  # the speaker's own
-        turn("Love how you never give up.", "Ana", 5),  # not an imperative
+        turn("Thanks! I'll keep it up for sure.", "Rui", 4),  # the speaker's own
+        turn("So glad you never give up.", "Ana", 5),  # not an imperative
         turn("Will you keep going?", "Ana", 6),
         turn("Wow, you're so brave.", "Rui", 7),
-        turn("Your courage is inspiring.", "Ana", 8),  # "your" says whom as "you" does
+        turn("Your drive is awesome.", "Ana", 8),  # "your" says whom as "you" does
     ]
     resolver = Resolver(build_aliases(turns), build_participants(turns))
     result = extract(turns, CLAUSES, resolver)
@@ -353,9 +353,9 @@ def test_an_urging_backs_the_listener_only_when_the_turn_says_whom() -> None:
     backing = [(c["source_entry_id"], c["subject"], c["object"], c["quote"]) for c in result.claims.to_pylist() if c["predicate"] == "encourages"]
     assert backing == [
         ("e1", "Ana", "Rui", "Hang in there"),
-        ("e2", "Ana", "Rui", "Keep at it and you'll find a buyer"),
+        ("e2", "Ana", "Rui", "Keep at it and you'll sell the boat"),
         ("e7", "Rui", "Ana", "Wow, you're so brave"),
-        ("e8", "Ana", "Rui", "Your courage is inspiring"),
+        ("e8", "Ana", "Rui", "Your drive is awesome"),
     ]
 
 
@@ -372,9 +372,9 @@ def test_a_reporter_who_is_not_in_the_source_is_rejected() -> None:
 def test_every_claim_quotes_its_source_and_passes_the_validators() -> None:
     texts = [
         "I moved to Berlin last month and I love it.",
-        "Yeah actually - creating gaming content for YouTube.",
-        "I made this stained glass window to remind myself of my potential.",
-        "Last week, we had a blast at a live music event.",
+        "Yeah actually - making cooking videos for my blog.",
+        "I made this clay bowl to remind myself of my grandmother.",
+        "On Saturday, we had a blast at a street food market.",
         "I might adopt a dog, but I finished my first marathon!",
     ]
     entries = [entry(t, n=i) for i, t in enumerate(texts, 1)]
@@ -508,22 +508,22 @@ def test_what_is_said_of_others_keeps_its_limits() -> None:
     # "it" that names nothing ("It was a tough week"), or a thing named sentences before.
     assert said("My car broke down. It was a tough week.") == {("Ana's car", "activity", "broke down", "assert")}
     assert not any(p == "described_as" for _, p, _, _ in said("I finished my novel. I felt relieved. It's a mix of joy and fear."))
-    # "they" for things is most often someone else: "our bodies ... they create a calm space".
-    assert not any(s == "Ana's bodies" for s, _, _, _ in said("We listen to our bodies. They create a calm, relaxed space."))
+    # "they" for things is most often someone else: "our bodies ... they build a steady strength".
+    assert not any(s == "Ana's bodies" for s, _, _, _ in said("We look after our bodies. They build a quiet, steady strength."))
     # Two subjects, or a phrase that may go on: no subject of the speaker's own.
     assert said("Our family and friends make it worth it.") == set()
     assert not any(s.startswith("Ana's") for s, _, _, _ in said("My kids love it."))
     # Nouns after "my" that own nothing, and a likeness: no claim about them.
     assert said("My goal was to run a marathon.") == {("Ana", "goal", "run a marathon", "assert")} or not any(s.startswith("Ana's") for s, _, _, _ in said("My goal was to run a marathon."))
     assert not any(p == "likes" for _, p, _, _ in said("My phone is like my second brain."))
-    # A thing receives nothing: "our trip got off to a bad start" is something that happened to it.
-    assert ("Ana's trip", "activity", "got off to a bad start", "assert") in said("Our trip got off to a bad start.")
+    # A thing receives nothing: "our picnic got off to a rainy start" is something that happened to it.
+    assert ("Ana's picnic", "activity", "got off to a rainy start", "assert") in said("Our picnic got off to a rainy start.")
     # A list of things after a doing is one object, not doings: "trees" is no verb here.
     assert not any(o.startswith("trees") for _, _, o, _ in said("I painted a lake, trees and a sunset."))
     # A word that may be a verb is an item of a list of things only after a preposition.
     assert not any("hike" in o for _, _, o, _ in said("We watch films, hike, and cook big dinners."))
-    # Items of a list after an infinitive are not the speaker's doings ("to stay on track, plan goals").
-    assert not any(o.startswith("visualize") for _, _, o, _ in said("I use a whiteboard to stay on track, visualize goals and track wins."))
+    # Items of a list after an infinitive are not the speaker's doings ("to stay organised, track chores").
+    assert not any(o.startswith("track") for _, _, o, _ in said("I use a planner to stay organised, track chores and plan meals."))
 
 
 def test_what_a_sixth_audit_found() -> None:
@@ -531,10 +531,10 @@ def test_what_a_sixth_audit_found() -> None:
     assert said("Thanks for askin'!") == set()
     assert said("We all have different roads.") == set()
     assert not any(p == "practices" for _, p, _, _ in said("My cousins have tried it and loved it."))
-    assert said("I'll make a list of the ones.") == set()
-    assert said("We work well together!") == set()
+    assert said("I'll pick a few of the ones.") == set()
+    assert said("We work great together!") == set()
     assert said("Lately I've been puzzled about something.") == set()
-    assert said("I've always just stayed away.") == set()
+    assert said("I've always just kept away.") == set()
     assert said("I run out of shows to watch.") == set()
     assert ("Ana", "values", "staying calm", "assert") in said("Remember that staying calm is very important.")
     assert said("Maybe we show people.") == set()
@@ -546,15 +546,15 @@ def test_what_a_seventh_audit_found() -> None:
     assert said("Lucky you to have such a great team!") == set()
     assert ("Ana", "feels", "Glad", "assert") in said("Glad you like it!")
     assert said("Loving your new haircut!") == set()
-    assert not any(o.endswith("and") for _, _, o, _ in said("Biscuit helps me stay calm and brings me so much joy."))
+    assert not any(o.endswith("and") for _, _, o, _ in said("Biscuit helps me stay calm and gives me so much comfort."))
     assert said("I probably also have lots of records.") == set()
-    assert said("I finally belong somewhere.") == set()
-    assert said("I chose to write about this.") == set()
+    assert said("I finally fit in somewhere.") == set()
+    assert said("I chose to read about that.") == set()
     assert said("We worked hard.") == set()
     assert not any(o.endswith("surrounded") for _, _, o, _ in said("We celebrated my niece's graduation with a picnic surrounded by music, games and the warm evening breeze."))
 
 
 def test_what_a_third_audit_of_this_pass_found() -> None:
     # Seed 4257 (94 correct): an amount before "of", a hedged clause read as a thing considered.
-    assert ("Ana", "met", "guys at the tournament afterwards", "assert") in said("I talked to some of the guys at the tournament afterwards.")
-    assert not any(p == "considers" for _, p, _, _ in said("I'm not sure I'll ever understand why my cat naps so much."))
+    assert ("Ana", "met", "players at the match afterwards", "assert") in said("I talked to some of the players at the match afterwards.")
+    assert not any(p == "considers" for _, p, _, _ in said("I'm not sure I'll ever work out why my cat naps so much."))
