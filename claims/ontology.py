@@ -73,8 +73,8 @@ ONTOLOGY: dict[str, Predicate] = {
         # considers it is a fact, the thing itself is not; extracted with low confidence.
         Predicate("considers", "multi", "person", "text", "something the subject considers (hedged or hypothetical)", future_allowed=True),
         # What a thing, pet or person other than the speaker is said to be or be like, its subject
-        # named in the turn ("Little Women" for "It's a great story about sisterhood") or owned by
-        # the speaker ("Ana's guinea pig" for "my guinea pig ... he's been great").
+        # named in the turn ("Brief Encounter" for "It's a great film about friendship") or owned by
+        # the speaker ("Ana's hamster" for "my hamster ... he's a handful").
         Predicate("described_as", "multi", "any", "text", "what a thing, pet or person the speaker names is said to be or be like"),
         # Open: a first-person statement of something done that no typed predicate fits.
         Predicate("activity", "multi", "person", "text", "something the subject did (no typed predicate fits)"),

@@ -7,7 +7,7 @@ Rules, strongest first; each merge records its rule and the entry ids that suppo
 - ``prefix-in-conversation``: a short name one participant uses to *address* another in the
   same conversation ("Hey Jo!", "..., Jo?") that is a prefix of exactly one other
   participant's first name ("Tom" -> "Tomasz"). Addressing is required, so a capitalised word
-  at the start of a sentence ("Car broke down") is never taken for a nickname.
+  at the start of a sentence ("Rain stopped play") is never taken for a nickname.
 - ``email-local-part``: an e-mail address that writes an entry (an .eml's sender) whose local
   part, with ``.``, ``_`` and ``-`` read as spaces and a ``+tag`` dropped, is the whole name of
   exactly one speaker of the scope (``priya@helio.example`` -> Priya, ``ana.lima@x`` -> Ana

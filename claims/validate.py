@@ -99,7 +99,7 @@ def _person_supported(name: str, source: dict[str, Any], resolver: Resolver | No
             return True  # "Tom" for a speaker written "Tomasz"
         listener = resolver.other_participant(scope, source.get("session_id"), actor)
         if listener is not None and re.search(r"(?<!\w)you(?:r|rs|rself)?(?!\w)", _fold(quote)):
-            # "you" (or "your": "Your courage is inspiring") in the quote, two people talking
+            # "you" (or "your": "Your drive is awesome") in the quote, two people talking
             return resolver.entity_id(scope, name) == resolver.entity_id(scope, listener)
     return False
 

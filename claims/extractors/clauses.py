@@ -565,7 +565,7 @@ _DOES_ME_GOOD = re.compile(
 
 @functools.cache
 def _is_my() -> re.Pattern[str]:
-    """"Rowing is my passion", "Gardening's always been my haven", "My family is my rock": a thing
+    """"Rowing is my passion", "Gardening's always been my refuge", "My family is my rock": a thing
     said to be one of the lexicon's [mine] nouns of the speaker's."""
     nouns = [*lexicon().mine.likes, *lexicon().mine.values]
     alt = "|".join(re.escape(w) for w in sorted(nouns, key=len, reverse=True))

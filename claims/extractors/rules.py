@@ -99,8 +99,8 @@ _VAGUE = re.compile(
     r"is|are|was|were|be|few|some|one|ones|lot|lots)\b",
     re.I,
 )
-# A phrase object ends where the next clause starts ("a fair to show off my studio, ..." is cut
-# by the comma already; "a conference and met people" is cut here).
+# A phrase object ends where the next clause starts ("a market to show off my pottery, ..." is cut
+# by the comma already; "a workshop and met people" is cut here).
 _CLAUSE = re.compile(
     r"\s+(?:-|–|—|and (?:it|I|we|they|he|she|met|was|had|got|saw|then)|because|but|so that|so|which|when|where|"
     r"who|while|since|if|to simply|with my|lately|this (?:morning|afternoon|evening))\b.*$",
@@ -174,8 +174,8 @@ def _proposal_at(
     (cleaned here; None when nothing is left of it): the quote runs from the statement's start to
     the object's end, stretched over the sentence's time phrase, which sets the valid time.
     Shared with the clause extractor (clauses.py), so that both quote and time alike; it cuts its
-    objects at clause ends itself (``cut_clauses=False``: "found old notebooks with my early
-    writings" keeps what the notebooks hold)."""
+    objects at clause ends itself (``cut_clauses=False``: "found old letters with my early
+    poems" keeps what the letters hold)."""
     obj = text[obj_start:obj_end]
     future = ONTOLOGY[predicate].future_allowed
     # The time phrase of the sentence the match is in, if any ("... Berlin last month!").
