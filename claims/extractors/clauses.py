@@ -308,7 +308,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
     # "you" in a two-party session is the other participant (entity resolution's participants).
     listener = resolver.other_participant(entry["scope"], entry.get("session_id"), speaker) if resolver is not None and speaker else None
     if resolver is not None and speaker:
-        # "he" and "she" are neither the speaker nor the one spoken to ("Thanks, Mel! ... He's been great")
+        # "he" and "she" are neither the speaker nor the one spoken to ("Thanks, Lea! ... He's been great")
         present = {resolver.entity_id(entry["scope"], n) for n in (speaker, listener) if n}
         third = [n for n in people if resolver.entity_id(entry["scope"], n) not in present]
     else:
@@ -384,7 +384,7 @@ def _encouragement(entry: dict[str, Any], base: dict[str, Any], text: str, speak
     return _urging(entry, base, text, speaker, listener)
 
 
-# Before an urging, only what an imperative may open with: "Jon, keep going", "So hang in there".
+# Before an urging, only what an imperative may open with: "Rui, keep going", "So hang in there".
 _URGING_LEAD = re.compile(r"^(?:[\s,!.\-–—]|(?i:and|so|just|now|but|please|oh|yeah|yes|wow|ok|okay|hey|aw|aww)\b|[A-Z][a-z]+\b)*$")
 
 
@@ -543,7 +543,7 @@ _NOT_GENERIC = frozenset({
 
 @functools.cache
 def _praise() -> re.Pattern[str]:
-    """"Pottery's so relaxing", "Being outside can be really enjoyable", "Swimming is a great way to
+    """"Knitting's so relaxing", "Being outside can be really enjoyable", "Swimming is a great way to
     relax": a generic statement (a bare noun or a gerund, no article) praised with one of the
     lexicon's `praise` words says what the speaker likes. "The view was amazing" (one thing, once)
     and "Your drive is awesome" (the listener's) are not generic."""
@@ -634,7 +634,7 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     yield from _made(text)
     for m in _praise().finditer(text) if any(w in low for w in lexicon().praise.words) else ():
         obj = m.group("obj").lower().split()
-        if obj[0] not in _NOT_GENERIC and not {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):  # "John, that's awesome"
+        if obj[0] not in _NOT_GENERIC and not {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):  # "Rui, that's awesome"
             yield "likes", m.start("obj"), m.end("obj"), m.start(), m.end()
     for predicate, patterns in _STATEMENTS:
         for pattern in patterns:
