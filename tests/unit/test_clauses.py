@@ -205,7 +205,7 @@ def test_what_a_third_audit_of_the_second_cut_found() -> None:
     assert said("I'll start thinking.") == set()
     assert said("I want to go see.") == set()
     assert ("Ana", "plans", "start a book club", "assert") in said("I'll start a book club.")
-    assert said("I'm doing my best.") == set()
+    assert said("I'm just doing my best here.") == set()
     assert ("Ana", "attended", "market, Lisa", "assert") not in said("I went to the market, Lisa.")  # Lisa is spoken to
 
 
@@ -316,7 +316,7 @@ def test_backing_the_listener_is_a_claim_about_both() -> None:
         turn("Good luck!", "Rui", 2),  # says "you" to no one: no claim
         turn("Are you proud of you?", "Rui", 3),
         turn("Thanks Rui!", "Ana", 4),
-        turn("I believe in you.", "Rui", 5, session="c1:S2"),
+        turn("Honestly, I believe in you.", "Rui", 5, session="c1:S2"),
         turn("Me too.", "Tom", 6, session="c1:S2"),  # three people in that session: whom, unknown
         turn("Hi.", "Ana", 7, session="c1:S2"),
     ]
