@@ -3,8 +3,12 @@ the packaged MiniLM model) in throwaway memory homes."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
+import shutil
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -26,17 +30,49 @@ def ingest_sample_corpus(home) -> None:
     ingest_paths(ledger, [SAMPLES / "private"], scope="team", visibility=("elena", "priya"))
 
 
-@pytest.fixture(scope="session")
-def built_home(tmp_path_factory):
-    """A memory home with the sample corpus ingested and every view built through Dagster."""
+def built_once(tmp_path_factory, name: str, make: Callable[[Path], dict]) -> tuple[Path, dict]:
+    """A memory home built once per test session for every pytest-xdist worker, and this worker's
+    own copy of it: ``make(folder)`` builds ``folder/home`` and returns JSON facts about it.
+
+    The first worker to ask builds under a file lock in the session's shared temp folder; the
+    others wait for it instead of building the same home again (a build of the sample corpus is
+    60-130 s on 2 cores, and 3 workers each built every shared home). Each worker gets a copy
+    (under a second), so no two processes ever open one home's DuckDB or Kùzu files."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / f"shared-{name}"
+    facts = shared / "facts.json"
+    with FileLock(f"{shared}.lock"):
+        if not facts.exists():  # a worker whose build failed left no facts: the next one retries
+            shutil.rmtree(shared, ignore_errors=True)
+            shared.mkdir(parents=True)
+            facts.write_text(json.dumps(make(shared)))
+    mine = tmp_path_factory.mktemp(name)
+    shutil.copytree(shared / "home", mine / "home", symlinks=True)
+    return mine / "home", json.loads(facts.read_text())
+
+
+def _build_sample_home(folder: Path) -> dict:
     from memc.home import MemcHome
     from orchestration.runner import build
 
-    home = MemcHome.resolve(tmp_path_factory.mktemp("built") / "home").ensure()
+    home = MemcHome.resolve(folder / "home").ensure()
     ingest_sample_corpus(home)
     report = build(home)
     assert report.success, report.failed_steps
-    return home, report
+    return dataclasses.asdict(report)
+
+
+@pytest.fixture(scope="session")
+def built_home(tmp_path_factory):
+    """A memory home with the sample corpus ingested and every view built through Dagster (one
+    build per session, this worker's copy of it: ``built_once``). Read it; copy it to change it."""
+    from memc.home import MemcHome
+    from orchestration.runner import BuildReport
+
+    root, report = built_once(tmp_path_factory, "built", _build_sample_home)
+    return MemcHome.resolve(root), BuildReport(**report)
 
 
 @pytest.fixture(scope="session")
