@@ -38,15 +38,15 @@ demo: install manifest
 
 # The layers contract first (pyproject.toml, [tool.importlinter]): an upward import fails the build.
 # Then every test, the `slow` variants included at MEMC_SLOW_SCALE=$(SLOW_SCALE) of their full size
-# (60 ledger kill -9 trials, 1,000 adversarial compiles from a fresh seed, 12 forget kill trials and
-# 1 during the forget's rebuild, 12 fuzzed requests per operation and mode; the backfill with views
-# whole), so no test is one CI never runs; the default-lane variants those twins cover at least as
+# (40 ledger kill -9 trials, 6 S3 writer kill trials per store, 500 adversarial compiles from a fresh
+# seed, 10 forget kill trials and 1 during the forget's rebuild, 12 fuzzed requests per operation and
+# mode; the backfill with views whole), so no test is one CI never runs; the default-lane variants those twins cover at least as
 # large (marker covered_by_slow) are left out. Three pytest-xdist workers on two cores, one test
 # file per worker at a time (module and session fixtures built once per worker): most of a test's
 # time is spent waiting on a subprocess (Dagster, dbt, a server, a kill), so a third worker fills
 # the gaps. Measured: 614 tests passed in 58 min with 3 workers on 2 cores that two evaluation runs
 # loaded to 6-7 (2026-12-02; serially on a quiet machine they took 46 min).
-SLOW_SCALE ?= 0.2
+SLOW_SCALE ?= 0.1
 TEST_WORKERS ?= 3
 test: install manifest
 	$(BIN)/lint-imports

@@ -245,7 +245,7 @@ def test_kill9_writers_mid_commit(store, seed):
 @pytest.mark.slow
 def test_kill9_writers_mid_commit_slow(store, seed):
     root, env = store
-    trials = scaled(60, least=12)
+    trials = scaled(60, least=6)
     stats = run_kill_trials(root, env, trials, random.Random(seed))
     print(f"\nkill -9: {trials} trials: {dict(stats)}")
     assert stats["trials"] >= trials and stats["acked_batches"] > 0

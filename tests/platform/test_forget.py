@@ -430,7 +430,7 @@ def test_kill_forget_at_random_points_10_trials(tmp_path_factory):
 def test_kill_forget_at_random_points_60_trials(tmp_path_factory, seed):
     """60 at full scale (MEMC_SLOW_SCALE reduces it in CI), from a fresh seed each run (printed;
     MEMC_TEST_SEED replays the kill points, the machine's timing aside)."""
-    _kill_trials(tmp_path_factory, trials=scaled(60, least=12), seed=seed)
+    _kill_trials(tmp_path_factory, trials=scaled(60, least=10), seed=seed)
 
 
 def _kill_during_rebuild(tmp_path_factory, trials: int, seed: int) -> None:
