@@ -6,7 +6,9 @@ succeeds."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,7 +18,6 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from conftest import SAMPLES
 from memc.home import MemcHome
 from memc.locks import holder
 
@@ -71,9 +72,19 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc and relies on PR_SET_PDEATHSIG")
-def test_one_build_at_a_time_and_a_killed_build_leaves_nothing_behind(tmp_path):
-    home = MemcHome.resolve(tmp_path / "home").ensure()
-    ingest = subprocess.run([MEMC, "--home", str(home.root), "ingest", str(SAMPLES / "team"), "--scope", "team"], capture_output=True, text=True)
+def test_one_build_at_a_time_and_a_killed_build_leaves_nothing_behind(built_home, tmp_path):
+    # A copy of the built sample home and one new conversation on a new day: the builds are
+    # incremental ones (a cold build of the corpus is ~90 s of this test's time spent on nothing
+    # it checks), and each still reaches the dbt child the kill needs.
+    shutil.copytree(built_home[0].root, tmp_path / "home", symlinks=True)
+    home = MemcHome.resolve(tmp_path / "home")
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text("".join(
+        json.dumps({"conversation_id": "elena-tomasz", "session_id": "elena-tomasz:S9", "session_index": 9, "turn_index": i,
+                    "turn_id": f"ET9:{i + 1}", "speaker": who, "text": text, "timestamp": "2024-06-01T09:00:00"}) + "\n"
+        for i, (who, text) in enumerate([("Tomasz", "I joined the rowing club in Gdynia last week."),
+                                         ("Elena", "Nice! I started a pottery course in Berlin.")])))
+    ingest = subprocess.run([MEMC, "--home", str(home.root), "ingest", str(chat), "--scope", "team"], capture_output=True, text=True)
     assert ingest.returncode == 0, ingest.stderr
 
     first = _memc(home, "build", "--quiet")
