@@ -50,7 +50,7 @@ SLOW_SCALE ?= 0.1
 TEST_WORKERS ?= 3
 test: install manifest
 	$(BIN)/lint-imports
-	MEMC_SLOW_SCALE=$(SLOW_SCALE) $(BIN)/python -m pytest -q -m "not covered_by_slow" -n $(TEST_WORKERS) --dist loadfile --durations=25
+	MEMC_SLOW_SCALE=$(SLOW_SCALE) $(BIN)/python -m pytest -q -m "not covered_by_slow" -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 # The lanes, each runnable alone (tests/README.md says what belongs where).
 test-unit: install manifest

@@ -20,6 +20,45 @@ REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples" / "corpus"
 
 
+# The test files that took longest in CI's last measured run (worker seconds on 2 loaded cores,
+# 2026-12-02), longest first. `make test` hands whole files to pytest-xdist workers in collection
+# order (`--dist loadfile --no-loadscope-reorder`), so these start first and the short files fill
+# in behind them. xdist's default order, by number of tests, sent the single-test files of several
+# minutes (the daemon, the S3 home) out last: the run's last six minutes waited on them alone.
+LONGEST_FIRST = (
+    "tests/platform/test_forget.py",
+    "tests/platform/test_daemon.py",
+    "tests/platform/test_storage_s3.py",
+    "tests/platform/test_security.py",
+    "tests/platform/test_memory_actions.py",
+    "tests/platform/test_state.py",
+    "tests/engine/test_ledger.py",
+    "tests/platform/test_build_lock.py",
+    "tests/platform/test_replay.py",
+    "tests/platform/test_profile.py",
+    "tests/platform/test_backfill.py",
+    "tests/platform/test_current_first.py",
+    "tests/engine/test_ledger_s3.py",
+    "tests/platform/test_canaries.py",
+    "tests/platform/test_ask_warm.py",
+    "tests/platform/test_api.py",
+    "tests/engine/test_vectors.py",
+    "tests/platform/test_compare.py",
+    "tests/platform/test_first_use.py",
+    "tests/platform/test_eval_locomo.py",
+    "tests/platform/test_end_to_end.py",
+    "tests/platform/test_platform_health.py",
+    "tests/platform/test_ui_browser.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The longest files first (LONGEST_FIRST); the rest, and the tests within a file, keep
+    their order (a stable sort on the file alone)."""
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))
+
+
 def ingest_sample_corpus(home) -> None:
     """The demo's corpus: the team's files are public; one conversation is private to two people."""
     from ingestion import ingest_paths

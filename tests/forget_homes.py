@@ -167,3 +167,29 @@ def forensic_home(tmp_path_factory) -> ForgetHome:
                                     secrets={k: tuple(v) for k, v in facts["secrets"].items()},
                                     build_seconds=facts["build_seconds"])
     return _BUILT["home"]
+
+
+def copy_home(src: ForgetHome, dest: Path) -> ForgetHome:
+    from memc.home import MemcHome
+
+    shutil.copytree(src.home.root, dest, symlinks=True)
+    home = MemcHome.resolve(dest)
+    # The copy's inbox archive has its own path: re-point nothing (source URIs name the
+    # original), but tests compare by bytes, which the copy has.
+    return ForgetHome(home=home, canaries=dict(src.canaries), secrets=dict(src.secrets), build_seconds=src.build_seconds)
+
+
+def files_containing(root: Path, needles: list[str]) -> dict[str, list[str]]:
+    """needle -> files under ``root`` whose bytes contain it (every file, every byte)."""
+    out: dict[str, list[str]] = {}
+    enc = [(n, n.encode()) for n in needles]
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            p = Path(dirpath) / f
+            if p.is_symlink() or not p.is_file():
+                continue
+            data = p.read_bytes()
+            for n, b in enc:
+                if b in data:
+                    out.setdefault(n, []).append(str(p.relative_to(root)))
+    return out
