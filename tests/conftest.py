@@ -89,7 +89,28 @@ def built_once(tmp_path_factory, name: str, make: Callable[[Path], dict]) -> tup
             facts.write_text(json.dumps(make(shared)))
     mine = tmp_path_factory.mktemp(name)
     shutil.copytree(shared / "home", mine / "home", symlinks=True)
+    relocate_warehouse(mine / "home", shared / "home")
     return mine / "home", json.loads(facts.read_text())
+
+
+def relocate_warehouse(home_root: Path, built_at: Path) -> None:
+    """Point a copied home's warehouse views at the copy's files. dbt-duckdb writes the staging
+    views and the marts' external views with absolute paths, so in a copy they still read the
+    home it was copied from (and `memc sql --admin`, which may read only files under its own
+    home, refuses them). Each view whose SQL names ``built_at`` is created again naming
+    ``home_root``; a build of the copy would do the same."""
+    import duckdb
+
+    db = home_root / "warehouse" / "memc.duckdb"
+    if not db.exists():
+        return
+    old, new = f"{built_at.resolve()}/", f"{home_root.resolve()}/"
+    with duckdb.connect(str(db)) as con:
+        views = con.execute("select schema_name, view_name, sql from duckdb_views() where not internal").fetchall()
+        for schema, name, sql in views:
+            if old in sql:
+                body = sql[sql.index(" AS ") + 4:].replace(old, new)
+                con.execute(f'create or replace view "{schema}"."{name}" as {body}')
 
 
 def _build_sample_home(folder: Path) -> dict:
