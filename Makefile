@@ -42,10 +42,11 @@ demo: install manifest
 # seed, 10 forget kill trials and 1 during the forget's rebuild, 12 fuzzed requests per operation and
 # mode; the backfill with views whole), so no test is one CI never runs; the default-lane variants those twins cover at least as
 # large (marker covered_by_slow) are left out. Three pytest-xdist workers on two cores, one test
-# file per worker at a time (module and session fixtures built once per worker): most of a test's
+# file per worker at a time (module fixtures built once per worker, the shared homes once per run): most of a test's
 # time is spent waiting on a subprocess (Dagster, dbt, a server, a kill), so a third worker fills
-# the gaps. Measured: 614 tests passed in 58 min with 3 workers on 2 cores that two evaluation runs
-# loaded to 6-7 (2026-12-02; serially on a quiet machine they took 46 min).
+# the gaps; the longest files go out first (tests/conftest.py LONGEST_FIRST). Measured on a fresh
+# clone (.ci/run, 2026-12-02): 724 tests in 31 min 40 s on 2 cores (36 min before the shared homes,
+# scale 0.1 and that order).
 SLOW_SCALE ?= 0.1
 TEST_WORKERS ?= 3
 test: install manifest
