@@ -830,7 +830,6 @@ def run_compaction_kills(root: Path, trials: int, seed: int) -> Counter:
         w.kill()  # the writer too, mid-append or not
         acks = w.acks()
         nxt_before, nxt = nxt, w.start + len(acks)
-        ahead = Writer(root, "cw@1") if trial + 1 < trials else None
         stop.set()
         rt.join(30)
         assert not errors, errors[0]
@@ -848,6 +847,10 @@ def run_compaction_kills(root: Path, trials: int, seed: int) -> Counter:
             nxt += 1
         fresh = Ledger(root)  # recover(): finishes or undoes the dead compaction
         assert not (root / ".compaction.json").exists()
+        # the next trial's writer starts only now: its own start-up recover() would otherwise
+        # race this one, and a recover() that finds another finishing the compaction leaves the
+        # journal to it (non-blocking publish lock), which this check would take for a leftover
+        ahead = Writer(root, "cw@1") if trial + 1 < trials else None
         assert list((root / "_tmp").iterdir()) == []
         assert_whole_ledger(root, keys)
         # clean markers, but for the killed writer's own: one for head + 1 with no batch (young,
