@@ -20,7 +20,7 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev,distributed]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,distributed,spark]'
 	touch $@
 
 # The dbt manifest must exist before the Dagster definitions load.

@@ -13,15 +13,15 @@
     closers as (
         select
             claim_id,
-            bool_or(list_contains(closer_visibility, 'public')) as closed_publicly,
-            list_sort(list_distinct(flatten(list(closer_visibility)))) as closer_principals,
-            list_sort(list_distinct(list(closer_claim_id))) as closed_by
+            bool_or({{ list_has('closer_visibility', "'public'") }}) as closed_publicly,
+            {{ list_sorted(list_unique(list_flatten(list_agg('closer_visibility')))) }} as closer_principals,
+            {{ list_sorted(list_unique(list_agg('closer_claim_id'))) }} as closed_by
         from {{ ref('int_claim_closings_paired') }}
         group by claim_id
     ),
 
     unresolved as (
-        select distinct unnest([claim_id_a, claim_id_b]) as claim_id
+        select distinct {{ unnest_pair('claim_id_a', 'claim_id_b') }} as claim_id
         from {{ ref('conflicts') }}
         where resolution = 'unresolved'
     )
@@ -46,15 +46,15 @@
         c.time_phrase,
         c.asserted_by,
         c.source_kind,
-        coalesce(k.closer_principals, []::varchar[]) as closed_for,
-        coalesce(k.closed_by, []::varchar[]) as closed_by,
+        coalesce(k.closer_principals, {{ empty_text_list() }}) as closed_for,
+        coalesce(k.closed_by, {{ empty_text_list() }}) as closed_by,
         u.claim_id is not null as in_conflict
     from claims as c
     left join closers as k using (claim_id)
     left join unresolved as u using (claim_id)
     where not coalesce(
         k.closed_publicly
-        or (not list_contains(c.visibility, 'public') and list_has_all(k.closer_principals, c.visibility)),
+        or (not {{ list_has('c.visibility', "'public'") }} and {{ list_has_every('k.closer_principals', 'c.visibility') }}),
         false
     )
 {%- endmacro %}

@@ -1,13 +1,13 @@
 {% macro entity_id(scope, name) -%}
     {#- Same value as memc.ids.entity_id in Python: entities are per scope, names case-folded. -#}
-    'ent_' || left(sha256({{ scope }} || chr(31) || lower(trim({{ name }}))), 24)
+    'ent_' || left({{ sha256_hex(scope ~ ' || chr(31) || lower(trim(' ~ name ~ '))') }}, 24)
 {%- endmacro %}
 
 {% macro normalize_name(name) -%}
     {#- memc.ids.normalize_name: runs of white space become one space, then case-folded. The
         key entity resolution's aliases are looked up by, and how objects are compared when a
         retraction names the value it closes or two claims contradict each other. -#}
-    lower(trim(regexp_replace({{ name }}, '\s+', ' ', 'g')))
+    lower(trim({{ replace_all(name, '\s+', ' ') }}))
 {%- endmacro %}
 
 {% macro within_watermark(seq_column) -%}
@@ -28,18 +28,15 @@
     {#- Aggregate: who may see something derived from every row in the group.
         'public' is the identity (public meet X = X); otherwise principals in every row.
         An empty list means nobody but an administrator. -#}
-    list_sort(list_reduce(
-        list({{ visibility_column }}),
-        lambda a, b: {{ visibility_meet_pair('a', 'b') }}
-    ))
+    {{ list_sorted(meet_all(visibility_column)) }}
 {%- endmacro %}
 
 {% macro visibility_meet_pair(a, b) -%}
     {#- Row-wise meet of two visibility lists (same rule as memc.visibility.meet). -#}
     case
-        when list_contains({{ a }}, 'public') then {{ b }}
-        when list_contains({{ b }}, 'public') then {{ a }}
-        else list_intersect({{ a }}, {{ b }})
+        when {{ list_has(a, "'public'") }} then {{ b }}
+        when {{ list_has(b, "'public'") }} then {{ a }}
+        else {{ list_common(a, b) }}
     end
 {%- endmacro %}
 
@@ -49,7 +46,7 @@
     {%- if principal is none -%}
         true
     {%- else -%}
-        (list_contains({{ visibility_column }}, 'public') or list_contains({{ visibility_column }}, {{ principal }}))
+        ({{ list_has(visibility_column, "'public'") }} or {{ list_has(visibility_column, principal) }})
     {%- endif -%}
 {%- endmacro %}
 
@@ -75,5 +72,5 @@
 {% macro is_email_address(name) -%}
     {#- A bare e-mail address (claims/resolve.py email_local_name reads the same shape): not an
         entity name unless entity resolution made it an alias of a person. -#}
-    coalesce(regexp_full_match({{ name }}, '[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+'), false)
+    coalesce({{ matches_whole(name, '[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+') }}, false)
 {%- endmacro %}

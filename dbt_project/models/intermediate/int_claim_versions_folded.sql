@@ -20,7 +20,7 @@ closer_events as (
     select
         claim_id,
         known_from,
-        min({'close_at': close_at, 'closer_claim_id': closer_claim_id, 'reason': reason}) as closing
+        min({{ struct_of({'close_at': 'close_at', 'closer_claim_id': 'closer_claim_id', 'reason': 'reason'}) }}) as closing
     from {{ ref('int_claim_closings_paired') }}
     group by claim_id, known_from
 ),
@@ -55,7 +55,7 @@ changes as (
 
 select
     claim_id,
-    row_number() over (partition by claim_id order by known_from)::integer as version,
+    cast(row_number() over (partition by claim_id order by known_from) as integer) as version,
     known_from as recorded_from,
     closing.close_at as valid_to,
     closing.closer_claim_id as closed_by_claim_id,

@@ -42,7 +42,7 @@ select
     b.confidence as confidence_b,
     b.visibility as visibility_b,
     -- Who may see the conflict as a whole: only those who may see both sides.
-    list_sort({{ visibility_meet_pair('a.visibility', 'b.visibility') }}) as visibility
+    {{ list_sorted(visibility_meet_pair('a.visibility', 'b.visibility')) }} as visibility
 from claims as a
 inner join claims as b
     on b.scope = a.scope

@@ -48,8 +48,8 @@ alias_lists as (
     select
         entity_id,
         scope,
-        list_sort(list(distinct alias)) as resolved_aliases,
-        list_sort(list(distinct rule)) as alias_rules
+        {{ list_sorted(list_agg('alias', distinct=true)) }} as resolved_aliases,
+        {{ list_sorted(list_agg('rule', distinct=true)) }} as alias_rules
     from aliases
     group by entity_id, scope
 )
@@ -59,9 +59,9 @@ select
     r.scope,
     coalesce(min(r.canonical_name), min(r.name)) as name,
     min(r.entity_type) as entity_type,
-    list_sort(list_distinct(list(distinct r.name) || coalesce(any_value(l.resolved_aliases), []::varchar[]))) as aliases,
-    coalesce(any_value(l.alias_rules), []::varchar[]) as alias_rules,
-    list_sort(list(distinct r.entry_id)) as evidence,
+    {{ list_sorted(list_unique(list_concat(list_agg('r.name', distinct=true), 'coalesce(any_value(l.resolved_aliases), ' ~ empty_text_list() ~ ')'))) }} as aliases,
+    coalesce(any_value(l.alias_rules), {{ empty_text_list() }}) as alias_rules,
+    {{ list_sorted(list_agg('r.entry_id', distinct=true)) }} as evidence,
     {{ visibility_meet('r.visibility') }} as visibility,
     count(*) as mention_count
 from resolved as r

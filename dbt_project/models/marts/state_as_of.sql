@@ -7,7 +7,7 @@
 {%- set known_at = var('known_at', none) -%}
 {%- set principal = var('principal', none) %}
 {{ state_as_of(
-    "timestamptz '" ~ as_of ~ "'" if as_of else "now()",
-    "timestamptz '" ~ known_at ~ "'" if known_at else "now()",
+    timestamp_literal(as_of) if as_of else "now()",
+    timestamp_literal(known_at) if known_at else "now()",
     "'" ~ principal ~ "'" if principal else none
 ) }}
