@@ -45,8 +45,8 @@ demo: install manifest
 # file per worker at a time (module fixtures built once per worker, the shared homes once per run): most of a test's
 # time is spent waiting on a subprocess (Dagster, dbt, a server, a kill), so a third worker fills
 # the gaps; the longest files go out first (tests/conftest.py LONGEST_FIRST). Measured on a fresh
-# clone (.ci/run, 2026-12-02): 724 tests in 31 min 40 s on 2 cores (36 min before the shared homes,
-# scale 0.1 and that order).
+# clone (.ci/run, 2026-12-03, nothing else running): 725 tests in 18 min 10 s on 2 cores (runs that
+# shared the cores with other work took 29-36 min).
 SLOW_SCALE ?= 0.1
 TEST_WORKERS ?= 3
 test: install manifest
