@@ -351,32 +351,27 @@ def main() -> None:
     import importlib
 
     sections = {module: (title, intro) for module, title, intro in SECTIONS}
-    if len(sys.argv) == 2 and sys.argv[1] in sections:
-        # One benchmark (python -m benchmarks bench_extract), spliced into the existing report.
+
+    def splice_one(key: str, res: dict, lines: list[str]) -> None:
+        """One benchmark's sections, spliced into the existing report."""
+        doc = DOCS / "benchmarks.md"
+        doc.write_text(splice(doc.read_text(), lines, key, res))
+        print(f"written to {doc}", file=sys.stderr)
+
+    if len(sys.argv) == 2 and sys.argv[1] in sections:  # python -m benchmarks bench_extract
         module = sys.argv[1]
         res = importlib.import_module(f"benchmarks.{module}").run()
-        doc = DOCS / "benchmarks.md"
-        doc.write_text(splice(doc.read_text(), _section(*sections[module], res, module), module, res))
-        print(f"written to {doc}", file=sys.stderr)
-        return
-    if sys.argv[1:] == ["build"]:
-        # Only the full build of the sample corpus, spliced into the existing report.
+        return splice_one(module, res, _section(*sections[module], res, module))
+    if sys.argv[1:] == ["build"]:  # only the full build of the sample corpus
         from benchmarks import bench_build
 
         res = bench_build.run()
-        doc = DOCS / "benchmarks.md"
-        doc.write_text(splice(doc.read_text(), _build_section(res), "build", res))
-        print(f"written to {doc}", file=sys.stderr)
-        return
-    if sys.argv[1:] == ["compile"]:
-        # Only the compile benchmark (and the LoCoMo evaluation), spliced into the existing report.
+        return splice_one("build", res, _build_section(res))
+    if sys.argv[1:] == ["compile"]:  # only the compile benchmark and the LoCoMo evaluation
         from benchmarks import bench_compile
 
         res = bench_compile.run()
-        doc = DOCS / "benchmarks.md"
-        doc.write_text(splice(doc.read_text(), compile_sections(res), "bench_compile", res))
-        print(f"written to {doc}", file=sys.stderr)
-        return
+        return splice_one("bench_compile", res, compile_sections(res))
 
     from benchmarks import bench_build, bench_ledger
 
