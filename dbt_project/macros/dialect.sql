@@ -1,7 +1,9 @@
 {#- The few places where DuckDB's SQL and Spark SQL differ, behind adapter.dispatch: the
     default__ form is DuckDB's (dbt-duckdb, the warehouse memc builds), the spark__ form is
     Spark SQL's (dbt-spark, where the fold's unit tests also run: docs/scale.md). Lists are
-    DuckDB LISTs and Spark arrays of strings. -#}
+    DuckDB LISTs and Spark arrays of strings. One difference is left as it is: DuckDB's list()
+    keeps NULLs and Spark's collect_list drops them; the lists the fold aggregates (ids,
+    names, visibility lists) hold none. -#}
 
 {% macro list_agg(expr, distinct=false) -%}
     {#- Aggregate: the group's values as a list (distinct ones with `distinct`). -#}
@@ -37,6 +39,7 @@
 {% macro default__list_concat(a, b) -%}({{ a }} || {{ b }}){%- endmacro %}
 {% macro spark__list_concat(a, b) -%}concat({{ a }}, {{ b }}){%- endmacro %}
 
+{#- flatten() is the same in both; a macro so that it nests with the others as a string. -#}
 {% macro list_flatten(expr) -%}flatten({{ expr }}){%- endmacro %}
 
 {% macro empty_text_list() -%}{{ return(adapter.dispatch('empty_text_list', 'memc')()) }}{%- endmacro %}
