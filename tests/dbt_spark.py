@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 
 import duckdb
+import jinja2
+import yaml
 
 DBT_PROJECT = Path(__file__).resolve().parents[1] / "dbt_project"
 
@@ -77,13 +79,12 @@ spark.stop()
 
 
 def spark_conf(spark_dir: Path) -> dict[str, str]:
-    """The session's settings, as dbt_project/profiles.yml's spark target gives them to dbt."""
-    return {
-        "spark.sql.warehouse.dir": f"{spark_dir}/warehouse",
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={spark_dir}/derby",
-        "spark.ui.enabled": "false",
-        "spark.sql.session.timeZone": "UTC",
-    }
+    """The session's settings: those dbt_project/profiles.yml's spark target gives dbt (its
+    server_side_parameters, rendered as dbt renders them with MEMC_SPARK_DIR = ``spark_dir``),
+    so the seeding session and dbt's share one catalog."""
+    params = yaml.safe_load((DBT_PROJECT / "profiles.yml").read_text())["memc"]["outputs"]["spark"]["server_side_parameters"]
+    env = {"MEMC_SPARK_DIR": str(spark_dir)}
+    return {k: jinja2.Template(v).render(env_var=lambda name, default=None: env.get(name, default)) for k, v in params.items()}
 
 
 def seed(spark_dir: Path, statements: list[str]) -> None:
@@ -103,9 +104,3 @@ def run_unit_tests(home_root: Path, spark_dir: Path, target_path: Path) -> subpr
          "--no-partial-parse"],
         cwd=spark_dir, env=env, capture_output=True, text=True, timeout=1200,
     )
-
-
-def passed(output: str) -> tuple[int, int]:
-    """(passed, total) from dbt's summary line."""
-    m = re.search(r"PASS=(\d+).*TOTAL=(\d+)", output)
-    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)

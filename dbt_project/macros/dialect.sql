@@ -92,8 +92,7 @@
 {% macro spark__safe_cast(field, type) -%}
     {#- dbt's unit-test fixtures on Spark: the fixtures write lists as DuckDB reads them from text
         ("[public]", "[ana, bo]", "[]"); Spark cannot cast text to an array, so such a value
-        becomes array('public', ...). Anything else as dbt-spark casts it (its own macro strips
-        the quotes of a string meant for a complex type and casts the rest). -#}
+        becomes array('public', ...). Anything else goes to dbt-spark's own macro. -#}
     {%- if field is string and type.lower().startswith('array<string') and field.startswith("'[") and field.endswith("]'") -%}
         {%- set inner = field[2:-2].strip() -%}
         {%- if inner -%}
@@ -102,7 +101,6 @@
             cast(array() as array<string>)
         {%- endif -%}
     {%- else -%}
-        {%- set complex = type.lower().startswith(('struct', 'array', 'map')) -%}
-        cast({{ field.strip('"').strip("'") if (complex and field is string) else field }} as {{ type }})
+        {{ dbt.spark__safe_cast(field, type) }}
     {%- endif -%}
 {%- endmacro %}
