@@ -58,8 +58,8 @@ def plan(home: MemcHome, state: list[StateFact], question: str, ctx: Context) ->
     asked = intent.asked(question)
     # Functional predicates only: they hold one value at a time, so "now" is a question of them.
     # Keys of every asked predicate were measured and dropped: the turns of multi-valued facts
-    # ("What does she study?" -> every `studies` claim) crowd out the evidence (LoCoMo dev
-    # conv-26 at 2,000 tokens: 0.859 without the route, 0.834 with every asked fact as a key).
+    # ("What does she study?" -> every `studies` claim) crowd out the evidence (one LoCoMo dev
+    # conversation at 2,000 tokens: 0.859 without the route, 0.834 with every asked fact as a key).
     picked = [
         f for f in state
         if f.predicate in asked and (p := ONTOLOGY.get(f.predicate)) is not None and p.cardinality == "functional" and not p.derived

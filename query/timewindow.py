@@ -1,4 +1,4 @@
-"""The time window a question names: "in 2022", "in May 2023", "last May", "last week",
+"""The time window a question names: "in 2022", "in June 2021", "last May", "last week",
 "before she moved".
 
 The context compiler retrieves from inside the window as one more route (a prefilter on
@@ -26,7 +26,7 @@ _MONTH_NO = timephrase.MONTH_NO
 _YEAR = r"(?:19|20)\d\d"
 _EDGE = r"(?:in|during|throughout|since|before|after|by|from)"
 
-# "in May 2023", "before June of 2021", "May 2023"
+# "in June 2021", "before June of 2021", "June 2021"
 _MONTH_YEAR = re.compile(rf"\b(?:({_EDGE}) )?(?:(?:early|mid|late) )?({_MONTHS}),? (?:of )?({_YEAR})\b", re.I)
 # "in 2022", "before 2020", "since 2019"
 _YEAR_ONLY = re.compile(rf"\b({_EDGE}) (?:early |mid |late )?(?:the year )?({_YEAR})\b", re.I)
