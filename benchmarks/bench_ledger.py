@@ -18,7 +18,7 @@ Reads: a fresh handle reading (and verifying) those 500 one-entry batches, then 
 ``Ledger.compact``, against a ledger holding the same 500 entries written as one batch.
 Runs in about 30-50 s on 2 cores.
 
-    .venv/bin/python benchmarks/bench_ledger.py --s3 s3://bucket/prefix   # the same appends on S3
+    .venv/bin/python benchmarks/bench_ledger.py --s3 s3://bucket/prefix [APPENDS]   # the same appends on S3
 
 compares sequential appends on object storage with local ones (:func:`run_s3`; docs/scale.md).
 """
@@ -215,8 +215,9 @@ def _run(out_dir: Path) -> dict[str, Any]:
 
 def run_s3(uri: str, out_dir: Path, appends: int = 40) -> dict[str, Any]:
     """Sequential appends of 1 and 100 entries on object storage (``S3Ledger`` at ``uri``, the
-    endpoint and keys from the AWS variables) beside the same on a local ledger, and a fresh
-    handle's verified read of what was written. Not part of ``make bench``: it needs an S3
+    endpoint and keys from the AWS variables) beside the same on a local ledger, a fresh
+    handle's verified read of what was written and, for the one-entry batches, the same read
+    after ``compact`` merged them. Not part of ``make bench``: it needs an S3
     server (tests/ceph_rgw.py starts a Ceph RGW on loopback: ``python tests/ceph_rgw.py``)."""
     from ledger import S3Ledger
 
@@ -230,18 +231,23 @@ def run_s3(uri: str, out_dir: Path, appends: int = 40) -> dict[str, Any]:
             fresh = S3Ledger(root, write=False) if where == "s3" else Ledger(tmp / "ledger")
             read_s = _timed(lambda: fresh.read())
             med = statistics.median(times)
-            out["results"].append({
+            row = {
                 "where": where, "batch": n, "append_ms_median": round(med * 1000, 2),
                 "appends_per_s": round(1 / med, 1), "entries_per_s": round(n / med),
                 "read_all_s": round(read_s, 3), "batches_read": appends,
-            })
+            }
+            if n == 1:  # the small batches merged, then a fresh handle's read again
+                row["compact_s"] = round(_timed(lambda: led.compact()), 3)
+                fresh = S3Ledger(root, write=False) if where == "s3" else Ledger(tmp / "ledger")
+                row["read_compacted_s"] = round(_timed(lambda: fresh.read()), 3)
+            out["results"].append(row)
             if tmp is not None:
                 shutil.rmtree(tmp, ignore_errors=True)
     return out
 
 
 if __name__ == "__main__":
-    if len(sys.argv) > 2 and sys.argv[1] == "--s3":  # bench_ledger.py --s3 s3://bucket/prefix
-        print(json.dumps(run_s3(sys.argv[2], Path(tempfile.gettempdir())), indent=2))
+    if len(sys.argv) > 2 and sys.argv[1] == "--s3":  # bench_ledger.py --s3 s3://bucket/prefix [appends]
+        print(json.dumps(run_s3(sys.argv[2], Path(tempfile.gettempdir()), *map(int, sys.argv[3:4])), indent=2))
     else:
         print(json.dumps(run(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(tempfile.gettempdir())), indent=2))

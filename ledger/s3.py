@@ -45,9 +45,21 @@ each batch it rewrites and stops, before overwriting anything, if a newer genera
 and taking over a dead holder's lease is again a put-if-absent of the next generation, so of two
 processes that see it expire only one wins. Nothing is ever deleted to unlock.
 
-Not on S3 yet: compaction raises :class:`NotImplementedError`; batch objects of writers killed
-between upload and commit are left (never read; ``recover()`` removes those older than
-STALE_MARKER_SECONDS).
+Compaction (``compact``). A ledger of many one-entry appends is as many objects to read; under the
+rewrite lease, each run of consecutive small batches is read and checked against its markers,
+merged into one batch under a new unique name, and the run's first marker overwritten to name it
+with ``"markers": n``, the number of marker keys it now stands for (the commit point: the same
+seqs, rows, entry ids, idempotency keys and checksums inside). The run's other markers are never
+deleted (a writer holding an old chain would put a marker at a freed seq again); they stay as they
+were, and a reader skips the ``n - 1`` marker keys after a merged marker whose seqs it covers,
+without reading them. Then the old batch objects are deleted with every stored version. A kill
+before the commit point leaves an unnamed merged object (``recover()`` removes it); after it, old
+objects that nothing names any more (also removed by ``recover()``). A handle whose cached chain
+names a batch a compaction has since removed finds it missing, lists the chain again from seq 1
+and reads again (once), so an old handle reads each entry once, never both copies or neither.
+
+Batch objects of writers killed between upload and commit are left (never read; ``recover()``
+removes those older than STALE_MARKER_SECONDS).
 """
 
 from __future__ import annotations
@@ -70,12 +82,16 @@ import pyarrow as pa
 
 from ledger.schema import NewEntry, entries_table
 from ledger.store import (
+    SMALL_FILE_ROWS,
     STALE_MARKER_SECONDS,
+    TARGET_FILE_ROWS,
     AppendResult,
+    CompactReport,
     EntryReader,
     LedgerCorruption,
     VerifyReport,
     _conform,
+    _runs,
     columns_to_read,
     parquet_bytes,
     read_batch,
@@ -104,6 +120,12 @@ class ConditionalPutUnsupported(RuntimeError):
     """The object store does not refuse a second put-if-absent: two writers could commit one seq."""
 
 
+class _Moved(LedgerCorruption):
+    """A batch this handle's chain names is gone and its marker no longer names it the same way:
+    a compaction merged it since the handle listed the chain. The handle lists it again and reads
+    again once; raised on (as the damage it then is) if the batch is still missing."""
+
+
 @dataclass(frozen=True)
 class Commit:
     """One commit marker, as read: the batch it names and that batch's checksum and rows."""
@@ -114,10 +136,19 @@ class Commit:
     sha256: str
     rows: int
     max_recorded_at: datetime | None
+    markers: int = 1  # marker keys this one stands for: itself and, after a compaction, the run it merged
 
     @property
     def last(self) -> int:
         return self.first + self.rows - 1
+
+
+def _first_of(key: str) -> int:
+    """The first seq a commit marker's key names (``commits/<seq>.json``), read from the key alone."""
+    name = key.rsplit("/", 1)[-1].partition(".")[0]
+    if not name.isdigit():
+        raise LedgerCorruption(f"{key}: not a commit marker's name")
+    return int(name)
 
 
 def parse_s3_uri(uri: str) -> tuple[str, str]:
@@ -231,10 +262,13 @@ class S3Ledger(EntryReader):
         try:
             d = json.loads(self._get(key))
             rec = d.get("max_recorded_at")
-            return Commit(int(d["first_seq"]), key, str(d["batch"]), str(d["sha256"]), int(d["rows"]),
-                          datetime.fromisoformat(rec) if rec else None)
+            c = Commit(int(d["first_seq"]), key, str(d["batch"]), str(d["sha256"]), int(d["rows"]),
+                       datetime.fromisoformat(rec) if rec else None, int(d.get("markers", 1)))
         except (ValueError, KeyError, TypeError) as exc:
             raise LedgerCorruption(f"{where}: unreadable commit marker ({exc})") from exc
+        if c.markers < 1 or c.markers > c.rows:
+            raise LedgerCorruption(f"{where}: unreadable commit marker (stands for {c.markers} markers of {c.rows} rows)")
+        return c
 
     def _current(self, c: Commit, columns: Sequence[str] | None = None) -> pa.Table:
         """The batch of a cached commit (see :meth:`_current_bytes`)."""
@@ -244,18 +278,34 @@ class S3Ledger(EntryReader):
     def _current_bytes(self, c: Commit) -> tuple[Commit, bytes]:
         """The checked bytes of a cached commit's batch; when its object is gone because an
         erasure rewrote the batch since this handle listed it, the marker is read again and
-        followed (once). Returns the commit as followed."""
+        followed (once). Returns the commit as followed. Raises :class:`_Moved` when a compaction
+        merged the batch since (the marker no longer stands for the same rows and markers, or no
+        longer names another object)."""
         try:
             return c, self._verified_bytes(c)
         except LedgerCorruption as exc:
-            if not isinstance(exc.__cause__, Exception) or _status(exc.__cause__) != 404:
+            if not _missing(exc):
                 raise
             now = self._read_commit(c.key)
-            if now.batch == c.batch:
-                raise
+            if (now.rows, now.markers) != (c.rows, c.markers) or now.batch == c.batch:
+                raise _Moved(str(exc)) from exc
             with self._lock:
                 self._commits = [now if x.key == c.key else x for x in self._commits]
             return now, self._verified_bytes(now)
+
+    def _reread(self, fn):
+        """``fn()``, and once more from a chain listed again from seq 1 if a compaction merged a
+        batch this handle's chain named (:class:`_Moved`)."""
+        try:
+            return fn()
+        except _Moved:
+            with self._lock:
+                self._reset()
+            return fn()
+
+    def _reset(self) -> None:
+        """Forget the cached chain (callers hold self._lock): the next refresh lists it from seq 1."""
+        self._commits, self._keys, self._last_rec = [], set(), None
 
     def _batch(self, c: Commit, columns: Sequence[str] | None = None) -> pa.Table:
         """The batch a marker names, its SHA-256 checked against the marker's."""
@@ -287,28 +337,67 @@ class S3Ledger(EntryReader):
 
     def _refresh(self) -> None:
         """Extend the verified chain by the markers committed since we last listed (callers hold
-        self._lock). Each new batch is read once: its checksum, seqs and idempotency keys."""
+        self._lock). Each new batch is read once: its checksum, seqs and idempotency keys. A chain
+        that a compaction has overtaken (a batch it names is gone) is listed again from seq 1."""
+        try:
+            self._extend()
+        except _Moved:
+            self._reset()
+            self._extend()
+
+    def _covered(self, key: str) -> bool:
+        """Whether a listed marker key is one that the chain's last (merged) marker stands for;
+        a key inside the chain that no merged marker explains is damage."""
+        if not self._commits:
+            return False
+        first, last = _first_of(key), self._commits[-1]
+        if first > last.last:
+            return False
+        if last.markers > 1 and last.first < first:
+            return True
+        raise LedgerCorruption(f"s3://{self.bucket}/{key}: a marker inside the batch of {last.key} "
+                               f"(seqs {last.first}..{last.last}), which merged none")
+
+    def _extend(self) -> None:
         after = self._commits[-1].key if self._commits else None
         keys = [obj["Key"] for obj in self._list("commits", after)]
 
-        def fetch(key: str) -> tuple[Commit, pa.Table]:
-            c = self._read_commit(key)
-            return c, self._batch(c, ["seq", "idempotency_key", "recorded_at"])
+        def fetch(key: str) -> tuple[Commit, pa.Table] | Exception:
+            try:
+                c = self._read_commit(key)
+                return c, self._batch(c, ["seq", "idempotency_key", "recorded_at"])
+            except LedgerCorruption as exc:  # raised below only if the key is not a merged one
+                return exc
 
         # GETs in parallel (~20 ms each on loopback RGW, so a fresh handle on 40 batches took 6 s
-        # one by one); the chain is checked in order below
-        for key, (c, t) in zip(keys, _map(fetch, keys)):
-            expected = self._commits[-1].last + 1 if self._commits else 1
-            if c.first != expected or key != self._commit_key(c.first):
-                raise LedgerCorruption(f"s3://{self.bucket}/{key}: seq gap, expected a batch "
-                                       f"starting at {expected} (marker says {c.first})")
-            if t.column("seq").to_pylist() != list(range(c.first, c.first + c.rows)):
-                raise LedgerCorruption(f"s3://{self.bucket}/{c.batch}: seqs inside the batch do not "
-                                       f"run {c.first}..{c.last}")
-            self._keys.update(t.column("idempotency_key").to_pylist())
-            if c.max_recorded_at is not None and (self._last_rec is None or c.max_recorded_at > self._last_rec):
-                self._last_rec = c.max_recorded_at
-            self._commits.append(c)
+        # one by one), in waves, so that the keys a merged marker stands for are skipped unread;
+        # the chain is checked in order below
+        wave = 8
+        i = 0
+        while i < len(keys):
+            todo = []
+            while i < len(keys) and len(todo) < wave:
+                if not self._covered(keys[i]):
+                    todo.append(keys[i])
+                i += 1
+            for key, got in zip(todo, _map(fetch, todo)):
+                if self._covered(key):
+                    continue  # merged by a marker earlier in this wave
+                if isinstance(got, Exception):
+                    # a batch gone since the listing: a compaction merged it (listed again once)
+                    raise (_Moved(str(got)) if _missing(got) else got)
+                c, t = got
+                expected = self._commits[-1].last + 1 if self._commits else 1
+                if c.first != expected or key != self._commit_key(c.first):
+                    raise LedgerCorruption(f"s3://{self.bucket}/{key}: seq gap, expected a batch "
+                                           f"starting at {expected} (marker says {c.first})")
+                if t.column("seq").to_pylist() != list(range(c.first, c.first + c.rows)):
+                    raise LedgerCorruption(f"s3://{self.bucket}/{c.batch}: seqs inside the batch do not "
+                                           f"run {c.first}..{c.last}")
+                self._keys.update(t.column("idempotency_key").to_pylist())
+                if c.max_recorded_at is not None and (self._last_rec is None or c.max_recorded_at > self._last_rec):
+                    self._last_rec = c.max_recorded_at
+                self._commits.append(c)
 
     def _chain(self) -> list[Commit]:
         with self._lock:
@@ -380,9 +469,11 @@ class S3Ledger(EntryReader):
         return batch_key, sha
 
     def _put_marker(self, key: str, first: int, rows: int, batch_key: str, sha: str,
-                    recorded_at: datetime | None, **conditions: str) -> None:
+                    recorded_at: datetime | None, markers: int = 1, **conditions: str) -> None:
         marker = {"first_seq": first, "rows": rows, "batch": batch_key, "sha256": sha,
                   "max_recorded_at": recorded_at.isoformat() if recorded_at else None}
+        if markers > 1:  # a merged batch (compact): the marker keys it stands for, itself included
+            marker["markers"] = markers
         self.client.put_object(Bucket=self.bucket, Key=key, Body=json.dumps(marker).encode(),
                                ContentType="application/json", **conditions)
 
@@ -410,17 +501,20 @@ class S3Ledger(EntryReader):
         the next build. Files appear by rename: a glob sees whole files only. Returns the files
         in seq order."""
         folder.mkdir(parents=True, exist_ok=True)
-        wanted = {f"{c.first:0{SEQ_WIDTH}d}-{c.sha256[:16]}.parquet": c for c in self._chain()}
-        have = {p.name for p in folder.glob("*.parquet")}
+        def copy() -> list[Path]:
+            wanted = {f"{c.first:0{SEQ_WIDTH}d}-{c.sha256[:16]}.parquet": c for c in self._chain()}
+            have = {p.name for p in folder.glob("*.parquet")}
 
-        def fetch(name: str) -> None:
-            c, data = self._current_bytes(wanted[name])
-            _write_new(folder / f"{c.first:0{SEQ_WIDTH}d}-{c.sha256[:16]}.parquet", data)
+            def fetch(name: str) -> None:
+                c, data = self._current_bytes(wanted[name])
+                _write_new(folder / f"{c.first:0{SEQ_WIDTH}d}-{c.sha256[:16]}.parquet", data)
 
-        _map(fetch, sorted(set(wanted) - have))
-        for stale in have - set(wanted):
-            (folder / stale).unlink(missing_ok=True)
-        return [folder / n for n in sorted(wanted)]
+            _map(fetch, sorted(set(wanted) - have))
+            for stale in have - set(wanted):
+                (folder / stale).unlink(missing_ok=True)
+            return [folder / n for n in sorted(wanted)]
+
+        return self._reread(copy)
 
     def head(self) -> int:
         chain = self._chain()
@@ -430,18 +524,26 @@ class S3Ledger(EntryReader):
              until_seq: int | None = None) -> pa.Table:
         """Committed entries in seq order, every batch's checksum checked as it is read."""
         read_cols, need_seq = columns_to_read(columns)
-        wanted = [c for c in self._chain() if c.last > since_seq and (until_seq is None or c.first <= until_seq)]
-        return seq_slice(_map(lambda c: self._current(c, read_cols), wanted), read_cols, since_seq, until_seq, need_seq)
+
+        def read() -> pa.Table:
+            wanted = [c for c in self._chain() if c.last > since_seq and (until_seq is None or c.first <= until_seq)]
+            return seq_slice(_map(lambda c: self._current(c, read_cols), wanted), read_cols, since_seq, until_seq, need_seq)
+
+        return self._reread(read)
 
     def verify(self) -> VerifyReport:
         """Every marker's batch read again and checked (checksum, rows, seqs), and the markers'
         chain from seq 1; problems are listed, not raised."""
         report = VerifyReport()
         expected = 1
+        merged: Commit | None = None  # the last marker read, while the keys after it may be ones it merged
         for obj in self._list("commits"):
+            first = _first_of(obj["Key"])
+            if merged is not None and merged.markers > 1 and merged.first < first <= merged.last:
+                continue  # a marker key the merged batch stands for: not read, as readers do
             report.files += 1
             try:
-                c = self._read_commit(obj["Key"])
+                c = merged = self._read_commit(obj["Key"])
                 if c.first != expected or obj["Key"] != self._commit_key(c.first):
                     report.problems.append(f"s3://{self.bucket}/{obj['Key']}: seq gap, expected a batch "
                                            f"starting at {expected}")
@@ -502,8 +604,8 @@ class S3Ledger(EntryReader):
                     continue
                 new_key, sha = self._upload_batch(c.first, new)
                 renew()  # still ours (else LedgerBusy, before anything is overwritten), and its clock restarted
-                self._put_marker(c.key, c.first, c.rows, new_key, sha, c.max_recorded_at)  # the commit point
-                self._commits[i] = Commit(c.first, c.key, new_key, sha, c.rows, c.max_recorded_at)
+                self._put_marker(c.key, c.first, c.rows, new_key, sha, c.max_recorded_at, c.markers)  # the commit point
+                self._commits[i] = Commit(c.first, c.key, new_key, sha, c.rows, c.max_recorded_at, c.markers)
                 self._delete_every_version(c.batch)
                 report.files_rewritten.append(new_key.rsplit("/", 1)[-1])
                 report.rows_stubbed += n
@@ -579,8 +681,50 @@ class S3Ledger(EntryReader):
     def _lease_key(self, gen: int, ext: str) -> str:
         return self._key("locks", "rewrite", f"{gen:0{SEQ_WIDTH}d}.{ext}")
 
-    def compact(self, **kw: Any):
-        raise NotImplementedError(f"{self.uri}: compaction on object storage is not implemented yet (issue 19)")
+    def compact(self, *, small_rows: int = SMALL_FILE_ROWS, target_rows: int = TARGET_FILE_ROWS,
+                wait: float | None = None) -> CompactReport:
+        """Merge each run of consecutive batches of fewer than ``small_rows`` rows into one batch of
+        at most ``target_rows`` rows (the protocol is in the module docstring), under the rewrite
+        lease: waits up to ``wait`` seconds (default: the lease's length) for a running purge or
+        compaction. Writers in other processes append meanwhile. Safe to kill at any point."""
+        report = CompactReport()
+        with self._rewrite_lease(lease_seconds() if wait is None else wait) as renew, self._lock:
+            self._refresh()
+            live = [(c, c.rows, c.max_recorded_at) for c in self._commits]
+            report.files_before = len(live)
+            for run in _runs(live, small_rows, target_rows):
+                merged = self._merge([c for c, _, _ in run], renew)
+                report.runs.append((merged.first, merged.last, len(run)))
+            report.files_after = len(self._commits)
+        return report
+
+    def _merge(self, run: list[Commit], renew) -> Commit:
+        """One run of batches merged and committed (callers hold the lease and self._lock)."""
+        now = [self._read_commit(c.key) for c in run]  # as they are now, for the record
+        if now != run:  # the lease keeps purges and other compactions out
+            raise RuntimeError(f"{self.uri}: the markers of seqs {run[0].first}..{run[-1].last} changed under the rewrite lease")
+        table = pa.concat_tables(_map(self._batch, run))  # each checked against its marker
+        first, last = run[0].first, run[-1].last
+        if table.column("seq").to_pylist() != list(range(first, last + 1)):
+            raise LedgerCorruption(f"{self.uri}: seqs of the batches from {run[0].key} do not run {first}..{last}")
+        buf, sha = parquet_bytes(table, self.compression)
+        if not read_batch(pa.BufferReader(buf)).equals(table):  # what we commit is what we read
+            raise RuntimeError(f"{self.uri}: compaction of {first}..{last}: the merged batch does not read back equal")
+        key = self._key("batches", f"{first:0{SEQ_WIDTH}d}-{uuid.uuid4().hex}.parquet")
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=buf.to_pybytes())
+        renew()  # still ours (else LedgerBusy, before anything is overwritten), and its clock restarted
+        recorded = max((c.max_recorded_at for c in run if c.max_recorded_at), default=None)
+        merged = Commit(first, run[0].key, key, sha, table.num_rows, recorded, sum(c.markers for c in run))
+        self._put_marker(merged.key, first, merged.rows, key, sha, recorded, merged.markers)  # the commit point
+        at = self._commits.index(run[0])
+        self._commits[at : at + len(run)] = [merged]
+        _map(lambda c: self._delete_every_version(c.batch), run)
+        return merged
+
+
+def _missing(exc: Exception) -> bool:
+    """A LedgerCorruption raised because the batch object its marker names is not there (404)."""
+    return isinstance(exc.__cause__, Exception) and _status(exc.__cause__) == 404
 
 
 def _write_new(path: Path, data: bytes) -> None:

@@ -6,9 +6,10 @@ folds the indexes, and deletes versions older than ``keep``.
 
 Ledger compaction: every append is one Parquet file, and a read pays about 1.6 ms a file
 whatever its size, so a home fed one entry at a time (the API, MCP, the inbox) reads slower
-each week. ``compact_ledger`` asks the ledger to merge runs of small batch files; the protocol
-(journal, marker, swap under the rewrite lock, crash recovery) is ledger/store.py's, the only
-writer of ledger files.
+each week (on object storage, one GET each). ``compact_ledger`` asks the ledger to merge runs of
+small batches; the protocol (journal, marker, swap under the rewrite lock, crash recovery) is
+ledger/store.py's, the only writer of ledger files, and on S3 ledger/s3.py's (a merged marker
+under the rewrite lease).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ledger import S3Ledger, open_ledger
+from ledger import open_ledger
 from memc.home import MemcHome
 from memc.locks import exclusive
 from views.build import vector_store
@@ -45,17 +46,12 @@ def compact_views(home: MemcHome, *, keep: timedelta = DEFAULT_KEEP) -> dict[str
 
 
 def compact_ledger(home: MemcHome) -> dict[str, Any]:
-    """Merge the ledger's small batch files, holding the home's build lock (waiting for a running
-    build): dbt's staging model reads ledger/*.parquet by glob, not through the Ledger's reader,
-    and for the moment between a merged file's publish and its sources' removal a glob sees
-    both; no build may read then."""
+    """Merge the ledger's small batches, local or on object storage, holding the home's build lock
+    (waiting for a running build): dbt's staging model reads ledger/*.parquet (or the build's
+    mirror of the S3 batches) by glob, not through the Ledger's reader, and for the moment
+    between a merged file's publish and its sources' removal a glob sees both; no build may
+    read then."""
     ledger = open_ledger(home.ledger)
-    if isinstance(ledger, S3Ledger):
-        # Each S3 batch is one object read with 8 GETs in flight; merging them needs the rewrite
-        # lease and a marker protocol for runs of seqs, not built yet (docs/scale.md).
-        files = ledger.stats()["files"]
-        return {"files_before": files, "files_after": files, "files_merged": 0, "head": ledger.head(),
-                "skipped": "the ledger is on object storage: compaction there is not implemented yet"}
     with exclusive(home.build_lock, "ledger compaction", wait=True):
         head = ledger.head()
         report = ledger.compact()

@@ -1,8 +1,8 @@
 """The ledger's reliability tests over the local filesystem and a real S3 server (Ceph RGW on
 loopback, tests/ceph_rgw.py): concurrent writers (0 lost, 0 duplicate, 0 gaps), a retry after a
 lost acknowledgement, kill -9 of writers mid-commit, corruption detection, and the start-up probe
-of the store's conditional put. The local-only tests (compaction, purge, markers on disk) stay in
-test_ledger.py.
+of the store's conditional put, and compaction on S3 (old handles, a kill after each step and at
+random points). The local-only tests (compaction, purge, markers on disk) stay in test_ledger.py.
 
 Cost in the default lane: Ceph starts once per session (16-31 s, measured in tests/ceph_rgw.py),
 then the S3 variants take a few trials each: the module ran in 64-93 s with the start (2 loaded
@@ -433,6 +433,152 @@ def test_two_purges_at_once_both_hold_and_a_killed_one_is_finished(ceph_rgw, mon
     left = [name for name, body in _stored_blobs(root, client, bucket) if any(v.encode() in body for v in erased)]
     assert not left, f"erased bytes still stored: {left}"
     assert_whole(open_ledger(root), set(id_of))
+
+
+# --------------------------------------------------------------------------- compaction
+
+COMPACTOR = Path(__file__).resolve().parents[1] / "ledger_compactor.py"
+
+
+def _s3_root(ceph_rgw, monkeypatch) -> str:
+    for k, v in ceph_rgw.env().items():
+        monkeypatch.setenv(k, v)
+    return f"s3://{ceph_rgw.bucket}/{uuid.uuid4().hex}"
+
+
+def _objects(ceph_rgw, root: str, sub: str) -> list[str]:
+    prefix = f"{root.split('/', 3)[3]}/{sub}/"
+    return [o["Key"] for page in ceph_rgw.client().get_paginator("list_objects_v2").paginate(Bucket=ceph_rgw.bucket, Prefix=prefix)
+            for o in page.get("Contents", [])]
+
+
+def _appends(led, slot: str, batches: range) -> set[str]:
+    for b in batches:
+        led.append(lw.batch_entries(slot, b))
+    return {k for b in batches for k in lw.batch_keys(slot, b)}
+
+
+def test_compaction_on_s3_keeps_every_entry_and_key_and_old_handles_follow(ceph_rgw, monkeypatch):
+    root = _s3_root(ceph_rgw, monkeypatch)
+    led = open_ledger(root)
+    keys = _appends(led, "s@1", range(60))
+    keys |= _appends(led, "big@300", range(1))  # a big batch is left as it is
+    keys |= _appends(led, "t@3", range(10))
+    old = open_ledger(root, write=False)
+    assert old.head() == 390  # this handle caches the chain as it was before the compaction
+    before = led.read()
+    markers = _objects(ceph_rgw, root, "commits")
+
+    report = led.compact(small_rows=100, target_rows=50)
+    # 60 one-entry batches -> runs of 50 and 10 rows; the 300-row batch stays; ten three-entry ones
+    # -> a run of 30 rows
+    assert [r[2] for r in report.runs] == [50, 10, 10] and (report.files_before, report.files_after) == (71, 4)
+    assert len(_objects(ceph_rgw, root, "batches")) == 4, "an old batch object is left"
+    assert _objects(ceph_rgw, root, "commits") == markers, "a marker was removed or added"
+    for reader in (open_ledger(root, write=False), old, led):  # fresh, cached from before, the compactor's own
+        assert reader.read().equals(before), "compaction changed a value, lost or repeated an entry"
+    assert open_ledger(root, write=False).stats()["files"] == 4
+    assert_whole(open_ledger(root), keys)
+
+    # idempotency: re-appending compacted entries (from the old handle too) is a no-op, and the
+    # old handle appends after the head, never at a seq a merged marker stands for
+    for w in (led, old):
+        r = w.append(lw.batch_entries("s@1", 7) + lw.batch_entries("t@3", 9))
+        assert (r.appended, r.duplicates) == (0, 4)
+    r = open_ledger(root).append(lw.batch_entries("v@2", 0))
+    assert (r.appended, r.first_seq) == (2, 391)
+    keys |= set(lw.batch_keys("v@2", 0))
+    # a merged batch merges again: the last run (30 rows, 10 markers) and the new batch
+    again = led.compact(small_rows=100, target_rows=50)
+    assert again.runs == [(361, 392, 2)]
+    assert_whole(open_ledger(root), keys)
+    # an erasure rewrites a merged batch and keeps what its marker stands for
+    victim = led.read(["entry_id", "idempotency_key"]).to_pylist()[370]
+    assert led.purge({victim["entry_id"]: "erasure-1"}).rows_stubbed == 1
+    assert_whole(open_ledger(root), keys)
+    assert open_ledger(root).recover(older_than=0) == {"batches": 0}
+    assert open_ledger(root).verify().files == 4  # 50, 10, 300 and 32 rows
+
+
+def _compactor(root: str, die_after: str | None = None, **env: str) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, str(COMPACTOR), "--root", root, "--small-rows", "100", "--target-rows", "100"]
+                         + (["--die-after", die_after] if die_after else []),
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, **env})
+    line = p.stdout.readline()
+    assert line.startswith("READY"), line + p.stderr.read()
+    p.stdin.write("go\n")
+    p.stdin.flush()
+    return p
+
+
+@pytest.mark.parametrize("step", ["upload", "commit", "removal"])
+def test_compaction_on_s3_killed_after_each_step(ceph_rgw, monkeypatch, step):
+    """The compactor SIGKILLs itself right after one step: a handle from before and a fresh one
+    see every entry once, before any recovery; the next compaction (after the dead one's 2 s
+    lease) finishes the job and recover() removes what nothing names."""
+    root = _s3_root(ceph_rgw, monkeypatch)
+    led = open_ledger(root)
+    keys = _appends(led, "k@1", range(30))
+    before = led.read()
+    p = _compactor(root, step, MEMC_S3_LEASE_SECONDS="2")
+    assert p.wait(60) == -signal.SIGKILL, p.stderr.read()
+    left = len(_objects(ceph_rgw, root, "batches"))  # 30 old batches and the merged one
+    assert left == 31 if step != "removal" else 1 < left < 31  # the deletes run 8 at a time
+    for reader in (led, open_ledger(root, write=False)):
+        assert reader.read().equals(before)
+        assert reader.verify().ok
+    assert_whole(open_ledger(root), keys)
+    report = open_ledger(root).compact(small_rows=100, wait=30)
+    assert report.files_after == 1 and report.files_merged == (30 if step == "upload" else 0)
+    open_ledger(root).recover(older_than=0)
+    assert len(_objects(ceph_rgw, root, "batches")) == 1
+    assert led.read().equals(before)
+    assert_whole(open_ledger(root), keys)
+    assert open_ledger(root).append(lw.batch_entries("k@1", 29)).duplicates == 1
+
+
+def run_compaction_kills_s3(root: str, trials: int, seed: int) -> int:
+    """Kills -9 land anywhere in a compaction (random delays) while a writer process appends;
+    after each: 0 lost, 0 duplicated, 0 gaps through a fresh handle and through one that cached
+    every chain before. Returns how many compactions were killed mid-way."""
+    rng = random.Random(seed)
+    led = open_ledger(root)
+    keys = _appends(led, "r@1", range(40))
+    kills = 0
+    for trial in range(trials):
+        w = Writer(root, dict(os.environ), f"W{trial}", 0, 6)
+        w.wait_ready()
+        w.go()
+        p = _compactor(root, MEMC_S3_LEASE_SECONDS="2")
+        time.sleep(rng.uniform(0.2, 1.5))  # a compaction of 40 small batches takes ~1-2 s on loopback RGW
+        if p.poll() is None:
+            p.kill()
+            kills += 1
+        p.wait()
+        w.finish()
+        keys |= {k for b in range(6) for k in lw.batch_keys(f"W{trial}", b)}
+        assert_whole(open_ledger(root), keys)
+        assert_whole(led, keys)
+        keys |= _appends(led, f"r{trial}@1", range(15))  # small batches for the next compaction
+    open_ledger(root).compact(small_rows=100, wait=30)
+    open_ledger(root).recover(older_than=0)
+    assert_whole(open_ledger(root), keys)
+    return kills
+
+
+@pytest.mark.covered_by_slow
+def test_compaction_on_s3_killed_at_a_random_point_while_a_writer_appends(ceph_rgw, monkeypatch, seed):
+    kills = run_compaction_kills_s3(_s3_root(ceph_rgw, monkeypatch), 1, seed)
+    print(f"\ncompaction on S3: {kills} of 1 killed mid-way")
+
+
+@pytest.mark.slow
+def test_compaction_on_s3_killed_at_random_points_while_writers_append_slow(ceph_rgw, monkeypatch, seed):
+    trials = scaled(10, 2)
+    kills = run_compaction_kills_s3(_s3_root(ceph_rgw, monkeypatch), trials, seed)
+    print(f"\ncompaction on S3: {kills} of {trials} killed mid-way")
+    assert kills >= 1  # the delays are drawn inside a compaction's usual length
 
 
 # --------------------------------------------------------------------------- the probe
