@@ -100,6 +100,10 @@ from ledger.store import (
 from ledger.stubs import PurgeReport, stubbed_batch
 
 SEQ_WIDTH = 20  # zero-padded seqs, so keys list in seq order
+# How many times a handle lists the chain again from seq 1 because a compaction merged a batch it
+# was about to read (each merged run of a compaction can do that to a reader once).
+RELISTS = 8
+
 # How long a rewrite lease (erasure) holds before another process may take it over: a purge on
 # loopback RGW rewrites a batch in ~0.1 s, so 15 minutes only ever expires for a holder that died.
 # The holder writes its lease into the lock, so a shorter MEMC_S3_LEASE_SECONDS (the kill tests use
@@ -294,14 +298,17 @@ class S3Ledger(EntryReader):
             return now, self._verified_bytes(now)
 
     def _reread(self, fn):
-        """``fn()``, and once more from a chain listed again from seq 1 if a compaction merged a
-        batch this handle's chain named (:class:`_Moved`)."""
-        try:
-            return fn()
-        except _Moved:
-            with self._lock:
-                self._reset()
-            return fn()
+        """``fn()``, again from a chain listed from seq 1 while a compaction merges batches this
+        handle's chain named (:class:`_Moved`; at most RELISTS times, then raised as the damage it
+        then is)."""
+        for attempt in range(RELISTS + 1):
+            try:
+                return fn()
+            except _Moved:
+                if attempt == RELISTS:
+                    raise
+                with self._lock:
+                    self._reset()
 
     def _reset(self) -> None:
         """Forget the cached chain (callers hold self._lock): the next refresh lists it from seq 1."""
@@ -339,11 +346,13 @@ class S3Ledger(EntryReader):
         """Extend the verified chain by the markers committed since we last listed (callers hold
         self._lock). Each new batch is read once: its checksum, seqs and idempotency keys. A chain
         that a compaction has overtaken (a batch it names is gone) is listed again from seq 1."""
-        try:
-            self._extend()
-        except _Moved:
-            self._reset()
-            self._extend()
+        for attempt in range(RELISTS + 1):
+            try:
+                return self._extend()
+            except _Moved:
+                if attempt == RELISTS:
+                    raise
+                self._reset()
 
     def _covered(self, key: str) -> bool:
         """Whether a listed marker key is one that the chain's last (merged) marker stands for;
@@ -370,9 +379,9 @@ class S3Ledger(EntryReader):
                 return exc
 
         # GETs in parallel (~20 ms each on loopback RGW, so a fresh handle on 40 batches took 6 s
-        # one by one), in waves, so that the keys a merged marker stands for are skipped unread;
-        # the chain is checked in order below
-        wave = 8
+        # one by one), in waves of 32 keys, so that the keys a merged marker stands for are
+        # skipped unread (at most a wave's worth is fetched in vain); the chain is checked in order
+        wave = 32
         i = 0
         while i < len(keys):
             todo = []
@@ -533,8 +542,19 @@ class S3Ledger(EntryReader):
 
     def verify(self) -> VerifyReport:
         """Every marker's batch read again and checked (checksum, rows, seqs), and the markers'
-        chain from seq 1; problems are listed, not raised."""
+        chain from seq 1; problems are listed, not raised. A batch found missing is looked for
+        again from a new listing (a compaction running meanwhile deletes the batches it merged,
+        after the marker that names the merged one): damage stays, a compaction's move does not."""
+        report, moved = self._verify_once()
+        for _ in range(RELISTS):
+            if not moved:
+                break
+            report, moved = self._verify_once()
+        return report
+
+    def _verify_once(self) -> tuple[VerifyReport, bool]:
         report = VerifyReport()
+        moved = False
         expected = 1
         merged: Commit | None = None  # the last marker read, while the keys after it may be ones it merged
         for obj in self._list("commits"):
@@ -552,11 +572,12 @@ class S3Ledger(EntryReader):
                     report.problems.append(f"s3://{self.bucket}/{c.batch}: seqs do not run {c.first}..{c.last}")
             except LedgerCorruption as exc:
                 report.problems.append(str(exc))
+                moved = moved or _missing(exc)
                 continue
             report.entries += c.rows
             expected = c.last + 1
             report.head = c.last
-        return report
+        return report, moved
 
     def stats(self) -> dict[str, Any]:
         chain = self._chain()
@@ -573,7 +594,10 @@ class S3Ledger(EntryReader):
     def recover(self, *, older_than: float = STALE_MARKER_SECONDS) -> dict[str, int]:
         """Remove batch objects no marker names that are older than ``older_than`` seconds: the
         uploads of writers that died before their commit (a live writer commits within seconds,
-        so only pass 0 when no writer runs)."""
+        so only pass 0 when no writer runs). The chain is listed afresh: a batch that a
+        compaction or an erasure named since this handle listed it is live."""
+        with self._lock:
+            self._reset()
         named = {c.batch for c in self._chain()}
         removed = 0
         now = datetime.now(timezone.utc)
@@ -594,6 +618,7 @@ class S3Ledger(EntryReader):
             return report
         found: set[str] = set()
         with self._rewrite_lease(lease_seconds() if wait is None else wait) as renew, self._lock:
+            self._reset()  # listed afresh under the lease: a compaction may have merged what this handle cached
             self._refresh()
             for i, cached in enumerate(self._commits):
                 c = self._read_commit(cached.key)  # as it is now: another purge may have rewritten it
@@ -689,7 +714,11 @@ class S3Ledger(EntryReader):
         compaction. Writers in other processes append meanwhile. Safe to kill at any point."""
         report = CompactReport()
         with self._rewrite_lease(lease_seconds() if wait is None else wait) as renew, self._lock:
+            # Listed afresh under the lease (no purge or other compaction can change a marker
+            # now): runs are drawn from the chain as it is, never from what this handle cached.
+            self._reset()
             self._refresh()
+            renew()  # listing a large ledger takes a while: the lease's clock restarts
             live = [(c, c.rows, c.max_recorded_at) for c in self._commits]
             report.files_before = len(live)
             for run in _runs(live, small_rows, target_rows):
@@ -699,10 +728,8 @@ class S3Ledger(EntryReader):
         return report
 
     def _merge(self, run: list[Commit], renew) -> Commit:
-        """One run of batches merged and committed (callers hold the lease and self._lock)."""
-        now = [self._read_commit(c.key) for c in run]  # as they are now, for the record
-        if now != run:  # the lease keeps purges and other compactions out
-            raise RuntimeError(f"{self.uri}: the markers of seqs {run[0].first}..{run[-1].last} changed under the rewrite lease")
+        """One run of batches merged and committed (callers hold the lease and self._lock, and
+        listed the chain under it)."""
         table = pa.concat_tables(_map(self._batch, run))  # each checked against its marker
         first, last = run[0].first, run[-1].last
         if table.column("seq").to_pylist() != list(range(first, last + 1)):

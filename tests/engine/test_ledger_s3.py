@@ -466,6 +466,8 @@ def test_compaction_on_s3_keeps_every_entry_and_key_and_old_handles_follow(ceph_
     keys |= _appends(led, "t@3", range(10))
     old = open_ledger(root, write=False)
     assert old.head() == 390  # this handle caches the chain as it was before the compaction
+    stale, eraser = open_ledger(root), open_ledger(root)  # two more, used only after it
+    assert stale.head() == eraser.head() == 390
     before = led.read()
     markers = _objects(ceph_rgw, root, "commits")
 
@@ -480,28 +482,31 @@ def test_compaction_on_s3_keeps_every_entry_and_key_and_old_handles_follow(ceph_
     assert open_ledger(root, write=False).stats()["files"] == 4
     assert_whole(open_ledger(root), keys)
 
-    # idempotency: re-appending compacted entries (from the old handle too) is a no-op, and the
-    # old handle appends after the head, never at a seq a merged marker stands for
-    for w in (led, old):
+    # idempotency: re-appending compacted entries is a no-op, from a handle whose chain predates
+    # the compaction too, which then appends after the head, never at a seq a merged marker
+    # stands for
+    for w in (stale, led):
         r = w.append(lw.batch_entries("s@1", 7) + lw.batch_entries("t@3", 9))
         assert (r.appended, r.duplicates) == (0, 4)
-    r = open_ledger(root).append(lw.batch_entries("v@2", 0))
+    r = stale.append(lw.batch_entries("v@2", 0))
     assert (r.appended, r.first_seq) == (2, 391)
     keys |= set(lw.batch_keys("v@2", 0))
     # a merged batch merges again: the last run (30 rows, 10 markers) and the new batch
     again = led.compact(small_rows=100, target_rows=50)
     assert again.runs == [(361, 392, 2)]
     assert_whole(open_ledger(root), keys)
-    # an erasure rewrites a merged batch and keeps what its marker stands for
+    # an erasure rewrites a merged batch and keeps what its marker stands for, also from a handle
+    # whose chain predates both compactions
     victim = led.read(["entry_id", "idempotency_key"]).to_pylist()[370]
-    assert led.purge({victim["entry_id"]: "erasure-1"}).rows_stubbed == 1
+    assert eraser.purge({victim["entry_id"]: "erasure-1"}).rows_stubbed == 1
     assert_whole(open_ledger(root), keys)
-    assert open_ledger(root).recover(older_than=0) == {"batches": 0}
+    assert_whole(led, keys)
+    assert old.recover(older_than=0) == {"batches": 0}  # its old chain is listed afresh first
     assert open_ledger(root).verify().files == 4  # 50, 10, 300 and 32 rows
 
 
-def _compactor(root: str, die_after: str | None = None, **env: str) -> subprocess.Popen:
-    p = subprocess.Popen([sys.executable, str(COMPACTOR), "--root", root, "--small-rows", "100", "--target-rows", "100"]
+def _compactor(root: str, die_after: str | None = None, target_rows: int = 100, **env: str) -> subprocess.Popen:
+    p = subprocess.Popen([sys.executable, str(COMPACTOR), "--root", root, "--small-rows", "100", "--target-rows", str(target_rows)]
                          + (["--die-after", die_after] if die_after else []),
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, **env})
@@ -539,9 +544,10 @@ def test_compaction_on_s3_killed_after_each_step(ceph_rgw, monkeypatch, step):
 
 
 def run_compaction_kills_s3(root: str, trials: int, seed: int) -> int:
-    """Kills -9 land anywhere in a compaction (random delays) while a writer process appends;
-    after each: 0 lost, 0 duplicated, 0 gaps through a fresh handle and through one that cached
-    every chain before. Returns how many compactions were killed mid-way."""
+    """Kills -9 land anywhere in a compaction of several runs (random delays) while a writer
+    process appends; after each: 0 lost, 0 duplicated, 0 gaps through a fresh handle and through
+    one that cached every chain before. A compaction that is not killed must finish cleanly.
+    Returns how many compactions were killed mid-way."""
     rng = random.Random(seed)
     led = open_ledger(root)
     keys = _appends(led, "r@1", range(40))
@@ -550,12 +556,15 @@ def run_compaction_kills_s3(root: str, trials: int, seed: int) -> int:
         w = Writer(root, dict(os.environ), f"W{trial}", 0, 6)
         w.wait_ready()
         w.go()
-        p = _compactor(root, MEMC_S3_LEASE_SECONDS="2")
+        p = _compactor(root, target_rows=10, MEMC_S3_LEASE_SECONDS="2")  # runs of 10 one-entry batches
         time.sleep(rng.uniform(0.2, 1.5))  # a compaction of 40 small batches takes ~1-2 s on loopback RGW
         if p.poll() is None:
             p.kill()
             kills += 1
-        p.wait()
+            p.wait()
+        else:
+            out, err = p.communicate()
+            assert p.returncode == 0 and "DONE" in out, err
         w.finish()
         keys |= {k for b in range(6) for k in lw.batch_keys(f"W{trial}", b)}
         assert_whole(open_ledger(root), keys)
