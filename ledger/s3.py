@@ -56,7 +56,9 @@ without reading them. Then the old batch objects are deleted with every stored v
 before the commit point leaves an unnamed merged object (``recover()`` removes it); after it, old
 objects that nothing names any more (also removed by ``recover()``). A handle whose cached chain
 names a batch a compaction has since removed finds it missing, lists the chain again from seq 1
-and reads again (once), so an old handle reads each entry once, never both copies or neither.
+and reads again (up to RELISTS times, for a compaction of many runs), so an old handle reads each
+entry once, never both copies or neither; a purge, a compaction and ``recover()`` list the chain
+afresh before they act.
 
 Batch objects of writers killed between upload and commit are left (never read; ``recover()``
 removes those older than STALE_MARKER_SECONDS).
