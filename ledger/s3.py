@@ -395,7 +395,7 @@ class S3Ledger(EntryReader):
                 if self._covered(key):
                     continue  # merged by a marker earlier in this wave
                 if isinstance(got, Exception):
-                    # a batch gone since the listing: a compaction merged it (listed again once)
+                    # a batch gone since the listing: a compaction merged it (_refresh lists again)
                     raise (_Moved(str(got)) if _missing(got) else got)
                 c, t = got
                 expected = self._commits[-1].last + 1 if self._commits else 1
