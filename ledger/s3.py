@@ -435,7 +435,7 @@ class S3Ledger(EntryReader):
             while True:
                 self._refresh()
                 head = self._commits[-1].last if self._commits else 0
-                new = [(e, d) for e, d in batch if d[1] not in self._keys]
+                new = [pair for pair in batch if pair[1][1] not in self._keys]  # the batch's own pairs (ledger/store.py)
                 result = AppendResult(duplicates=dup_in_batch + len(batch) - len(new), head=head, attempts=attempts)
                 if not new:
                     return result
