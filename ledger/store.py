@@ -128,8 +128,11 @@ PUBLISH_LOCK = ".publish.lock"
 # whatever its size, so 500 one-entry files cost 0.8 s more to read than one file of 500.
 SMALL_FILE_ROWS = 10_000
 TARGET_FILE_ROWS = 50_000
-# A read that keeps meeting files a compaction swaps under it gives up after this many tries.
-READ_RETRIES = 50
+# A read that keeps meeting files a compaction swaps under it tries again, with a pause growing
+# from 1 to 50 ms, for this long before it gives up. Fifty immediate tries were not enough: on two
+# loaded cores a reader overlapping a compaction's removals and a writer's appends failed all 50
+# (1 of 16 runs of tests/engine/test_ledger.py's compaction kill test).
+READ_RETRY_SECONDS = 10.0
 
 
 
@@ -391,12 +394,17 @@ class Ledger(EntryReader):
 
     def _stable(self, fn):
         """Run a listing-based read again while purges or compactions move files under it."""
-        for _ in range(READ_RETRIES):
+        deadline, pause, tries = time.monotonic() + READ_RETRY_SECONDS, 0.001, 0
+        while True:
             try:
                 return fn()
             except _Moved:
-                continue
-        raise LedgerCorruption(f"{self.root}: files kept changing during {READ_RETRIES} reads")
+                tries += 1
+                if time.monotonic() > deadline:
+                    raise LedgerCorruption(f"{self.root}: files kept changing during {tries} reads over "
+                                           f"{READ_RETRY_SECONDS:.0f} s") from None
+                time.sleep(pause)  # let the compaction's burst of renames and removals pass
+                pause = min(pause * 2, 0.05)
 
     def signature(self) -> tuple:
         """Every batch file by (name, size, mtime, inode): an append adds a file, a purge or a
