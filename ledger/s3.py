@@ -129,7 +129,7 @@ class ConditionalPutUnsupported(RuntimeError):
 class _Moved(LedgerCorruption):
     """A batch this handle's chain names is gone and its marker no longer names it the same way:
     a compaction merged it since the handle listed the chain. The handle lists it again and reads
-    again once; raised on (as the damage it then is) if the batch is still missing."""
+    again (RELISTS times at most); raised on (as the damage it then is) if the batch stays missing."""
 
 
 @dataclass(frozen=True)
