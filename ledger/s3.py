@@ -148,6 +148,11 @@ class Commit:
     def last(self) -> int:
         return self.first + self.rows - 1
 
+    def stands_for(self, first: int) -> bool:
+        """Whether the marker key of the batch starting at ``first`` is one this merged marker
+        stands for (compact): readers skip such keys unread."""
+        return self.markers > 1 and self.first < first <= self.last
+
 
 def _first_of(key: str) -> int:
     """The first seq a commit marker's key names (``commits/<seq>.json``), read from the key alone."""
@@ -364,7 +369,7 @@ class S3Ledger(EntryReader):
         first, last = _first_of(key), self._commits[-1]
         if first > last.last:
             return False
-        if last.markers > 1 and last.first < first:
+        if last.stands_for(first):
             return True
         raise LedgerCorruption(f"s3://{self.bucket}/{key}: a marker inside the batch of {last.key} "
                                f"(seqs {last.first}..{last.last}), which merged none")
@@ -560,8 +565,7 @@ class S3Ledger(EntryReader):
         expected = 1
         merged: Commit | None = None  # the last marker read, while the keys after it may be ones it merged
         for obj in self._list("commits"):
-            first = _first_of(obj["Key"])
-            if merged is not None and merged.markers > 1 and merged.first < first <= merged.last:
+            if merged is not None and merged.stands_for(_first_of(obj["Key"])):
                 continue  # a marker key the merged batch stands for: not read, as readers do
             report.files += 1
             try:
@@ -622,12 +626,12 @@ class S3Ledger(EntryReader):
         with self._rewrite_lease(lease_seconds() if wait is None else wait) as renew, self._lock:
             self._reset()  # listed afresh under the lease: a compaction may have merged what this handle cached
             self._refresh()
-            for i, cached in enumerate(self._commits):
-                c = self._read_commit(cached.key)  # as it is now: another purge may have rewritten it
+            # the markers as they are now: listed under the lease, which no other purge or
+            # compaction holds meanwhile
+            for i, c in enumerate(self._commits):
                 # checked against its marker: damage is never laundered
                 new, n = stubbed_batch(self._batch(c), erased, found, report)
                 if new is None:
-                    self._commits[i] = c
                     continue
                 new_key, sha = self._upload_batch(c.first, new)
                 renew()  # still ours (else LedgerBusy, before anything is overwritten), and its clock restarted

@@ -47,10 +47,10 @@ def compact_views(home: MemcHome, *, keep: timedelta = DEFAULT_KEEP) -> dict[str
 
 def compact_ledger(home: MemcHome) -> dict[str, Any]:
     """Merge the ledger's small batches, local or on object storage, holding the home's build lock
-    (waiting for a running build): dbt's staging model reads ledger/*.parquet (or the build's
-    mirror of the S3 batches) by glob, not through the Ledger's reader, and for the moment
-    between a merged file's publish and its sources' removal a glob sees both; no build may
-    read then."""
+    (waiting for a running build): dbt's staging model reads ledger/*.parquet by glob, not
+    through the Ledger's reader, and for the moment between a merged file's publish and its
+    sources' removal a glob sees both; no build may read then. (On S3 dbt reads the build's own
+    mirror, which a compaction does not touch; the lock is held there too, one path for both.)"""
     ledger = open_ledger(home.ledger)
     with exclusive(home.build_lock, "ledger compaction", wait=True):
         head = ledger.head()
