@@ -16,7 +16,7 @@ from catalog.dbt_build import (
     seed_partial_parse,
     warehouse_columns,
 )
-from catalog.dbt_project import dbt_executable, dbt_home_environ, dbt_project
+from catalog.dbt_project import dbt_executable, dbt_home_environ, dbt_project, project_fingerprint
 from catalog.keys import STATE_GROUP, WAREHOUSE_POOL
 from catalog.resources import MemcResource
 from memc.watermark import write_watermark
@@ -73,6 +73,7 @@ def state_models():
         home.marts.mkdir(parents=True, exist_ok=True)
         watermark = memc.ledger().head()
         key = extractor_key()
+        project = project_fingerprint()  # of the files this build runs (`memc build` compares it)
         reason = full_refresh_reason(home, watermark, key)
         if reason:
             context.log.info(f"full refresh of the incremental state models: {reason}")
@@ -107,12 +108,38 @@ def state_models():
             yield event
         if failure is not None:
             raise failure
-        write_watermark(home.warehouse, "state", watermark, extractor=key, fold=fold_version())
+        write_watermark(home.warehouse, "state", watermark, extractor=key, fold=fold_version(), project=project)
 
     return state_dbt_models
 
 
-def dbt_resource():
-    from dagster_dbt import DbtCliResource  # lazy: as above
+@functools.cache
+def _memc_dbt_cli():
+    import importlib.metadata
 
-    return DbtCliResource(project_dir=dbt_project(), dbt_executable=dbt_executable())
+    from dagster_dbt import DbtCliResource  # lazy: as above
+    from packaging import version
+
+    class MemcDbtCli(DbtCliResource):
+        """dagster-dbt's resource without two things it does before each dbt command that the
+        state asset has no use for, about 4 s of CPU per dbt step on two cores (py-spy of a
+        build of the sample corpus, whose builds of new entries run two dbt steps):
+
+        - ``dbt --version`` in a child process (2.8 s, dbt's imports), to tell dbt Core from the
+          Fusion engine: memc runs dbt-core, pinned, whose version its package metadata has;
+        - a dbt adapter opened in this process (1.2 s: profile, project and every macro parsed),
+          which dagster-dbt uses only to fetch row counts and column metadata while dbt runs;
+          the state asset types the columns itself from the warehouse once dbt has exited."""
+
+        @functools.cached_property
+        def _cli_version(self) -> version.Version:
+            return version.parse(importlib.metadata.version("dbt-core"))
+
+        def _initialize_dbt_core_adapter(self, args):
+            return None
+
+    return MemcDbtCli
+
+
+def dbt_resource():
+    return _memc_dbt_cli()(project_dir=dbt_project(), dbt_executable=dbt_executable())

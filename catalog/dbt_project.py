@@ -3,6 +3,7 @@
 
 import contextlib
 import functools
+import hashlib
 import os
 import sys
 from collections.abc import Iterator
@@ -27,6 +28,17 @@ def manifest_is_stale() -> bool:
     return any(
         (DBT_PROJECT_DIR / f).stat().st_mtime > built for f in ("dbt_project.yml", "profiles.yml")
     )
+
+
+def project_fingerprint() -> str:
+    """A hash of the dbt project's own files (models, macros, tests, dbt_project.yml): which
+    project a warehouse was built by. dagster-dbt's code version of a model is its SQL file's
+    checksum, which a change to a macro it calls leaves as it was."""
+    h = hashlib.sha256()
+    files = [p for sub in ("models", "macros", "tests") for p in (DBT_PROJECT_DIR / sub).rglob("*") if p.is_file()]
+    for p in sorted([*files, DBT_PROJECT_DIR / "dbt_project.yml"]):
+        h.update(p.relative_to(DBT_PROJECT_DIR).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 @functools.cache

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
-def _day_column(table: pa.Table) -> pa.Array:
+def day_column(table: pa.Table) -> pa.Array:
     # recorded_at is timestamp[us, UTC]: casting to date32 takes its UTC date.
     return pc.cast(table.column("recorded_at"), pa.date32())
 
@@ -26,7 +26,7 @@ def ledger_days(ledger) -> list[str]:
     t = ledger.read(["recorded_at"])
     if not t.num_rows:
         return []
-    return sorted(d.isoformat() for d in pc.unique(_day_column(t)).to_pylist())
+    return sorted(d.isoformat() for d in pc.unique(day_column(t)).to_pylist())
 
 
 def entries_by_day(ledger, days: Iterable[str], *, until_seq: int | None = None) -> dict[str, list[dict[str, Any]]]:
@@ -35,7 +35,7 @@ def entries_by_day(ledger, days: Iterable[str], *, until_seq: int | None = None)
     out: dict[str, list[dict[str, Any]]] = defaultdict(list)
     t = ledger.read(until_seq=until_seq)
     if t.num_rows:
-        day_strs = [d.isoformat() for d in _day_column(t).to_pylist()]
+        day_strs = [d.isoformat() for d in day_column(t).to_pylist()]
         mask = pa.array([d in wanted for d in day_strs])
         keep = t.filter(mask)
         kept_days = [d for d in day_strs if d in wanted]

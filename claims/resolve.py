@@ -30,7 +30,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
-from memc.ids import entity_id, normalize_name
+from memc.ids import content_id, entity_id, normalize_name
 
 VERSION = "0.1.0"
 # Every rule an alias row may name, strongest first (the module docstring says what each means;
@@ -248,3 +248,10 @@ class Resolver:
     def names(self, scope: str) -> list[str]:
         """Every normalized name known in ``scope`` (for mention detection)."""
         return [n for s, n in self._map if s == scope]
+
+    def fingerprint(self) -> str:
+        """A hash of everything resolution reads: the names, the entity each is, and who speaks
+        in each session. Claims extracted with another fingerprint may resolve a name, a "you"
+        or a mention differently; with the same, a day's claims are what they would be again."""
+        sessions = sorted((k, sorted(v)) for k, v in self._sessions.items())
+        return content_id("resolver", sorted(self._map.items()), sessions)

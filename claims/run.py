@@ -8,12 +8,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+import pyarrow.compute as pc
+
 from claims.extract import extract, extract_workers
 from claims.extractors import Extractor
-from claims.ledger_days import entries_by_day, ledger_days
+from claims.ledger_days import day_column, entries_by_day, ledger_days
+from claims.resolve import Resolver, build_aliases, build_participants
 from claims.store import days as stored_days
-from claims.store import read_resolver, write_day, write_run_watermark
+from claims.store import extractor_dir, read_resolver, write_day, write_run_watermark
 from memc.home import MemcHome
+from memc.watermark import read_watermark
 
 
 @dataclass
@@ -72,5 +76,29 @@ def extract_days(home: MemcHome, ledger, extractor: Extractor, days: Sequence[st
     missing = set(ledger_days(ledger)) - set(stored_days(home.claims, extractor.key))
     run.missing = len(missing)
     if not missing:  # every ledger day is compiled: the view is current up to this head
-        write_run_watermark(home.claims, extractor, watermark, days_last_run=[days[0], days[-1]])
+        write_run_watermark(home.claims, extractor, watermark, days_last_run=[days[0], days[-1]], resolver=resolver.fingerprint())
     return run
+
+
+def days_to_extract(home: MemcHome, ledger, extractor_key: str) -> list[str]:
+    """The ledger days a build must extract (again) for ``extractor_key``, sorted: every day when
+    entity resolution would now differ from the one the claims were extracted with (a new name,
+    an alias merged, a session's speakers changed: any day's subjects, "you" or mentions may
+    resolve differently) or when they never were; otherwise the days never extracted and those
+    with entries above the claims' watermark. A chat app's message in a running conversation
+    makes it one day, where a build re-extracted every day of the ledger.
+
+    The resolver is computed from the ledger as the entity_aliases asset will write it in the
+    same run (the build decides the claims' partitions before that asset runs)."""
+    days = ledger_days(ledger)
+    mark = read_watermark(extractor_dir(home.claims, extractor_key))
+    if mark is None or not days:
+        return days
+    head = ledger.head()
+    resolver = Resolver(build_aliases(ledger.iter_entries(until_seq=head)), build_participants(ledger.iter_entries(until_seq=head)))
+    if mark.get("resolver") != resolver.fingerprint():
+        return days
+    wanted = set(days) - set(stored_days(home.claims, extractor_key))
+    above = ledger.read(["recorded_at"], since_seq=int(mark["watermark"]), until_seq=head)
+    wanted.update(d.isoformat() for d in pc.unique(day_column(above)).to_pylist())
+    return sorted(wanted)

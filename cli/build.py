@@ -15,21 +15,25 @@ from memc.locks import HomeBusy, exclusive
 
 @click.command()
 @click.option("--quiet", is_flag=True, help="No progress display.")
+@click.option("--force", is_flag=True, help="Build every view even when none is out of date.")
 @home_option
 @click.pass_context
-def build(ctx, quiet, home_dir):
-    """Materialize every view through Dagster, in-process, with a progress display."""
+def build(ctx, quiet, force, home_dir):
+    """Materialize every view through Dagster, in-process, with a progress display.
+
+    Views that are all current (each at the ledger head, built by the current code, the profile
+    compiled from the whole query log) are left as they are: nothing runs."""
     home = resolve_home(ctx, home_dir)
     # The home's build lock before Dagster loads (seconds): a second build is refused at once.
     # The runner takes it again (re-entrant) for the callers that do not come through here.
     try:
         with exclusive(home.build_lock, "memc build", wait=False):
-            _build(home, quiet)
+            _build(home, quiet, force)
     except HomeBusy as exc:
         raise click.ClickException(str(exc)) from None
 
 
-def _build(home, quiet: bool) -> None:
+def _build(home, quiet: bool, force: bool) -> None:
     from rich.console import Console  # lazy: only `memc build` draws progress
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # lazy: only `memc build` draws progress
 
@@ -56,7 +60,10 @@ def _build(home, quiet: bool) -> None:
                 label = "compiled" if kind == "PIPELINE_SUCCESS" else "FAILED"
                 progress.update(tasks[-1], description=label, total=done, completed=done)
 
-        report = run_build(home, on_event=on_event)
+        report = run_build(home, on_event=on_event, force=force)
+    if report.up_to_date:
+        click.echo(f"up to date: every view is at ledger head {report.ledger_head}; nothing to build (--force builds anyway)")
+        return
     failed_checks = [k for k, ok in report.checks.items() if not ok]
     if report.erasures_finished:
         click.echo(f"finished {len(report.erasures_finished)} interrupted erasure(s) first: {', '.join(report.erasures_finished)}")

@@ -324,18 +324,25 @@ def compile_profile(home: MemcHome, *, now: datetime | None = None, window_days:
     usage = usage_from(records, now=now, window_days=window_days)
     write_parquet(usage, home.profile / USAGE_FILE)
     info = profile_info(table)
-    files = sorted(home.querylog.glob("*.jsonl")) if home.querylog.is_dir() else []
+    files, size = query_log_size(home)
     top = table.slice(0, 5).to_pylist()
     return {
         **info,
         "entities": table.num_rows,
         "entries_shown": usage.num_rows,
-        "log_files": len(files),
-        "log_bytes": sum(f.stat().st_size for f in files),
+        "log_files": files,
+        "log_bytes": size,
         # ids, not names: run metadata lives in Dagster's event log (memc's metadata never holds content)
         "top": [f"{r['entity_id']} ({r['scope']}): asked {r['asked']} times by {r['askers']} askers" for r in top],
         "path": str(path),
     }
+
+
+def query_log_size(home: MemcHome) -> tuple[int, int]:
+    """How many day files the query log has and their bytes: a compile appends to it, so a
+    profile compiled at another size is behind the log."""
+    files = list(home.querylog.glob("*.jsonl")) if home.querylog.is_dir() else []
+    return len(files), sum(f.stat().st_size for f in files)
 
 
 def read_profile(home: MemcHome) -> pa.Table:

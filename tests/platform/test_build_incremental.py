@@ -1,0 +1,119 @@
+"""`memc build` does only what is due: nothing at all when every view is current, and after one
+new message, only that message's ledger day is extracted and only its subject is folded again.
+The run's own events and the warehouse's rows say so, not timings (those are in `make bench`).
+
+Cost: one build of a copy of the session's sample home after one new entry (~15-25 s on 2 cores).
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import date, datetime, time, timedelta, timezone
+
+import dagster as dg
+import duckdb
+import pytest
+
+from catalog.keys import CLAIMS
+from claims.run import days_to_extract
+from claims.store import days as stored_days
+from conftest import relocate_warehouse
+from ledger import Ledger
+from ledger.schema import NewEntry
+from memc.home import MemcHome
+from orchestration.runner import _definitions, build, pending, prepare_environment
+
+
+@pytest.fixture
+def home(built_home, tmp_path) -> MemcHome:
+    src, _ = built_home
+    shutil.copytree(src.root, tmp_path / "home", symlinks=True)
+    relocate_warehouse(tmp_path / "home", src.root)
+    return MemcHome.resolve(tmp_path / "home")
+
+
+def _runs(instance: dg.DagsterInstance) -> list[str]:
+    return [r.run_id for r in instance.get_runs()]
+
+
+def _claims_partitions(instance: dg.DagsterInstance, run_ids: list[str]) -> set[str]:
+    recs = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=CLAIMS), limit=1000).records
+    return {r.partition_key for r in recs if r.run_id in run_ids}
+
+
+def test_a_build_with_nothing_new_launches_no_run_and_says_why_when_it_must(home):
+    prepare_environment(home)
+    defs, instance = _definitions(home, None)
+    assert pending(home, defs, instance) == []
+    before = _runs(instance)
+    report = build(home, instance=instance)
+    assert report.up_to_date and report.success and report.runs == [] and report.materialized == []
+    assert _runs(instance) == before  # not even the ledger's observation ran
+
+    head = Ledger(home.ledger).head()
+    Ledger(home.ledger).append([NewEntry(kind="message", scope="team", actor="Elena", session_id="elena-tomasz:S3",
+                                         content="I moved my desk to the third floor.", valid_at=datetime.now(timezone.utc))])
+    reasons = pending(home, defs, instance)
+    for view in ("claims", "state", "evidence_index", "entity_graph", "memory_units", "skills", "entity_dossiers"):
+        assert f"{view}: built at ledger seq {head}, the ledger is at {head + 1}" in reasons, reasons
+
+
+def test_one_new_message_extracts_only_its_day_and_folds_only_its_subject(home):
+    """The sample corpus was recorded on one day; the new message is recorded on the next, in a
+    conversation that is running (its session and speakers known), as a chat app appends."""
+    prepare_environment(home)
+    defs, instance = _definitions(home, None)
+    ledger = Ledger(home.ledger)
+    head = ledger.head()
+    built_day = max(stored_days(home.claims, "rules-0.2.0"))
+    next_day = date.fromisoformat(built_day) + timedelta(days=1)
+    # A day after the build (the ledger takes a commit time from its caller, as an import does).
+    recorded = datetime.combine(next_day, time(9), tzinfo=timezone.utc)
+    ledger.append([NewEntry(kind="message", scope="team", actor="Tomasz", session_id="elena-tomasz:S3",
+                            content="I joined Acme Robotics last week.", valid_at=recorded)], recorded_at=recorded)
+    assert days_to_extract(home, ledger, "rules-0.2.0") == [next_day.isoformat()]
+
+    history = "select * exclude (visibility) from state_history where subject_id <> ? order by all"
+    tomasz = None
+    with duckdb.connect(str(home.warehouse_db), read_only=True) as con:
+        tomasz = con.execute("select any_value(subject_id) from state_history where subject = 'Tomasz'").fetchone()[0]
+        others_before = con.execute(history, [tomasz]).fetchall()
+    assert tomasz and others_before
+
+    before = set(_runs(instance))
+    report = build(home, instance=instance)
+    assert report.success, report.failed_steps
+    runs = [r for r in _runs(instance) if r not in before]
+    assert set(report.runs) <= set(runs)
+    # Only the new day's partition was materialized, in every run of the build (dreaming may
+    # have appended and run the views once more, again over the newest day only).
+    assert _claims_partitions(instance, runs) == {next_day.isoformat()}
+    assert stored_days(home.claims, "rules-0.2.0") == [built_day, next_day.isoformat()]
+    # The fold's incremental models were appended to, not rebuilt (their events say so) ...
+    for model in ("int_claims_joined_to_entries", "int_claim_closings_paired"):
+        recs = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(model)), limit=10).records
+        new = [r.asset_materialization.metadata["full_refresh"].value for r in recs if r.run_id in runs]
+        assert new and set(new) == {"no"}, (model, new)
+    # ... and every other subject's history is as it was: only Tomasz's changed.
+    with duckdb.connect(str(home.warehouse_db), read_only=True) as con:
+        assert con.execute(history, [tomasz]).fetchall() == others_before
+        assert con.execute("select count(*) from state_history where source_seq > ? and subject_id = ?", [head, tomasz]).fetchone()[0] >= 1
+
+    # And then nothing is due.
+    assert pending(home, defs, instance) == []
+    assert build(home, instance=instance).up_to_date
+
+
+def test_the_dbt_version_memc_reads_from_metadata_is_the_one_dbt_reports():
+    """The state asset's dbt resource reads dbt-core's version from its package metadata instead
+    of running `dbt --version` before every dbt step (assets/state.py): it must be what the dbt
+    that runs the builds says it is."""
+    import re
+    import subprocess
+
+    from assets.state import dbt_resource
+
+    resource = dbt_resource()
+    out = subprocess.run([resource.dbt_executable, "--version"], capture_output=True, text=True, check=True).stdout
+    core = re.search(r"installed:\s*(\d+\.\d+\.\d+)", out) or re.search(r"(\d+\.\d+\.\d+)", out)
+    assert str(resource._cli_version) == core.group(1), out
