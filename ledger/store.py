@@ -464,6 +464,21 @@ class Ledger(EntryReader):
             st.files.append(f)
         return st
 
+    def _writer_state_to_try(self) -> _WriterState:
+        """The state to try the next commit with: this handle's own, without listing the
+        directory again, unless another writer has taken the next seq (one stat).
+
+        Listing is O(files): 2.2 ms of Python per append at 500 one-entry batches (1,000
+        directory entries with their markers), against 0.15 ms at 50. Nothing else can make the
+        state wrong without the commit noticing: a compaction or a purge keeps every seq and
+        idempotency key; a compaction that merged the head file away fails ``_publish``'s check
+        of that file under the publish lock; a taken seq fails its put-if-absent. Either makes
+        ``append`` list again (``_writer_state``) and retry."""
+        st = self._writer
+        if st is not None and not (self.root / batch_name(st.head + 1)).exists():
+            return st
+        return self._writer_state()
+
     def append(self, entries: Iterable[NewEntry], *, recorded_at: datetime | None = None) -> AppendResult:
         """Append a batch atomically. Entries whose idempotency key is already in the ledger
         (or earlier in this batch) are skipped, so a retry after an unknown outcome is a no-op."""
@@ -482,7 +497,8 @@ class Ledger(EntryReader):
             attempts = 0
             while True:
                 try:
-                    st = self._writer_state()
+                    # A failed attempt lists again: its state was not current.
+                    st = self._writer_state() if attempts else self._writer_state_to_try()
                 except _Moved:  # a compaction or purge changed a file as we read it
                     self._writer = None
                     continue
