@@ -18,6 +18,8 @@ See docs/context.md.
 
 from __future__ import annotations
 
+import functools
+
 import json
 import time
 from datetime import datetime
@@ -203,7 +205,10 @@ def _skill(s: Skill) -> dict[str, Any]:
     }  # fmt: skip
 
 
+@functools.cache
 def _version() -> str:
+    # memc's installed version, recorded on every context: read from the package metadata once
+    # per process (2.5 ms a compile otherwise, of ~60 on the sample home).
     try:
         return version("memc")
     except PackageNotFoundError:
