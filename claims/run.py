@@ -95,7 +95,8 @@ def days_to_extract(home: MemcHome, ledger, extractor_key: str) -> list[str]:
     if mark is None or not days:
         return days
     head = ledger.head()
-    resolver = Resolver(build_aliases(ledger.iter_entries(until_seq=head)), build_participants(ledger.iter_entries(until_seq=head)))
+    entries = list(ledger.iter_entries(until_seq=head))
+    resolver = Resolver(build_aliases(entries), build_participants(entries))
     if mark.get("resolver") != resolver.fingerprint():
         return days
     wanted = set(days) - set(stored_days(home.claims, extractor_key))

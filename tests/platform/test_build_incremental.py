@@ -21,7 +21,8 @@ from conftest import relocate_warehouse
 from ledger import Ledger
 from ledger.schema import NewEntry
 from memc.home import MemcHome
-from orchestration.runner import _definitions, build, pending, prepare_environment
+from orchestration.runner import PROFILE_BEHIND, _definitions, build, pending, prepare_environment
+from query.compile import compile_context
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def _claims_partitions(instance: dg.DagsterInstance, run_ids: list[str]) -> set[
     return {r.partition_key for r in recs if r.run_id in run_ids}
 
 
-def test_a_build_with_nothing_new_launches_no_run_and_says_why_when_it_must(home):
+def test_a_build_does_nothing_when_nothing_is_due_and_only_what_is_due_after_an_ask(home):
     prepare_environment(home)
     defs, instance = _definitions(home, None)
     assert pending(home, defs, instance) == []
@@ -49,6 +50,15 @@ def test_a_build_with_nothing_new_launches_no_run_and_says_why_when_it_must(home
     report = build(home, instance=instance)
     assert report.up_to_date and report.success and report.runs == [] and report.materialized == []
     assert _runs(instance) == before  # not even the ledger's observation ran
+
+    # An ask writes the query log: the profile is behind it, and only it and the dossiers built
+    # from it are compiled again.
+    compile_context("Where does Elena work?", "elena", home=home, scope="team")
+    assert pending(home, defs, instance) == [PROFILE_BEHIND]
+    report = build(home, instance=instance)
+    assert report.success and not report.up_to_date
+    assert set(report.materialized) == {"query_profile", "entity_dossiers"}, report.materialized
+    assert pending(home, defs, instance) == []
 
     head = Ledger(home.ledger).head()
     Ledger(home.ledger).append([NewEntry(kind="message", scope="team", actor="Elena", session_id="elena-tomasz:S3",
