@@ -246,7 +246,7 @@ def pending(home: MemcHome, defs: dg.Definitions, instance: dg.DagsterInstance, 
     """Why a build of every view has work to do, one line each; empty when it has none:
 
     - a view's watermark is not the ledger head (new entries, a view never built, dropped by an
-      erasure, or a build killed half-way);
+      erasure, or a build killed half-way), or a ledger day has no claims;
     - a view was last materialized by another code version than the definitions' (an embedding
       model or graph builder upgrade, a dbt model's SQL: ``out_of_date_views``), or never; the
       claims are the active extractor's by their folder, whose watermark is checked above;
@@ -264,6 +264,9 @@ def pending(home: MemcHome, defs: dg.Definitions, instance: dg.DagsterInstance, 
             reasons.append(f"{view}: never built")
         elif int(mark["watermark"]) != head:
             reasons.append(f"{view}: built at ledger seq {mark['watermark']}, the ledger is at {head}")
+    missing = sorted(set(ledger_days(open_ledger(home.ledger))) - set(stored_days(home.claims, active_extractor().key)))
+    if missing:  # a day's folder removed by hand under a current watermark
+        reasons.append(f"claims: {len(missing)} ledger day(s) without claims, the first {missing[0]}")
     if marks["state"] is not None and marks["state"].get("project") != project_fingerprint():
         reasons.append("state: the dbt project changed since it was built")
     for key in out_of_date_views(defs, instance):

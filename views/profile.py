@@ -317,6 +317,9 @@ def compile_profile(home: MemcHome, *, now: datetime | None = None, window_days:
     """Compute the profile and the evidence usage from one read of the log's window and write
     them to ``<home>/profile/query_profile.parquet`` and ``evidence_usage.parquet``."""
     now = now or datetime.now(timezone.utc)
+    # Sized before it is read: a compile logged meanwhile leaves the log larger than the size
+    # recorded, so the profile shows as behind it (`memc build`'s pending), never as current.
+    files, size = query_log_size(home)
     records = list(_log_records(home, now - timedelta(days=window_days)))
     table = profile_from(records, _read_entities(home), now=now, window_days=window_days)
     path = home.profile / PROFILE_FILE
@@ -324,7 +327,6 @@ def compile_profile(home: MemcHome, *, now: datetime | None = None, window_days:
     usage = usage_from(records, now=now, window_days=window_days)
     write_parquet(usage, home.profile / USAGE_FILE)
     info = profile_info(table)
-    files, size = query_log_size(home)
     top = table.slice(0, 5).to_pylist()
     return {
         **info,
