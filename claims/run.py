@@ -73,14 +73,21 @@ def extract_days(home: MemcHome, ledger, extractor: Extractor, days: Sequence[st
         run.totals.update(claims=result.claims.num_rows, rejections=result.rejections.num_rows, entries=result.entries_read)
         run.rejected.update(result.rejections.column("validator").to_pylist())
         run.predicates.update(result.claims.column("predicate").to_pylist())
-    missing = set(ledger_days(ledger)) - set(stored_days(home.claims, extractor.key))
+    missing = days_without_claims(home, ledger, extractor.key)
     run.missing = len(missing)
     if not missing:  # every ledger day is compiled: the view is current up to this head
         write_run_watermark(home.claims, extractor, watermark, days_last_run=[days[0], days[-1]], resolver=resolver.fingerprint())
     return run
 
 
-def days_to_extract(home: MemcHome, ledger, extractor_key: str) -> list[str]:
+def days_without_claims(home: MemcHome, ledger, extractor_key: str, every_day: Sequence[str] | None = None) -> list[str]:
+    """The ledger days (``every_day``, read from the ledger if not given) that have no claims
+    for ``extractor_key``, sorted."""
+    every_day = ledger_days(ledger) if every_day is None else every_day
+    return sorted(set(every_day) - set(stored_days(home.claims, extractor_key)))
+
+
+def days_to_extract(home: MemcHome, ledger, extractor_key: str, every_day: Sequence[str] | None = None) -> list[str]:
     """The ledger days a build must extract (again) for ``extractor_key``, sorted: every day when
     entity resolution would now differ from the one the claims were extracted with (a new name,
     an alias merged, a session's speakers changed: any day's subjects, "you" or mentions may
@@ -89,8 +96,9 @@ def days_to_extract(home: MemcHome, ledger, extractor_key: str) -> list[str]:
     makes it one day, where a build re-extracted every day of the ledger.
 
     The resolver is computed from the ledger as the entity_aliases asset will write it in the
-    same run (the build decides the claims' partitions before that asset runs)."""
-    days = ledger_days(ledger)
+    same run (the build decides the claims' partitions before that asset runs). ``every_day``:
+    the ledger's days, if the caller has read them."""
+    days = list(ledger_days(ledger) if every_day is None else every_day)
     mark = read_watermark(extractor_dir(home.claims, extractor_key))
     if mark is None or not days:
         return days
@@ -99,7 +107,7 @@ def days_to_extract(home: MemcHome, ledger, extractor_key: str) -> list[str]:
     resolver = Resolver(build_aliases(entries), build_participants(entries))
     if mark.get("resolver") != resolver.fingerprint():
         return days
-    wanted = set(days) - set(stored_days(home.claims, extractor_key))
+    wanted = set(days_without_claims(home, ledger, extractor_key, days))
     above = ledger.read(["recorded_at"], since_seq=int(mark["watermark"]), until_seq=head)
     wanted.update(d.isoformat() for d in pc.unique(day_column(above)).to_pylist())
     return sorted(wanted)

@@ -30,9 +30,8 @@ from catalog.keys import CENTRALITY, CLAIMS, ENTITY_ALIASES, ENTITY_DOSSIERS, LE
 from catalog.partitions import range_tags, register_ledger_days
 from claims.extract import active_extractor
 from claims.ledger_days import contiguous, day_range, ledger_days
-from claims.run import days_to_extract
+from claims.run import days_to_extract, days_without_claims
 from claims.store import days as stored_days
-from claims.store import extractor_dir
 from forgetting import resume
 from ledger import open_ledger
 from memc.home import MemcHome
@@ -43,6 +42,7 @@ from orchestration.definitions import build_definitions
 from orchestration.execution import instance_concurrency_yaml
 from orchestration.notices import silence as silence_dagster_notices
 from orchestration.settings import Execution, load_settings
+from query.compile import view_marks
 from views.profile import query_log_size
 
 DAGSTER_YAML_HEADER = "# memc's local Dagster instance (runs, event logs, schedules) for this memory home."
@@ -199,14 +199,14 @@ def build(
     dbt_tests = set(state_models().check_keys)
     tests_last = selection is None and (read_watermark(home.warehouse) or {}).get("watermark") != head_before
     everything = list(graph.materializable_asset_keys)
-    if tests_last:
+    if selection is None:
         keys, tags = _extracting_only_what_is_due(defs, home, instance, everything)
-        left_out = set(everything) - set(keys)  # the claims, when no day is due
-        checks = {c for c in graph.asset_check_keys if c.asset_key not in left_out} - dbt_tests
-        _run(job.get_subset(asset_selection=set(keys), asset_check_selection=checks), instance, None, on_event, report, tags)
-    elif selection is None:
-        keys, tags = _extracting_only_what_is_due(defs, home, instance, everything)
-        _run(job, instance, keys, on_event, report, tags)
+        if tests_last:
+            left_out = set(everything) - set(keys)  # the claims, when no day is due
+            checks = {c for c in graph.asset_check_keys if c.asset_key not in left_out} - dbt_tests
+            _run(job.get_subset(asset_selection=set(keys), asset_check_selection=checks), instance, None, on_event, report, tags)
+        else:
+            _run(job, instance, keys, on_event, report, tags)
     else:
         _run(job, instance, selection, on_event, report, _all_days_tags(defs, home, instance, selection))
     if report.success and selection is None and _head(home) > head_before:
@@ -228,20 +228,6 @@ def rebuild_views(home: MemcHome) -> list[str]:
     return [] if result.success else list(result.failed_steps) or ["(build failed)"]
 
 
-def view_marks(home: MemcHome) -> dict[str, dict | None]:
-    """The watermark record of every view that keeps one, by view name: the ledger seq it was
-    compiled from (memc/watermark.py), and what else it was built by."""
-    return {
-        "claims": read_watermark(extractor_dir(home.claims, active_extractor().key)),
-        "state": read_watermark(home.warehouse),
-        "evidence_index": read_watermark(home.vectors),
-        "entity_graph": read_watermark(home.graph),
-        "memory_units": read_watermark(home.units),
-        "skills": read_watermark(home.skills),
-        "entity_dossiers": read_watermark(home.dossiers),
-    }
-
-
 def pending(home: MemcHome, defs: dg.Definitions, instance: dg.DagsterInstance, head: int | None = None) -> list[str]:
     """Why a build of every view has work to do, one line each; empty when it has none:
 
@@ -258,13 +244,13 @@ def pending(home: MemcHome, defs: dg.Definitions, instance: dg.DagsterInstance, 
     sample home), against 16-25 s for a build of every view that finds nothing new."""
     head = _head(home) if head is None else head
     reasons = []
-    marks = view_marks(home)
+    marks = view_marks(home)  # every view that keeps a watermark
     for view, mark in marks.items():
         if mark is None:
             reasons.append(f"{view}: never built")
         elif int(mark["watermark"]) != head:
             reasons.append(f"{view}: built at ledger seq {mark['watermark']}, the ledger is at {head}")
-    missing = sorted(set(ledger_days(open_ledger(home.ledger))) - set(stored_days(home.claims, active_extractor().key)))
+    missing = days_without_claims(home, open_ledger(home.ledger), active_extractor().key)
     if missing:  # a day's folder removed by hand under a current watermark
         reasons.append(f"claims: {len(missing)} ledger day(s) without claims, the first {missing[0]}")
     if marks["state"] is not None and marks["state"].get("project") != project_fingerprint():
@@ -297,7 +283,7 @@ def _extracting_only_what_is_due(defs: dg.Definitions, home: MemcHome, instance:
     every_day = ledger_days(ledger)
     if CLAIMS not in keys or not every_day:  # an empty ledger: today's (empty) claims, as before
         return keys, _all_days_tags(defs, home, instance, keys)
-    days = days_to_extract(home, ledger, active_extractor().key)
+    days = days_to_extract(home, ledger, active_extractor().key, every_day)
     if not days:
         rest = [k for k in keys if k != CLAIMS]
         return rest, _all_days_tags(defs, home, instance, rest)

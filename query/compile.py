@@ -19,7 +19,6 @@ See docs/context.md.
 from __future__ import annotations
 
 import functools
-
 import json
 import time
 from datetime import datetime
@@ -47,14 +46,28 @@ from views.profile import logged_entities
 from views.skills import Skill, matching_skills
 
 
+# Every view that records the ledger watermark it was compiled from (memc/watermark.py), by name,
+# and where it keeps it.
+VIEW_DIRS = {
+    "claims": lambda home: extractor_dir(home.claims, active_extractor_key()),  # the claims dbt folds, too
+    "state": lambda home: home.warehouse,
+    "evidence_index": lambda home: home.vectors,
+    "entity_graph": lambda home: home.graph,
+    "memory_units": lambda home: home.units,
+    "skills": lambda home: home.skills,
+    "entity_dossiers": lambda home: home.dossiers,
+}
+# The views a compile reads and checks its context against.
+COMPILED_FROM = ("claims", "state", "evidence_index", "entity_graph")
+
+
+def view_marks(home: MemcHome, names: tuple[str, ...] = tuple(VIEW_DIRS)) -> dict[str, dict[str, Any] | None]:
+    """The watermark record of each view in ``names``: the seq and what else it was built by."""
+    return {name: read_watermark(VIEW_DIRS[name](home)) for name in names}
+
+
 def view_watermarks(home: MemcHome) -> dict[str, int | None]:
-    dirs = {
-        "claims": extractor_dir(home.claims, active_extractor_key()),  # the claims dbt folds, too
-        "state": home.warehouse,
-        "evidence_index": home.vectors,
-        "entity_graph": home.graph,
-    }
-    return {name: (read_watermark(d) or {}).get("watermark") for name, d in dirs.items()}
+    return {name: (mark or {}).get("watermark") for name, mark in view_marks(home, COMPILED_FROM).items()}
 
 
 def compile_context(
