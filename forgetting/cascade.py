@@ -14,9 +14,10 @@ reached; never erased text) and these steps, each idempotent and recorded when d
 4. ``ledger_purged`` the ledger batches holding the entries are rewritten with stubs in their
                      place (``Ledger.purge``: new file beside, ``os.replace``, markers kept right);
 5. ``views_dropped`` every view directory (claims, warehouse, vectors, graph) is renamed aside
-                     and deleted: in-place deletes in DuckDB, LanceDB and Kùzu keep the bytes
-                     (docs/stack-notes.md), a fresh build writes fresh files; and the query
-                     log's fingerprint key is deleted (query/log.py);
+                     and deleted, and an evidence index on object storage is dropped with
+                     every object version: in-place deletes in DuckDB, LanceDB and Kùzu keep
+                     the bytes (docs/stack-notes.md), a fresh build writes fresh files; and
+                     the query log's fingerprint key is deleted (query/log.py);
 6. ``rebuilt``       with ``rebuild``: every view compiled again from the purged ledger by the
                      rebuild the caller passes (``orchestration.runner.rebuild_views``: the
                      whole build through Dagster; dreaming recomputes the derived claims whose
@@ -186,6 +187,12 @@ def _drop_views(home: MemcHome) -> list[str]:
             dropped.append(name)
     for p in home.root.glob(".trash-*"):
         shutil.rmtree(p, ignore_errors=True)
+    # The evidence index on object storage (MEMC_STORAGE) is no directory of the home: its tables
+    # go with every object version (views/vectors_s3.py). On a local home the directory is gone
+    # already and this finds no table.
+    from views.build import vector_store  # lazy: 0.35 s of imports no other step needs
+
+    vector_store(home).drop()
     return dropped
 
 

@@ -192,6 +192,24 @@ def _status(exc: Exception) -> int | None:
     return resp.get("ResponseMetadata", {}).get("HTTPStatusCode")
 
 
+def delete_every_version(client, bucket: str, prefix: str, *, whole_key: bool = False) -> None:
+    """Delete every object under ``prefix`` (with ``whole_key``, the one object named ``prefix``) and,
+    in a versioned bucket, every stored version of it: a plain delete there only adds a delete
+    marker and keeps the bytes. One request per object version: a batch is one object, a
+    LanceDB table a few dozen."""
+    def mine(key: str) -> bool:
+        return key == prefix if whole_key else key.startswith(prefix)
+
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+        for obj in page.get("Contents", []):
+            if mine(obj["Key"]):
+                client.delete_object(Bucket=bucket, Key=obj["Key"])
+    for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
+        for v in page.get("Versions", []) + page.get("DeleteMarkers", []):
+            if mine(v["Key"]):
+                client.delete_object(Bucket=bucket, Key=v["Key"], VersionId=v["VersionId"])
+
+
 _PROBED: set[tuple[str, str]] = set()
 _PROBED_LOCK = threading.Lock()
 
@@ -644,14 +662,7 @@ class S3Ledger(EntryReader):
         return report
 
     def _delete_every_version(self, key: str) -> None:
-        """Delete an object and, in a versioned bucket, every stored version of it (a plain delete
-        there only adds a delete marker and keeps the bytes)."""
-        self.client.delete_object(Bucket=self.bucket, Key=key)
-        pages = self.client.get_paginator("list_object_versions").paginate(Bucket=self.bucket, Prefix=key)
-        for page in pages:
-            for v in page.get("Versions", []) + page.get("DeleteMarkers", []):
-                if v["Key"] == key:
-                    self.client.delete_object(Bucket=self.bucket, Key=key, VersionId=v["VersionId"])
+        delete_every_version(self.client, self.bucket, key, whole_key=True)
 
     @contextmanager
     def _rewrite_lease(self, wait: float):

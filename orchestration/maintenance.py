@@ -15,7 +15,6 @@ under the rewrite lease).
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from ledger import open_ledger
@@ -28,18 +27,14 @@ from views.build import vector_store
 DEFAULT_KEEP = timedelta(minutes=10)
 
 
-def _bytes(root: Path) -> int:
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) if root.exists() else 0
-
-
 def compact_views(home: MemcHome, *, keep: timedelta = DEFAULT_KEEP) -> dict[str, Any]:
     store = vector_store(home)
-    versions = store.versions() if home.vectors.exists() else None
+    versions = store.versions()
     if versions is None:
         return {"compacted": False, "reason": "no evidence table yet"}
-    before = {"versions": versions, "bytes": _bytes(home.vectors), "rows": store.count()}
+    before = {"versions": versions, "bytes": store.bytes_stored(), "rows": store.count()}
     store.compact(cleanup_older_than=keep)
-    after = {"versions": store.versions(), "bytes": _bytes(home.vectors), "rows": store.count()}
+    after = {"versions": store.versions(), "bytes": store.bytes_stored(), "rows": store.count()}
     if after["rows"] != before["rows"]:
         raise RuntimeError(f"compaction changed the row count: {before['rows']} -> {after['rows']}")
     return {"compacted": True, "before": before, "after": after}

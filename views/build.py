@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 
 from claims.extractors import active_extractor_key
 from claims.store import read_claims
-from ledger import open_ledger
+from ledger import open_ledger, storage_uri
 from memc.home import MemcHome
 from views.dreaming import dream
 from views.evidence import CLAIM_KIND, index_rows
@@ -33,6 +33,7 @@ from views.marts import (
     read_mart,
 )  # fmt: skip
 from views.vectors import LanceVectorStore, VectorStore
+from views.vectors_s3 import S3LanceVectorStore
 
 
 def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, pa.Table | None]:
@@ -101,10 +102,16 @@ def read_graph_marts(home: MemcHome) -> dict[str, pa.Table | None]:
 
 
 def vector_store(home: MemcHome | None = None) -> VectorStore:
-    """The evidence index of ``home`` (LanceDB under ``<home>/vectors``), or, without a home, an
+    """The evidence index of ``home`` (LanceDB under ``<home>/vectors``, or under
+    ``MEMC_STORAGE/vectors`` when the home's storage is object storage), or, without a home, an
     in-memory twin (``memory://``: the same engine, nothing on disk), for a patched tail."""
 
-    return LanceVectorStore(str(home.vectors) if home is not None else "memory://")
+    if home is None:
+        return LanceVectorStore("memory://")
+    storage = storage_uri()
+    if storage:  # MEMC_STORAGE: the index beside the ledger on object storage (views/vectors_s3.py)
+        return S3LanceVectorStore(storage + "/vectors")
+    return LanceVectorStore(str(home.vectors))
 
 
 def graph_store(home: MemcHome, **kw: Any) -> GraphStore:

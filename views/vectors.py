@@ -566,6 +566,13 @@ class LanceVectorStore:
         tbl = self._open(table)
         return None if tbl is None else len(tbl.list_versions())
 
+    def bytes_stored(self) -> int:
+        """The bytes the store holds, every retained version included (0 in memory)."""
+        root = Path(self.uri)
+        if self.in_memory or not root.exists():
+            return 0
+        return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
     def drop(self, table: str = DEFAULT_TABLE) -> None:
         if self._open(table) is not None:
             self.db.drop_table(table)

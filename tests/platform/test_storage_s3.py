@@ -1,6 +1,8 @@
-"""A memory home whose ledger is on object storage (MEMC_STORAGE=s3://..., a real Ceph RGW on
-loopback): the demo's ingest, build, ask and an erasure through the CLI, with nothing of the
-ledger on the local disk but dbt's mirror of its committed batches (docs/scale.md).
+"""A memory home whose ledger and evidence index are on object storage (MEMC_STORAGE=s3://..., a
+real Ceph RGW on loopback): the demo's ingest, build, ask and an erasure through the CLI, with
+nothing of the ledger on the local disk but dbt's mirror of its committed batches, and nothing of
+the index but its watermark (docs/scale.md). After the erasure no object version under the prefix,
+the LanceDB tables' included, holds the erased turn's bytes.
 
 Cost: Ceph's start (16-31 s, shared with the engine lane's S3 tests when they run in the same
 process) plus two builds of the team corpus (~60-90 s each on 2 loaded cores).
@@ -31,6 +33,11 @@ def _memc(home: Path, env: dict, *args: str, timeout: float = 600) -> subprocess
     return r
 
 
+def _keys(client, bucket: str, prefix: str) -> list[str]:
+    return [o["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+            for o in page.get("Contents", [])]
+
+
 def _objects(client, bucket: str, prefix: str) -> dict[str, bytes]:
     out = {}
     for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
@@ -56,6 +63,10 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
     mirror = sorted(p.name for p in (home / "warehouse" / "ledger_mirror").glob("*.parquet"))
     files = json.loads(_memc(home, env, "ledger", "stats", "--json").stdout)["files"]  # dreaming appended
     assert len(mirror) == files and not list((home / "ledger").glob("*.parquet")), mirror  # one file per committed batch
+    # the evidence index beside the ledger on S3 (views/vectors_s3.py); the home keeps its watermark only
+    index = [k for k in _keys(client, ceph_rgw.bucket, prefix) if k.startswith(f"{prefix}/vectors/evidence__")]
+    assert any("/_versions/" in k for k in index) and any(k.endswith(".lance") for k in index), index
+    assert not [p for p in (home / "vectors").rglob("*") if p.name != "_watermark.json" and p.is_file()]
     ask = _memc(home, env, "ask", "Where does Elena live now?", "--as", "tomasz", "--scope", "team", "--json")
     ctx = json.loads(ask.stdout)
     assert any(f["predicate"] == "lives_in" and "Berlin" in f["object"] for f in ctx["state"]), ctx["state"]
