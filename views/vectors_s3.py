@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -37,6 +38,14 @@ PHYSICAL_SEP = "__"
 # physical name changes with every rebuild, so nothing of a retired table is served from it).
 _CONNECTIONS: dict[str, Any] = {}
 _CONNECTIONS_LOCK = threading.Lock()
+
+# The pointer each (URI, table) was last read as, and when: a compile opens the table 2-4 times
+# and a GET of the pointer costs ~3 ms on loopback RGW (2026-12-03), so it is read again only
+# after this long. A rebuild by another process is seen within it; a table a rebuild deleted
+# sooner fails to open and sends the reader to the pointer at once. (An erasure's compiles are
+# safe either way: query/acl.py drops erased entries from every context from the tombstone on.)
+POINTER_TTL_S = 2.0
+_POINTERS: dict[tuple[str, str], tuple[str, float]] = {}
 
 
 def lance_storage_options() -> dict[str, str]:
@@ -78,26 +87,34 @@ class S3LanceVectorStore(LanceVectorStore):
     def _pointer_key(self, table: str) -> str:
         return "/".join(p for p in (self.prefix, "_current", f"{table}.json") if p)
 
-    def _physical(self, table: str) -> str | None:
-        """The physical table the logical name points at, or None before the first build."""
+    def _physical(self, table: str, *, fresh: bool = False) -> str | None:
+        """The physical table the logical name points at, or None before the first build; the
+        pointer read within the last POINTER_TTL_S seconds unless ``fresh``."""
+        cached = _POINTERS.get((self.uri, table))
+        if cached is not None and not fresh and time.monotonic() - cached[1] < POINTER_TTL_S:
+            return cached[0]
         try:
             body = self.client.get_object(Bucket=self.bucket, Key=self._pointer_key(table))["Body"].read()
         except self.client.exceptions.NoSuchKey:
+            _POINTERS.pop((self.uri, table), None)
             return None
         name = json.loads(body)["table"]
         check_literal(name, TABLE_RE, "physical table name")
+        _POINTERS[(self.uri, table)] = (name, time.monotonic())
         return name
 
     def _open(self, table: str) -> Any | None:
         check_literal(table, TABLE_RE, "table name")
-        physical = self._physical(table)
-        if physical is None:
-            return None  # reading never creates the store
         self._db = self._connection()
-        try:
-            return self._db.open_table(physical)
-        except ValueError:
-            return None  # the pointer names a table deleted by hand: as if never built
+        for fresh in (False, True):
+            physical = self._physical(table, fresh=fresh)
+            if physical is None:
+                return None  # reading never creates the store
+            try:
+                return self._db.open_table(physical)
+            except ValueError:
+                continue  # deleted by a rebuild since the pointer was read: read it again
+        return None  # the pointer names a table deleted by hand: as if never built
 
     def table_names(self) -> list[str]:
         names = {t.partition(PHYSICAL_SEP)[0] for t in self.db.list_tables().tables}
@@ -114,6 +131,7 @@ class S3LanceVectorStore(LanceVectorStore):
         # The commit point: from here readers open the new table.
         self.client.put_object(Bucket=self.bucket, Key=self._pointer_key(table),
                                Body=json.dumps({"table": physical}).encode(), ContentType="application/json")
+        _POINTERS[(self.uri, table)] = (physical, time.monotonic())
         # The old table, and any a crashed rebuild left unpointed at, with every object version.
         for name in db.list_tables().tables:
             if name != physical and name.partition(PHYSICAL_SEP)[0] == table and PHYSICAL_SEP in name:
@@ -127,6 +145,7 @@ class S3LanceVectorStore(LanceVectorStore):
             if name.partition(PHYSICAL_SEP)[0] == table and PHYSICAL_SEP in name:
                 self._delete_every_version(self._table_prefix(name))
         self._delete_every_version(self._pointer_key(table))
+        _POINTERS.pop((self.uri, table), None)
 
     def bytes_stored(self) -> int:
         total = 0
