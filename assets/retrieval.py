@@ -20,8 +20,7 @@ import views.evidence_schema
 from assets.columns import column_metadata, field_comments
 from catalog.keys import CLAIMS, ENTITIES, EVIDENCE_INDEX, LEDGER, RETRIEVAL_GROUP
 from catalog.resources import EmbedderResource, MemcResource
-from memc.watermark import read_watermark, write_watermark
-from views.build import build_evidence_index
+from views.build import build_evidence_index, vector_store
 from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
 from views.evidence import RENDER_VERSION
 
@@ -57,10 +56,10 @@ def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedd
     (metadata `newly_embedded`). A model upgrade re-embeds into a fresh table swapped in whole."""
 
     home = memc.home
-    previous = (read_watermark(home.vectors) or {}).get("watermark", 0)
+    store = vector_store(home)  # the watermark is kept with the index (on S3 beside its tables)
+    previous = (store.read_watermark() or {}).get("watermark", 0)
     stats = build_evidence_index(home, embedder.get(), previous_watermark=previous)
-    write_watermark(
-        home.vectors,
+    store.write_watermark(
         WATERMARK_VIEW,
         stats["ledger_watermark"],
         model=stats["embedding_model_version"],

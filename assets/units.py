@@ -9,7 +9,7 @@ import views.units
 from assets.columns import column_metadata, field_comments
 from catalog.keys import EVIDENCE_INDEX, MEMORY_UNITS, RETRIEVAL_GROUP
 from catalog.resources import MemcResource
-from memc.watermark import read_watermark, write_watermark
+from memc.watermark import write_watermark
 from views.build import vector_store
 from views.units import UNITS_VERSION, build_units
 
@@ -33,7 +33,7 @@ def memory_units(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Ma
 
     home = memc.home
     stats = build_units(home, vector_store(home))
-    watermark = (read_watermark(home.vectors) or {}).get("watermark", 0)
+    watermark = (vector_store(home).read_watermark() or {}).get("watermark", 0)
     write_watermark(home.units, "memory_units", watermark, rows=stats["units"])
     context.log.info(f"memory units: {stats}")
     return dg.MaterializeResult(

@@ -6,7 +6,6 @@ from catalog.keys import CENTRALITY, ENTITY_GRAPH, EVIDENCE_INDEX, MEMORY_UNITS
 from catalog.resources import MemcResource
 from checks import audit_result
 from memc.atomic import read_parquet
-from memc.watermark import read_watermark
 from views import embedder
 from views.audit import derived_claims_sound as audit_derived
 from views.audit import evidence_rows_match, graph_counts_match, graph_traces_to_ledger, vectors_sound
@@ -23,8 +22,9 @@ from views.units import UNITS_FILE, units_sound
 )
 def evidence_index_matches_sources(memc: MemcResource) -> dg.AssetCheckResult:
     home = memc.home
-    watermark = (read_watermark(home.vectors) or {}).get("watermark", 0)
-    audit = evidence_rows_match(vector_store(home).ids(), expected_rows(home, watermark))
+    store = vector_store(home)
+    watermark = (store.read_watermark() or {}).get("watermark", 0)
+    audit = evidence_rows_match(store.ids(), expected_rows(home, watermark))
     audit.metadata["ledger_watermark"] = watermark
     return audit_result(audit)
 

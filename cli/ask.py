@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cli.common import dump, home_option, parse_time, principal_arg, resolve_home, time_or_now
+from cli.common import dump, home_option, parse_time, principal_arg, require_ledger, resolve_home, time_or_now
 from query.config import PRESETS
 
 # The stages these commands run are imported inside each command: `memc ask` answered by a
@@ -141,8 +141,7 @@ def ask(ctx, question, asker, scope, as_of, known_at, budget, preset, k, goal, u
     compiles here."""
 
     home = resolve_home(ctx, home_dir)
-    if not home.ledger.exists():
-        raise click.ClickException(f"no ledger at {home.ledger}: run `memc ingest` and `memc build` first")
+    require_ledger(home, "run `memc ingest` and `memc build` first")
     when = parse_time(as_of, "--as-of"), parse_time(known_at, "--known-at")
     started = time.perf_counter()
     answer = server = None

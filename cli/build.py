@@ -9,7 +9,7 @@ import click
 
 from claims.extract import ExtractorError
 from claims.extractors.registry import EXTRACTOR_CHOICES
-from cli.common import dump, home_option, resolve_home
+from cli.common import dump, home_option, require_ledger, resolve_home
 from memc.locks import HomeBusy, exclusive
 
 
@@ -97,8 +97,7 @@ def backfill_command(ctx, start, end, extractor, claims_only, as_json, home_dir)
     from orchestration.runner import backfill  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
-    if not home.ledger.exists():
-        raise click.ClickException(f"no ledger at {home.ledger}: run `memc ingest` first")
+    require_ledger(home, "run `memc ingest` first")
     try:
         report = backfill(home, start, end, extractor=extractor, views=not claims_only)
     except (ValueError, ExtractorError, HomeBusy) as exc:
@@ -166,8 +165,7 @@ def backfill_views_command(ctx, dry_run, as_json, home_dir):
     from orchestration.runner import backfill_views  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
-    if not home.ledger.exists():
-        raise click.ClickException(f"no ledger at {home.ledger}: run `memc ingest` first")
+    require_ledger(home, "run `memc ingest` first")
     try:
         report = backfill_views(home, dry_run=dry_run)
     except HomeBusy as exc:

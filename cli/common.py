@@ -42,6 +42,24 @@ def resolve_home(ctx: click.Context, home_dir: str | None) -> MemcHome:
     return MemcHome.resolve(home_dir or (ctx.obj or {}).get("home_dir"))
 
 
+def require_ledger(home: MemcHome, then: str) -> None:
+    """Refuse a command that needs evidence when there is none, saying what to do (``then``): no
+    ledger directory in the home, or, with the ledger on object storage (MEMC_STORAGE), no
+    committed batch there (another node's home has no ledger directory of its own)."""
+    from ledger import open_ledger, storage_uri  # lazy: pyarrow and pydantic, 0.5 s every command would pay
+
+    storage = storage_uri()
+    if storage is None:
+        if home.ledger.exists():
+            return
+        where = str(home.ledger)
+    else:
+        if open_ledger(home.ledger, write=False).head() > 0:
+            return
+        where = storage + "/ledger"
+    raise click.ClickException(f"no ledger at {where}: {then}")
+
+
 def parse_time(value: str | None, name: str) -> datetime | None:
     """An ISO date or time option (UTC when no zone is given), or None when not given."""
     if value is None:

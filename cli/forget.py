@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from cli.common import dump, home_option, resolve_home
+from cli.common import dump, home_option, require_ledger, resolve_home
 from forgetting import forget, resume
 
 
@@ -60,8 +60,7 @@ def forget_cmd(ctx, entry_ids, source_uri, scope, subject, reason, by, no_rebuil
     from orchestration.runner import rebuild_views  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     home = resolve_home(ctx, home_dir)
-    if not home.ledger.exists():
-        raise click.ClickException(f"no ledger at {home.ledger}: nothing to forget")
+    require_ledger(home, "nothing to forget")
     if resume_only:
         if entry_ids or source_uri or scope or subject:
             raise click.UsageError("--resume takes no selector")

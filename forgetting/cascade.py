@@ -192,7 +192,9 @@ def _drop_views(home: MemcHome) -> list[str]:
     # already and this finds no table.
     from views.build import vector_store  # lazy: 0.35 s of imports no other step needs
 
-    vector_store(home).drop()
+    store = vector_store(home)
+    store.drop()
+    store.clear_watermark()
     return dropped
 
 

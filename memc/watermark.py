@@ -15,8 +15,13 @@ from memc.atomic import write_json
 FILE = "_watermark.json"
 
 
+def watermark_record(view: str, watermark: int, **info: Any) -> dict[str, Any]:
+    """What a view records: its name, the ledger seq it was compiled from, when, and ``info``."""
+    return {"view": view, "watermark": int(watermark), "built_at": datetime.now(timezone.utc).isoformat(), **info}
+
+
 def write_watermark(view_dir: Path, view: str, watermark: int, **info: Any) -> dict[str, Any]:
-    record = {"view": view, "watermark": int(watermark), "built_at": datetime.now(timezone.utc).isoformat(), **info}
+    record = watermark_record(view, watermark, **info)
     write_json(record, view_dir / FILE)
     return record
 

@@ -23,7 +23,7 @@ import json
 import time
 from datetime import datetime
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import Any, Callable
 
 from claims.extractors import active_extractor_key
 from claims.store import extractor_dir
@@ -41,29 +41,31 @@ from query.pack import pack
 from query.plan import PlanRecorder, new_query_id
 from query.retrieve import retrieve
 from query.staleness import assess
+from views.build import vector_store
 from views.lance_filters import PRINCIPAL_RE, SCOPE_RE, check_literal
 from views.profile import logged_entities
 from views.skills import Skill, matching_skills
 
 
 # Every view that records the ledger watermark it was compiled from (memc/watermark.py), by name,
-# and where it keeps it.
-VIEW_DIRS = {
-    "claims": lambda home: extractor_dir(home.claims, active_extractor_key()),  # the claims dbt folds, too
-    "state": lambda home: home.warehouse,
-    "evidence_index": lambda home: home.vectors,
-    "entity_graph": lambda home: home.graph,
-    "memory_units": lambda home: home.units,
-    "skills": lambda home: home.skills,
-    "entity_dossiers": lambda home: home.dossiers,
+# and how to read it: from the view's directory, or from the index itself (a file in its
+# directory, an object beside its tables on S3).
+VIEW_MARKS: dict[str, Callable[[MemcHome], dict[str, Any] | None]] = {
+    "claims": lambda home: read_watermark(extractor_dir(home.claims, active_extractor_key())),  # the claims dbt folds, too
+    "state": lambda home: read_watermark(home.warehouse),
+    "evidence_index": lambda home: vector_store(home).read_watermark(),
+    "entity_graph": lambda home: read_watermark(home.graph),
+    "memory_units": lambda home: read_watermark(home.units),
+    "skills": lambda home: read_watermark(home.skills),
+    "entity_dossiers": lambda home: read_watermark(home.dossiers),
 }
 # The views a compile reads and checks its context against.
 COMPILED_FROM = ("claims", "state", "evidence_index", "entity_graph")
 
 
-def view_marks(home: MemcHome, names: tuple[str, ...] = tuple(VIEW_DIRS)) -> dict[str, dict[str, Any] | None]:
+def view_marks(home: MemcHome, names: tuple[str, ...] = tuple(VIEW_MARKS)) -> dict[str, dict[str, Any] | None]:
     """The watermark record of each view in ``names``: the seq and what else it was built by."""
-    return {name: read_watermark(VIEW_DIRS[name](home)) for name in names}
+    return {name: VIEW_MARKS[name](home) for name in names}
 
 
 def view_watermarks(home: MemcHome) -> dict[str, int | None]:

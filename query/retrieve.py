@@ -73,12 +73,12 @@ def retrieve(
 
     named = named_entities(home, question, asker, scope)
     window = question_window(question, anchor=when[0], event_time=event_lookup(home, asker, scope, named))
-    if not home.vectors.exists() and patch is None:
-        return [], window
+    store = vector_store(home)
+    if patch is None and not store.built():
+        return [], window  # nothing to search: no model load
 
     if embedder is None:
         embedder = Embedder()
-    store = vector_store(home)
     principals = [asker]
     model_version = getattr(embedder, "model_version", None)
     stores = [store] + ([tail_store(ledger, patch, embedder)] if patch else [])

@@ -44,6 +44,8 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import numpy as np
 import pyarrow as pa
 
+from memc.watermark import FILE as WATERMARK_FILE
+from memc.watermark import read_watermark, watermark_record, write_watermark
 from views.evidence_schema import (
     HIT_COLUMNS,
     META_DIM,
@@ -216,6 +218,7 @@ class LanceVectorStore:
         self.uri = str(uri)
         self.in_memory = self.uri.startswith("memory://")
         self._db: Any = None
+        self._mark: dict[str, Any] | None = None  # the in-memory twin's watermark
         if vector_index_min_rows is None:
             vector_index_min_rows = int(os.environ.get("MEMC_VECTOR_INDEX_MIN_ROWS", VECTOR_INDEX_MIN_ROWS))
         self.vector_index_min_rows = vector_index_min_rows
@@ -565,6 +568,29 @@ class LanceVectorStore:
     def versions(self, table: str = DEFAULT_TABLE) -> int | None:
         tbl = self._open(table)
         return None if tbl is None else len(tbl.list_versions())
+
+    def built(self, table: str = DEFAULT_TABLE) -> bool:
+        """Whether a build made the store (a cheap check, before a model is loaded to search it)."""
+        return self.in_memory or Path(self.uri).exists()
+
+    def read_watermark(self) -> dict[str, Any] | None:
+        """The index's watermark record (memc/watermark.py), kept with the index: a file in its
+        directory here, an object beside the tables on S3, an attribute in memory."""
+        if self.in_memory:
+            return self._mark
+        return read_watermark(Path(self.uri))
+
+    def write_watermark(self, view: str, watermark: int, **info: Any) -> dict[str, Any]:
+        if self.in_memory:
+            self._mark = watermark_record(view, watermark, **info)
+            return self._mark
+        return write_watermark(Path(self.uri), view, watermark, **info)
+
+    def clear_watermark(self) -> None:
+        if self.in_memory:
+            self._mark = None
+        else:
+            (Path(self.uri) / WATERMARK_FILE).unlink(missing_ok=True)
 
     def bytes_stored(self) -> int:
         """The bytes the store holds, every retained version included (0 in memory)."""

@@ -74,6 +74,12 @@ def test_what_one_node_builds_another_reads(s3, embedder) -> None:
     assert (stats["deleted"], stats["newly_embedded"]) == (1, 1), stats
     assert reader.search(text="ferry Porto", principals=["public"], scope=None, k=1)[0]["text"].startswith("Bruno booked")
     assert reader.bytes_stored() > 0
+    # the watermark is kept with the index, so the other node reads how current it is
+    assert reader.read_watermark() is None and reader.built() and not S3LanceVectorStore(uri + "x").built()
+    writer.write_watermark("evidence_index", 42, rows=len(CORPUS))
+    assert reader.read_watermark()["watermark"] == 42
+    writer.clear_watermark()
+    assert reader.read_watermark() is None
 
 
 def test_rebuild_publishes_a_whole_table_then_leaves_no_byte_of_the_old_one(s3, embedder) -> None:

@@ -1,7 +1,7 @@
 """A memory home whose ledger and evidence index are on object storage (MEMC_STORAGE=s3://..., a
 real Ceph RGW on loopback): the demo's ingest, build, ask and an erasure through the CLI, with
 nothing of the ledger on the local disk but dbt's mirror of its committed batches, and nothing of
-the index but its watermark (docs/scale.md). After the erasure no object version under the prefix,
+the index (docs/scale.md). After the erasure no object version under the prefix,
 the LanceDB tables' included, holds the erased turn's bytes.
 
 Cost: Ceph's start (16-31 s, shared with the engine lane's S3 tests when they run in the same
@@ -63,14 +63,20 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
     mirror = sorted(p.name for p in (home / "warehouse" / "ledger_mirror").glob("*.parquet"))
     files = json.loads(_memc(home, env, "ledger", "stats", "--json").stdout)["files"]  # dreaming appended
     assert len(mirror) == files and not list((home / "ledger").glob("*.parquet")), mirror  # one file per committed batch
-    # the evidence index beside the ledger on S3 (views/vectors_s3.py); the home keeps its watermark only
+    # the evidence index beside the ledger on S3 (views/vectors_s3.py), its watermark with it
     index = [k for k in _keys(client, ceph_rgw.bucket, prefix) if k.startswith(f"{prefix}/vectors/evidence__")]
     assert any("/_versions/" in k for k in index) and any(k.endswith(".lance") for k in index), index
-    assert not [p for p in (home / "vectors").rglob("*") if p.name != "_watermark.json" and p.is_file()]
+    assert f"{prefix}/vectors/_watermark.json" in _keys(client, ceph_rgw.bucket, prefix)  # kept with the index
+    assert not [p for p in (home / "vectors").rglob("*") if p.is_file()]
     ask = _memc(home, env, "ask", "Where does Elena live now?", "--as", "tomasz", "--scope", "team", "--json")
     ctx = json.loads(ask.stdout)
     assert any(f["predicate"] == "lives_in" and "Berlin" in f["object"] for f in ctx["state"]), ctx["state"]
     assert all(v["lag_entries"] == 0 for v in ctx["staleness"].values()), ctx["staleness"]  # views at the S3 head
+    # another node: a home of its own, nothing built there; its evidence comes from the index on S3
+    other = json.loads(_memc(tmp_path / "node2", env, "ask", "Where does Elena live now?", "--as", "tomasz",
+                             "--scope", "team", "--json").stdout)
+    assert any("Berlin" in json.dumps(item) for item in other["items"]), other["items"]
+    assert other["staleness"]["evidence_index"]["lag_entries"] == 0, other["staleness"]
 
     # Erase the Lisbon turn: no object or version under the prefix, no mirror file, keeps its words.
     entries = [json.loads(line) for line in _memc(home, env, "ledger", "export").stdout.splitlines()]
