@@ -207,6 +207,26 @@ class VectorStore(Protocol):
         """Compact fragments and drop versions older than ``cleanup_older_than``."""
         ...
 
+    def drop(self, table: str = DEFAULT_TABLE) -> None:
+        """Remove the table and its files (the erasure path)."""
+        ...
+
+    def built(self, table: str = DEFAULT_TABLE) -> bool:
+        """Whether a build made the store (cheap: asked before a model is loaded)."""
+        ...
+
+    def read_watermark(self) -> dict[str, Any] | None:
+        """The ledger watermark record the index was built from, kept with the index."""
+        ...
+
+    def write_watermark(self, view: str, watermark: int, **info: Any) -> dict[str, Any]: ...
+
+    def clear_watermark(self) -> None: ...
+
+    def bytes_stored(self) -> int:
+        """Bytes held, every retained version included."""
+        ...
+
 
 class LanceVectorStore:
     """:class:`VectorStore` over LanceDB. ``uri`` is a directory or ``"memory://"`` (an in-memory twin).
@@ -224,7 +244,7 @@ class LanceVectorStore:
         self.vector_index_min_rows = vector_index_min_rows
 
     def __repr__(self) -> str:
-        return f"LanceVectorStore({self.uri!r})"
+        return f"{type(self).__name__}({self.uri!r})"
 
     # -- plumbing ---------------------------------------------------------------------------------
 

@@ -9,9 +9,10 @@ builds the new table in a staging directory and swaps it in with two renames, an
 Here a rebuild writes a new *physical* table, ``<table>__<token>``, with every index built, then
 points the logical name at it with one small object, ``vectors/_current/<table>.json`` (a PUT is
 atomic: readers see the old table or the new one, never a half-built one), and only then deletes
-every object, and every object version, of the old physical table. That deletion is the erasure
-path: the bytes a forget removed are nowhere under the prefix afterwards (tests/platform/
-test_storage_s3.py lists every object version to prove it).
+every object, and every object version, of the old physical table. Deleting whole tables is how
+erased text leaves object storage: ``memc forget`` drops the index (``drop``: every physical
+table, the pointer and the watermark, with every version) and the next build writes a fresh one;
+tests/platform/test_storage_s3.py lists every object version afterwards to prove it.
 
 One writer at a time, as for the local store (the Dagster asset, held by its pool). A reader that
 opened the old physical table just before a swap fails on its next read of a deleted file and
@@ -38,7 +39,7 @@ PHYSICAL_SEP = "__"
 
 # One LanceDB connection per URI in a process (a connection keeps the indexes it has read; the
 # physical name changes with every rebuild, so nothing of a retired table is served from it).
-_CONNECTIONS: dict[str, Any] = {}
+_CONNECTIONS: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = {}
 _CONNECTIONS_LOCK = threading.Lock()
 
 # The pointer each (URI, table) was last read as, and when: a compile opens the table 2-4 times
@@ -96,10 +97,11 @@ class S3LanceVectorStore(LanceVectorStore):
     def _connection(self, table: str | None = None) -> Any:
         import lancedb  # lazy, as in the local store
 
+        key = (self.uri, tuple(sorted(self.storage_options.items())))  # another endpoint or key: another connection
         with _CONNECTIONS_LOCK:
-            conn = _CONNECTIONS.get(self.uri)
+            conn = _CONNECTIONS.get(key)
             if conn is None:
-                conn = _CONNECTIONS[self.uri] = lancedb.connect(self.uri, storage_options=self.storage_options)
+                conn = _CONNECTIONS[key] = lancedb.connect(self.uri, storage_options=self.storage_options)
             return conn
 
     def _pointer_key(self, table: str) -> str:
