@@ -195,8 +195,8 @@ def _status(exc: Exception) -> int | None:
 def delete_every_version(client, bucket: str, prefix: str, *, whole_key: bool = False) -> None:
     """Delete every object under ``prefix`` (with ``whole_key``, the one object named ``prefix``) and,
     in a versioned bucket, every stored version of it: a plain delete there only adds a delete
-    marker and keeps the bytes. One request per object version: a batch is one object, a
-    LanceDB table a few dozen."""
+    marker and keeps the bytes. One request per object version: a batch is one object, a LanceDB
+    table one per data file, index file and manifest."""
     def mine(key: str) -> bool:
         return key == prefix if whole_key else key.startswith(prefix)
 
