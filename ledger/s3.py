@@ -187,7 +187,8 @@ def s3_client():
     return boto3.client("s3", region_name=region, config=cfg)
 
 
-def _status(exc: Exception) -> int | None:
+def http_status(exc: Exception) -> int | None:
+    """The HTTP status of a botocore error (None for others)."""
     resp = getattr(exc, "response", None) or {}
     return resp.get("ResponseMetadata", {}).get("HTTPStatusCode")
 
@@ -229,7 +230,7 @@ def probe_conditional_put(client, bucket: str, prefix: str) -> None:
         try:
             client.put_object(Bucket=bucket, Key=key, Body=b"2", IfNoneMatch="*")
         except Exception as exc:
-            if _status(exc) in (409, 412):
+            if http_status(exc) in (409, 412):
                 return
             raise
         raise ConditionalPutUnsupported(
@@ -348,7 +349,7 @@ class S3Ledger(EntryReader):
         try:
             data = self._get(c.batch)
         except Exception as exc:
-            if _status(exc) == 404:
+            if http_status(exc) == 404:
                 raise LedgerCorruption(f"{where}: missing (named by {c.key})") from exc
             raise
         sha = hashlib.sha256(data).hexdigest()
@@ -482,14 +483,14 @@ class S3Ledger(EntryReader):
         try:
             self._put_marker(key, first, table.num_rows, batch_key, sha, recorded_at, IfNoneMatch="*")  # the commit point
         except Exception as exc:
-            if _status(exc) not in (409, 412):
+            if http_status(exc) not in (409, 412):
                 raise
             # 412: the marker exists. Ours, if our put landed and only its answer was lost.
             try:
                 if self._read_commit(key).batch == batch_key:
                     return self._committed(first, key, batch_key, sha, table, recorded_at)
             except Exception as read_exc:
-                if _status(read_exc) != 404:  # 409 with no marker yet: a concurrent put, retry
+                if http_status(read_exc) != 404:  # 409 with no marker yet: a concurrent put, retry
                     raise
             self.client.delete_object(Bucket=self.bucket, Key=batch_key)
             return False
@@ -685,7 +686,7 @@ class S3Ledger(EntryReader):
                 try:
                     holder = json.loads(self._get(self._lease_key(top, "json")))
                 except Exception as exc:
-                    if _status(exc) != 404:
+                    if http_status(exc) != 404:
                         raise
                 age = (datetime.now(timezone.utc) - taken[top]).total_seconds()
                 if holder and age >= float(holder.get("lease_seconds", LEASE_SECONDS)):
@@ -695,7 +696,7 @@ class S3Ledger(EntryReader):
                 try:
                     self.client.put_object(Bucket=self.bucket, Key=key, Body=json.dumps(mine).encode(), IfNoneMatch="*")
                 except Exception as exc:
-                    if _status(exc) not in (409, 412):
+                    if http_status(exc) not in (409, 412):
                         raise
                 else:
                     break  # generation top + 1 is ours
@@ -768,7 +769,7 @@ class S3Ledger(EntryReader):
 
 def _missing(exc: Exception) -> bool:
     """A LedgerCorruption raised because the batch object its marker names is not there (404)."""
-    return isinstance(exc.__cause__, Exception) and _status(exc.__cause__) == 404
+    return isinstance(exc.__cause__, Exception) and http_status(exc.__cause__) == 404
 
 
 def _write_new(path: Path, data: bytes) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+import uuid
 from pathlib import Path
 
 DEFAULT_HOME = "memc_home"
@@ -91,6 +92,26 @@ class MemcHome:
         erasure deletes it (forgetting/cascade.py): the fingerprints logged before can then no
         longer be tested against a guessed question."""
         return self.root / "config" / "querylog.key"
+
+    @property
+    def home_id(self) -> str:
+        """A random id of this home, made on first use (``config/home.id``): what names the home
+        that builds an evidence index on object storage (views/vectors_s3.py), the same from every
+        process and host that works on this home's directory, unlike a host name or a path."""
+        path = self.root / "config" / "home.id"
+        try:
+            return path.read_text().strip()
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".home.id.{uuid.uuid4().hex}")
+            tmp.write_text(uuid.uuid4().hex)
+            try:
+                os.link(tmp, path)  # whole or absent: of two processes making it, one wins
+            except FileExistsError:
+                pass
+            finally:
+                tmp.unlink()
+            return path.read_text().strip()
 
     @property
     def dagster(self) -> Path:

@@ -9,6 +9,7 @@ next build without re-embedding anything (a tag change replaces the row, its vec
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import pyarrow as pa
@@ -110,7 +111,7 @@ def vector_store(home: MemcHome | None = None) -> VectorStore:
         return LanceVectorStore("memory://")
     storage = storage_uri()
     if storage:  # MEMC_STORAGE: the index beside the ledger on object storage (views/vectors_s3.py)
-        return S3LanceVectorStore(storage + "/vectors")
+        return S3LanceVectorStore(storage + "/vectors", builder=lambda: home.home_id, where=f"{socket.gethostname()}:{home.root.resolve()}")
     return LanceVectorStore(str(home.vectors))
 
 

@@ -14,7 +14,12 @@ erased text leaves object storage: ``memc forget`` drops the index (``drop``: ev
 table, the pointer and the watermark, with every version) and the next build writes a fresh one;
 tests/platform/test_storage_s3.py lists every object version afterwards to prove it.
 
-One writer at a time, as for the local store (the Dagster asset, held by its pool). A reader that
+One writer at a time, as for the local store (the Dagster asset, held by its pool), and one
+building home per prefix: the first write puts ``vectors/_builder.json`` naming the home (its
+``home_id``, host and path) with a put-if-absent, and a write from any other home is refused with
+:class:`IndexBuiltElsewhere`, naming the builder (two homes' rebuilds would each point the index at
+their own table and delete the other's). Every home may read; ``drop`` (an erasure) is allowed
+from any, since the index is rebuildable and its builder writes it again. A reader that
 opened the old physical table just before a swap fails on its next read of a deleted file and
 answers on the new table when asked again, as a local reader of a retired directory does.
 """
@@ -23,12 +28,13 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import threading
 import time
 import uuid
-from typing import Any
+from typing import Any, Callable
 
-from ledger.s3 import delete_every_version, parse_s3_uri, s3_client
+from ledger.s3 import delete_every_version, http_status, parse_s3_uri, s3_client
 from memc.watermark import FILE as WATERMARK_FILE
 from memc.watermark import watermark_record
 from views.lance_filters import TABLE_RE, check_literal
@@ -83,14 +89,66 @@ def lance_storage_options() -> dict[str, str]:
     return opts
 
 
-class S3LanceVectorStore(LanceVectorStore):
-    """:class:`~views.vectors.VectorStore` over LanceDB tables on an ``s3://bucket/prefix``."""
+class IndexBuiltElsewhere(RuntimeError):
+    """Another home builds the evidence index under this prefix: this one may read it, not write it."""
 
-    def __init__(self, uri: str, *, client: Any = None, vector_index_min_rows: int | None = None) -> None:
+
+class S3LanceVectorStore(LanceVectorStore):
+    """:class:`~views.vectors.VectorStore` over LanceDB tables on an ``s3://bucket/prefix``.
+    ``builder``: the id of the home that writes through this store (``MemcHome.home_id``: the same
+    from every process and host working on that home); ``where``: its host and path, for the error
+    another home gets. Without them (a script, a benchmark), the URI stands for the builder."""
+
+    def __init__(self, uri: str, *, builder: str | Callable[[], str] | None = None, where: str | None = None,
+                 client: Any = None, vector_index_min_rows: int | None = None) -> None:
         super().__init__(uri.rstrip("/"), vector_index_min_rows=vector_index_min_rows)
         self.bucket, self.prefix = parse_s3_uri(self.uri)
         self.client = client or _shared_client()
         self.storage_options = lance_storage_options()
+        self._builder = builder or self.uri  # a callable is asked on the first write only: readers make no id
+        self.where = where or f"{socket.gethostname()} (no home)"
+        self._claimed = False
+
+    # -- the one building home --------------------------------------------------------------------
+
+    def _builder_key(self) -> str:
+        return "/".join(p for p in (self.prefix, "_builder.json") if p)
+
+    def _claim(self) -> None:
+        """Before any write: this store's builder is the prefix's, or becomes it if there is none."""
+        if self._claimed:
+            return
+        if callable(self._builder):
+            self._builder = self._builder()
+        key = self._builder_key()
+        body = json.dumps({"builder": self._builder, "where": self.where,
+                           "claimed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=body.encode(), IfNoneMatch="*",
+                                   ContentType="application/json")
+        except Exception as exc:
+            if http_status(exc) not in (409, 412):
+                raise
+            holder = json.loads(self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+            if holder["builder"] != self._builder:
+                raise IndexBuiltElsewhere(
+                    f"the evidence index at {self.uri} is built by home {holder['builder']} at {holder.get('where')}, "
+                    f"not by this one ({self.where}): this home may ask and serve from it, not build it (one "
+                    f"building home per MEMC_STORAGE prefix; to move the building here, stop that home's builds "
+                    f"and delete s3://{self.bucket}/{key})") from None
+        self._claimed = True
+
+    def sync(self, rows: Any, embedder: Any, *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
+        self._claim()
+        return super().sync(rows, embedder, table=table)
+
+    def rebuild(self, rows: Any, embedder: Any, *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
+        self._claim()
+        return super().rebuild(rows, embedder, table=table)
+
+    def compact(self, table: str = DEFAULT_TABLE, **kw: Any) -> None:
+        self._claim()
+        super().compact(table, **kw)
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -180,6 +238,7 @@ class S3LanceVectorStore(LanceVectorStore):
             return None
 
     def write_watermark(self, view: str, watermark: int, **info: Any) -> dict[str, Any]:
+        self._claim()
         record = watermark_record(view, watermark, **info)
         self.client.put_object(Bucket=self.bucket, Key=self._watermark_key(), Body=json.dumps(record).encode(),
                                ContentType="application/json")

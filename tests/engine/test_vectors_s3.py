@@ -1,7 +1,8 @@
 """The evidence index on object storage (views/vectors_s3.py) against a real Ceph RGW on loopback:
 what one node builds another reads; a rebuild (the erasure path) publishes a whole new table
 before readers can see it and then leaves no object, and no object version, of the old one; a
-table a crashed rebuild left behind is removed by the next; reading never creates anything.
+table a crashed rebuild left behind is removed by the next; reading never creates anything; one
+home builds a prefix and any other home's write is refused, naming the builder.
 
 Cost: Ceph's start when no other test of this worker started it (16-31 s), then ~20-40 s for
 LanceDB's commits and index builds over HTTP.
@@ -121,4 +122,26 @@ def test_a_table_a_crashed_rebuild_left_is_removed_and_never_read(s3, embedder) 
     assert not [k for k in _keys(client, uri) if f"/{orphan}.lance/" in k]
     store.drop()
     assert store.count() == 0
-    assert not _keys(client, uri), "drop left objects behind"
+    left = _keys(client, uri)
+    assert [k.split("@")[0].rsplit("/", 1)[-1] for k in left] == ["_builder.json"], left  # who builds, no evidence
+
+
+def test_one_home_builds_a_prefix_and_the_others_only_read(s3, embedder) -> None:
+    from views.vectors_s3 import IndexBuiltElsewhere
+
+    uri, client = s3
+    a = S3LanceVectorStore(uri, builder="home-a", where="node-a:/srv/memc")
+    a.sync(_rows(CORPUS[:4]), embedder)
+    a.write_watermark("evidence_index", 4)
+    b = S3LanceVectorStore(uri, builder=lambda: "home-b", where="node-b:/srv/memc")
+    assert b.count() == 4 and b.read_watermark()["watermark"] == 4  # reading needs no claim
+    for write in (lambda: b.sync(_rows(CORPUS), embedder), lambda: b.rebuild(_rows(CORPUS), embedder),
+                  lambda: b.write_watermark("evidence_index", 8), lambda: b.compact()):
+        with pytest.raises(IndexBuiltElsewhere, match="built by home home-a at node-a:/srv/memc.*node-b:/srv/memc"):
+            write()
+    assert a.count() == 4 and a.read_watermark()["watermark"] == 4  # nothing of b's landed
+    # an erasure may drop the index from any home; its builder writes it again
+    b.drop()
+    assert b.count() == 0
+    a.rebuild(_rows(CORPUS[:2]), embedder)
+    assert b.count() == 2

@@ -77,6 +77,7 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
                              "--scope", "team", "--json").stdout)
     assert any("Berlin" in json.dumps(item) for item in other["items"]), other["items"]
     assert other["staleness"]["evidence_index"]["lag_entries"] == 0, other["staleness"]
+    assert not (tmp_path / "node2" / "config" / "home.id").exists()  # asking made no id and claimed nothing
 
     # Erase the Lisbon turn: no object or version under the prefix, no mirror file, keeps its words.
     entries = [json.loads(line) for line in _memc(home, env, "ledger", "export").stdout.splitlines()]
