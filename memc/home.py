@@ -8,8 +8,8 @@ every compiled view. Chosen by, in order: an explicit path (``--home``), ``$MEMC
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_HOME = "memc_home"
