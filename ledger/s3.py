@@ -183,8 +183,12 @@ def s3_client():
         response_checksum_validation=os.environ.get("AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required"),
         retries={"mode": "standard", "max_attempts": 5},
     )
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-    return boto3.client("s3", region_name=region, config=cfg)
+    return boto3.client("s3", region_name=aws_region(), config=cfg)
+
+
+def aws_region() -> str:
+    """The region the standard AWS variables name (us-east-1 when none does: RGW ignores it)."""
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
 def http_status(exc: Exception) -> int | None:

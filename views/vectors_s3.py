@@ -34,7 +34,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ledger.s3 import delete_every_version, http_status, parse_s3_uri, s3_client
+from ledger.s3 import aws_region, delete_every_version, http_status, parse_s3_uri, s3_client
 from memc.watermark import FILE as WATERMARK_FILE
 from memc.watermark import watermark_record
 from views.lance_filters import TABLE_RE, check_literal
@@ -76,7 +76,7 @@ def _shared_client() -> Any:
 def lance_storage_options() -> dict[str, str]:
     """LanceDB's object-store options from the standard AWS variables that boto3 reads too (so the
     ledger and the index reach the same store with one set of settings)."""
-    opts = {"aws_region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"}
+    opts = {"aws_region": aws_region()}
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     if endpoint:
         opts["aws_endpoint"] = endpoint
@@ -121,15 +121,15 @@ class S3LanceVectorStore(LanceVectorStore):
         if callable(self._builder):
             self._builder = self._builder()
         key = self._builder_key()
-        body = json.dumps({"builder": self._builder, "where": self.where,
-                           "claimed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
+        claim = {"builder": self._builder, "where": self.where, "claimed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
         try:
-            self.client.put_object(Bucket=self.bucket, Key=key, Body=body.encode(), IfNoneMatch="*",
-                                   ContentType="application/json")
+            self._put_json(key, claim, IfNoneMatch="*")
         except Exception as exc:
             if http_status(exc) not in (409, 412):
                 raise
-            holder = json.loads(self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+            holder = self._get_json(key)
+            if holder is None:  # 409: a claim being put at this moment; the write is not known to be ours
+                raise
             if holder["builder"] != self._builder:
                 raise IndexBuiltElsewhere(
                     f"the evidence index at {self.uri} is built by home {holder['builder']} at {holder.get('where')}, "
@@ -171,12 +171,11 @@ class S3LanceVectorStore(LanceVectorStore):
         cached = _POINTERS.get((self.uri, table))
         if cached is not None and not fresh and time.monotonic() - cached[1] < POINTER_TTL_S:
             return cached[0]
-        try:
-            body = self.client.get_object(Bucket=self.bucket, Key=self._pointer_key(table))["Body"].read()
-        except self.client.exceptions.NoSuchKey:
+        pointer = self._get_json(self._pointer_key(table))
+        if pointer is None:
             _POINTERS.pop((self.uri, table), None)
             return None
-        name = json.loads(body)["table"]
+        name = pointer["table"]
         check_literal(name, TABLE_RE, "physical table name")
         _POINTERS[(self.uri, table)] = (name, time.monotonic())
         return name
@@ -210,21 +209,19 @@ class S3LanceVectorStore(LanceVectorStore):
         self._ensure_scalar(tbl, force=True)
         self._ensure_vector_index(tbl, force=True)
         # The commit point: from here readers open the new table.
-        self.client.put_object(Bucket=self.bucket, Key=self._pointer_key(table),
-                               Body=json.dumps({"table": physical}).encode(), ContentType="application/json")
+        self._put_json(self._pointer_key(table), {"table": physical})
         _POINTERS[(self.uri, table)] = (physical, time.monotonic())
         # The old table, and any a crashed rebuild left unpointed at, with every object version.
-        for name in db.list_tables().tables:
-            if name != physical and name.partition(PHYSICAL_SEP)[0] == table and PHYSICAL_SEP in name:
+        for name in self._physicals(table):
+            if name != physical:
                 self._delete_every_version(self._table_prefix(name))
         self._db = db
         return tbl
 
     def drop(self, table: str = DEFAULT_TABLE) -> None:
         check_literal(table, TABLE_RE, "table name")
-        for name in self.db.list_tables().tables:
-            if name.partition(PHYSICAL_SEP)[0] == table and PHYSICAL_SEP in name:
-                self._delete_every_version(self._table_prefix(name))
+        for name in self._physicals(table):
+            self._delete_every_version(self._table_prefix(name))
         self._delete_every_version(self._pointer_key(table))
         _POINTERS.pop((self.uri, table), None)
 
@@ -232,16 +229,12 @@ class S3LanceVectorStore(LanceVectorStore):
         return "/".join(p for p in (self.prefix, WATERMARK_FILE) if p)
 
     def read_watermark(self) -> dict[str, Any] | None:
-        try:
-            return json.loads(self.client.get_object(Bucket=self.bucket, Key=self._watermark_key())["Body"].read())
-        except self.client.exceptions.NoSuchKey:
-            return None
+        return self._get_json(self._watermark_key())
 
     def write_watermark(self, view: str, watermark: int, **info: Any) -> dict[str, Any]:
         self._claim()
         record = watermark_record(view, watermark, **info)
-        self.client.put_object(Bucket=self.bucket, Key=self._watermark_key(), Body=json.dumps(record).encode(),
-                               ContentType="application/json")
+        self._put_json(self._watermark_key(), record)
         return record
 
     def clear_watermark(self) -> None:
@@ -253,7 +246,22 @@ class S3LanceVectorStore(LanceVectorStore):
             total += sum(o["Size"] for o in page.get("Contents", []))
         return total
 
-    # -- object keys --------------------------------------------------------------------------------
+    # -- objects ------------------------------------------------------------------------------------
+
+    def _physicals(self, table: str) -> list[str]:
+        """Every physical table of the logical ``table`` (``<table>__<token>``), pointed at or not."""
+        return [n for n in self._connection().list_tables().tables
+                if PHYSICAL_SEP in n and n.partition(PHYSICAL_SEP)[0] == table]
+
+    def _get_json(self, key: str) -> dict[str, Any] | None:
+        """One of the store's small JSON objects (pointer, watermark, builder claim), None if absent."""
+        try:
+            return json.loads(self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+        except self.client.exceptions.NoSuchKey:
+            return None
+
+    def _put_json(self, key: str, obj: dict[str, Any], **kw: Any) -> None:
+        self.client.put_object(Bucket=self.bucket, Key=key, Body=json.dumps(obj).encode(), ContentType="application/json", **kw)
 
     def _dir_prefix(self) -> str:
         return f"{self.prefix}/" if self.prefix else ""
