@@ -3,7 +3,8 @@
 - schema: types and required fields (pydantic, when the proposal is built: ``claims.model.Proposal``);
 - ontology: the predicate is known, and subject and object have its argument types;
 - provenance: the proposal names its source entry, its quote occurs there verbatim, and the quote
-  supports the fact: the object (and any time phrase) occurs in the quote, the subject is the
+  supports the fact: the object (and any time phrase) occurs in the quote (the object may skip
+  that time phrase), the subject is the
   speaker, named in the source, the "you" of a two-party session or the speaker's own ("Ana's
   son" where Ana says "my son"), and whoever a report says said it (``asserted_by``) is named.
   A hallucinated quote, an over-inferred object or an unnamed reporter fails here;
@@ -53,7 +54,10 @@ def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | 
         return f"quote {p.quote[:60]!r} does not occur verbatim in entry {p.source_entry_id}"
     quote = _fold(p.quote)
     person_object = ONTOLOGY[p.predicate].object_type == "person" if p.predicate in ONTOLOGY else False
-    if _fold(p.object) not in quote and not (person_object and _person_supported(p.object, source, resolver, p.quote)):
+    # The object may skip the claim's own time phrase ("had an audition yesterday for a writing
+    # gig" -> "audition for a writing gig"): the phrase sets the valid time, it is no part of the thing.
+    untimed = _fold(p.quote.replace(p.time_phrase, " ", 1)) if p.time_phrase else quote
+    if _fold(p.object) not in quote and _fold(p.object) not in untimed and not (person_object and _person_supported(p.object, source, resolver, p.quote)):
         # A person object may be the "you" of a two-party session, as a subject may.
         return f"object {p.object[:60]!r} is not supported: it does not occur in the quote {p.quote[:60]!r}"
     if p.time_phrase and _fold(p.time_phrase) not in quote:

@@ -490,6 +490,14 @@ _JOY = re.compile(
     r"|(?:so\s+much\s+|a\s+lot\s+of\s+|such\s+|great\s+|real\s+)?(?:joy|happiness|peace|comfort)\s+(?:to|into)\s+my\s+life)\b"
 )
 
+# "Improving education and infrastructure is particularly interesting to me", "Contemporary dance is
+# so expressive - it really speaks to me": what holds the speaker's interest is something they like.
+_SPEAKS_TO_ME = re.compile(
+    r"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w'\- ]{2,50}?)\s+(?:(?:is|are|'s)\s+(?:(?:particularly|really|so|very|super|always)\s+)?(?:interesting|fascinating)\s+to\s+me"
+    r"|(?:really\s+|truly\s+|always\s+)?(?:speaks|spoke|resonates|resonated)\s+(?:to|with)\s+me"
+    r"|(?:is|are|'s)\s+[^.!?]{3,60}?\s[-–—]+\s+it\s+(?:really\s+|truly\s+|just\s+)?(?:speaks|resonates)\s+(?:to|with)\s+me)\b"
+)
+
 # Thanks for something named: "Thanks for the tip on the bike shop", "Your help is much
 # appreciated", "Your note means a lot". A bare "Thanks!" names nothing and gives no claim; "thanks for
 # asking" names only talk (cut in _statements).
@@ -509,7 +517,7 @@ _TOUCHED_ME = re.compile(_CAUSE + r"(?P<obj>touched|moved|inspired|amazed|humble
 
 # What the whole turn may say of the speaker, beside its clauses.
 _STATEMENTS = (
-    ("likes", (_FAVOURITE_BEFORE, _FAVOURITE_AFTER, _JOY)),
+    ("likes", (_FAVOURITE_BEFORE, _FAVOURITE_AFTER, _JOY, _SPEAKS_TO_ME)),
     ("values", (_VALUES_IT, _VALUES_X, _VALUES_BARE)),
     ("appreciates", (_THANKS_FOR, _APPRECIATED)),
     ("feels", (_MAKES_ME, _TOUCHED_ME)),
@@ -521,6 +529,7 @@ _NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
     _FAVOURITE_BEFORE: ("fav", "top pick", "go-to", "top of my list", "of mine"),
     _FAVOURITE_AFTER: ("fav", "top pick", "go-to"),
     _JOY: ("joy", "happiness", "peace", "comfort", "calm"),
+    _SPEAKS_TO_ME: ("to me", "with me"),
     _VALUES_IT: _IMPORTANT_WORDS,
     _VALUES_X: ("to me", "for me"),
     _VALUES_BARE: _IMPORTANT_WORDS,
@@ -990,7 +999,10 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
             yield cur, at
             cur, at = [], low
             continue
-        if txt == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom"):
+        if txt == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and (
+            cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom")
+            or (len(cur) > 1 and lows[i - 2] == "now" and lows[i - 1] == "that")  # "... paid off now that I'm an assistant manager": a fact, a clause of its own
+        ):
             yield cur, at  # "since I'm colour blind I'm trying ...": a new subject, a new clause
             cur, at = [t], "I"
             continue
@@ -1163,11 +1175,12 @@ def _subject(
         return None, 0, False  # "Focused and resilient": a description, not a doing
     if j < len(tokens) and tokens[j].lower_.endswith(("ing", "ed")) and len(tokens[j]) > 4 and _lemma(tokens[j]) != tokens[j].lower_:
         return speaker, j, j == i and tokens[j].lower_.endswith("ing")
-    if j < len(tokens) and tokens[j].i in frame_starts and (
+    if j < len(tokens) and (tokens[j].i in frame_starts or (j + 1 < len(tokens) and tokens[j + 1].lower_ in ("a", "an"))) and (
         (_past_verb(tokens[j]) and _lemma(tokens[j]) not in ("be", "have", "do") and not (j + 1 < len(tokens) and tokens[j + 1].lower_ in ("me", "us", "him", "her", "them")))
         or tokens[j].lower_ in ("gon", "gonna", "wanna")
     ):
-        # An irregular past that opens a frame ("Went to the market", "Got a new bike"), or
+        # An irregular past that opens a frame ("Went to the market", "Got a new bike") or has a
+        # thing after it ("Took a short trip to Rome"), or
         # "Gonna continue my studies" (tokenized "Gon na"): the speaker's, as a regular past is
         # above. A base form is not: "Check out the museum" asks the listener to; nor "This is a
         # ...", "made me remember" (a cause, before its object "me").
@@ -1329,6 +1342,8 @@ def _read_clause(
             return None  # "I might never finish it", "I might not go": nothing considered
         if verb.i and verb.doc[verb.i - 1].lower_ in ("about", "of") and not verb.lower_.endswith("ing"):
             return None  # "I think about the places I've lived": a thought, not a plan considered
+        if any(t.lower_ in ("'d", "’d", "would") for t in tokens[: i]) and "used to" in text[: start_tok.idx]:
+            return None  # "I used to go riding with my dad, we'd go through the fields": a past habit, not a plan
         # What is considered is the verb phrase itself: "might move to Berlin" -> "move to Berlin".
         span = _object_span(text, tokens, verb.i, phrase_from_verb=True)
         if span is None or len(text[span[0] : span[1]].split()) < 2:
@@ -1373,14 +1388,22 @@ def _read_clause(
         return _claim(entry, base, text, start_tok.idx, span, subject, frame.predicate, polarity)
     predicate = "activity"
     if verb.lower_ == "used" and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ == "to":
-        return None  # "when I used to live by the sea": what once was, not a thing done
+        # "I used to go horseback riding with my dad": a thing done, often, before now; "when I used
+        # to live by the sea", "I used to be shy", "I used to love it": what once was, not a doing.
+        done = verb.doc[verb.i + 2] if verb.i + 2 <= tokens[-1].i else None
+        if done is None or lead_when or negated or subject != speaker or not done.is_alpha or _lemma(done) in _ONCE_STATES or done.lower_ in _ADVERBS:
+            return None
+        span = _object_span(text, tokens, done.i, phrase_from_verb=True)
+        if span is None or span[1] <= done.idx + len(done.text):
+            return None
+        return _claim(entry, base, text, start_tok.idx, span, subject, "activity", "assert")
     if not verb.is_alpha or verb.lower_ in _FUNCTION_WORDS:
         return None  # "I'm in to help", "I'm here": no verb where one should be
     if copula and not verb.lower_.endswith(("ing", "ed", "en")):
         return None  # "I'm colour blind", "I'm game for ...": a state after "am", not a doing
     if _lemma(verb) == "have" and not negated:
         predicate = "has"  # "I had a tutor", "we have two kids"
-    elif negated or (_lemma(verb) in _NOT_ACTIVITIES and not (thing is not None and _lemma(verb) == "get")) or verb.lower_ in _NOT_ACTIVITIES or verb.is_title:
+    elif negated or (_lemma(verb) in _NOT_ACTIVITIES and not (thing is not None and _lemma(verb) == "get")) or verb.lower_ in _NOT_ACTIVITIES or (verb.is_title and not (verb.i == tokens[0].i and _past_verb(verb) and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("a", "an", "the", "my", "our", "some"))):
         # (what the speaker's own "got" is a doing of theirs: "my son got into trouble at school")
         return None
     if speaker is None or (subject != speaker and thing is None):
@@ -1471,7 +1494,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate == "considers" and first in _ABILITY:
         return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
     # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
-    return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS, cut_clauses=False)
+    return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS, cut_clauses=False, splice_time=True)
 
 
 def _named_thing(doc: Any, out: list[Any], i: int, last: int) -> list[Any] | None:
@@ -1550,6 +1573,25 @@ def _with_confidence(p: Proposal | None, confidence: float) -> Proposal | None:
     return None if p is None else p.model_copy(update={"confidence": min(p.confidence, confidence)})
 
 
+# Verbs after "used to" that say what once was rather than what was done.
+_ONCE_STATES = frozenset({
+    "be", "have", "live", "love", "like", "hate", "enjoy", "work", "think", "feel", "know", "want", "need", "get",
+    "believe", "wish", "hope", "worry", "seem", "look", "mean", "call", "say",
+})  # fmt: skip
+
+# Words after a time phrase inside an object that say more of the thing ("a trip last week to
+# Rome", "an audition yesterday for a writing gig", "a great experience last weekend hiking with ...").
+_GOES_ON_AFTER_TIME = frozenset({"for", "to", "with", "at", "near", "about", "of", "hiking", "camping", "fishing", "skiing"})
+
+
+def _after_time(doc: Any, i: int, end: int, last: int) -> Any | None:
+    """The first token from token ``i`` at or after character ``end`` (a time phrase's end) within the clause."""
+    for t in doc[i : last + 1]:
+        if t.idx >= end:
+            return t
+    return None
+
+
 def _frame_at(i: int, matches: dict[int, list[tuple[int, _Frame]]], tokens: list[Any]) -> tuple[_Frame | None, int]:
     """The frame starting at token ``i``: the longest, then the one written as the turn says it."""
     last = tokens[-1].i + 1
@@ -1593,8 +1635,11 @@ def _object_span(
     content = 0
     times = _time_spans(text)  # the entry text (doc.text would rebuild it token by token)
     quoted = False
+    skip_to = -1  # the end of a time phrase the object goes on after
     for t in doc[start : last + 1]:
         low = t.lower_
+        if t.idx < skip_to:
+            continue
         if naming and out and not quoted and low in ("called", "named", "titled") and (named := _named_thing(doc, out, t.i, last)) is not None:
             out = named  # "this great puzzle game called "Lantern Keep"": the thing and its name
             content = 1
@@ -1605,7 +1650,10 @@ def _object_span(
             content += len(low) > 2 and low not in _STOPWORDS and t.is_alpha
             out.append(t)
             continue
-        if any(a <= t.idx < b for a, b in times) or low in _TIME_WORDS_STOP:
+        if (inside := next(((a, b) for a, b in times if a <= t.idx < b), None)) or low in _TIME_WORDS_STOP:
+            if inside and content and (nxt := _after_time(doc, t.i, inside[1], last)) is not None and nxt.lower_ in _GOES_ON_AFTER_TIME:
+                skip_to = inside[1]  # "an audition yesterday for a writing gig": the phrase is cut out, the thing goes on
+                continue
             break  # the time phrase sets the valid time; it is not part of the object
         if (out or t.i > start) and _lemma(t) in stop_lemmas:
             break

@@ -168,21 +168,29 @@ def _proposal(entry, base, text: str, m: re.Match[str], subject: str, predicate:
 
 def _proposal_at(
     entry, base, text: str, start: int, end: int, obj_start: int, obj_end: int, subject: str, predicate: str, polarity: str,
-    *, max_words: int = _MAX_OBJECT_WORDS, cut_clauses: bool = True,
+    *, max_words: int = _MAX_OBJECT_WORDS, cut_clauses: bool = True, splice_time: bool = False,
 ) -> Proposal | None:
     """The proposal for a statement at ``text[start:end]`` whose object is ``text[obj_start:obj_end]``
     (cleaned here; None when nothing is left of it): the quote runs from the statement's start to
     the object's end, stretched over the sentence's time phrase, which sets the valid time.
     Shared with the clause extractor (clauses.py), so that both quote and time alike; it cuts its
     objects at clause ends itself (``cut_clauses=False``: "found old letters with my early
-    poems" keeps what the letters hold)."""
+    poems" keeps what the letters hold). With ``splice_time``, an object that goes on after the time
+    phrase inside it keeps both sides ("an audition yesterday for a writing gig" -> "audition for a
+    writing gig"; the provenance validator finds it in the quote with that phrase taken out)."""
     obj = text[obj_start:obj_end]
     future = ONTOLOGY[predicate].future_allowed
     # The time phrase of the sentence the match is in, if any ("... Berlin last month!").
     sent_start, sent_end = _sentence_span(text, start)
     tp = None if predicate in _UNTIMED else timephrase.find(text, sent_start, sent_end)
+    resolved = timephrase.resolve(tp.group(0), entry["valid_at"], past=not future) if tp else None
+    if resolved is not None and not (future or resolved <= entry["valid_at"]):
+        resolved = None
     if tp and obj_start <= tp.start() < obj_end:  # a phrase object swallowed it: "a trip to Kyoto next March"
+        after = text[tp.end() : obj_end].strip()
         obj = text[obj_start : tp.start()]
+        if splice_time and after and resolved is not None:
+            obj = f"{obj.rstrip()} {after}"
     if cut_clauses:  # the clause extractor has cut its object at the clause's end already
         obj = _CLAUSE.sub("", obj)
     obj = _TRAILING.sub("", _LEADING.sub("", obj.strip(" \t-–—'\""))).strip()
@@ -195,11 +203,9 @@ def _proposal_at(
     core_end = pos + len(obj) if pos >= 0 else end
     quote_start, quote_end = start, core_end
     valid_at, phrase = entry["valid_at"], None
-    if tp:
-        resolved = timephrase.resolve(tp.group(0), entry["valid_at"], past=not future)
-        if resolved is not None and (future or resolved <= entry["valid_at"]):
-            valid_at, phrase = resolved, tp.group(0)
-            quote_start, quote_end = min(quote_start, tp.start()), max(quote_end, tp.end())
+    if resolved is not None:
+        valid_at, phrase = resolved, tp.group(0)
+        quote_start, quote_end = min(quote_start, tp.start()), max(quote_end, tp.end())
     return Proposal(
         subject=subject,
         predicate=predicate,

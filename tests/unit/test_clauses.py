@@ -558,3 +558,39 @@ def test_what_a_third_audit_of_this_pass_found() -> None:
     # Seed 4257 (94 correct): an amount before "of", a hedged clause read as a thing considered.
     assert ("Ana", "met", "players at the match afterwards", "assert") in said("I talked to some of the players at the match afterwards.")
     assert not any(p == "considers" for _, p, _, _ in said("I'm not sure I'll ever work out why my cat naps so much."))
+
+
+def test_a_time_phrase_inside_the_object_is_cut_out_and_the_thing_goes_on() -> None:
+    # "had an audition yesterday for a writing gig": the phrase dates the claim; the thing had is
+    # the audition for the gig, and the validator finds it in the quote with the phrase taken out.
+    assert ("Ana", "has", "interview for a design job", "assert") in said("I had an interview yesterday for a design job.")
+    assert ("Ana", "attended", "pottery class with my aunt", "assert") in said("I went to a pottery class last Friday with my aunt.")
+    claims = extract([entry("I had an interview yesterday for a design job.")], CLAUSES).claims.to_pylist()
+    (c,) = [c for c in claims if c["predicate"] == "has"]
+    assert c["object"] == "interview for a design job" and c["time_phrase"] == "yesterday" and c["quote"] == "I had an interview yesterday for a design job"
+    assert c["valid_at"].date() < SAID.date()
+    # A phrase at the end still ends the object; a phrase the thing does not go on after as well.
+    assert ("Ana", "attended", "gym", "assert") in said("I joined a gym last week!")
+
+
+def test_a_past_habit_is_a_thing_done_and_not_a_plan() -> None:
+    assert said("I used to go sailing with my uncle when I was small, we'd sail out past the harbour.") == {("Ana", "activity", "go sailing with my uncle", "assert")}
+    assert ("Ana", "activity", "compete in a few chess tournaments", "assert") in said("I used to compete in a few chess tournaments.")
+    assert said("I used to be shy.") == set()
+    assert said("I used to love baking bread.") == set()
+    assert said("When I used to live by the sea, life was slow.") == set()
+    # Without the habit, "we'd" still hedges: a thing considered, never a fact.
+    assert all(p == "considers" for _, p, _, _ in said("We'd sail out past the harbour someday."))
+
+
+def test_what_speaks_to_the_speaker_is_liked_and_now_that_states_a_fact() -> None:
+    assert said("Urban gardening is particularly interesting to me.") == {("Ana", "likes", "Urban gardening", "assert")}
+    assert ("Ana", "likes", "Folk music", "assert") in said("Yes! Folk music is so warm and honest - it really speaks to me.")
+    assert said("Their kindness really spoke to me.") == set()  # someone else's, not a thing of the speaker's liking
+    assert ("Ana", "identity", "head chef", "assert") in said("All the late nights paid off now that I'm a head chef.")
+
+
+def test_an_irregular_past_opening_a_sentence_with_a_thing_after_it_is_the_speakers() -> None:
+    assert ("Ana", "activity", "Took a long walk to the harbour", "assert") in said("Busy week. Took a long walk to the harbour.")
+    assert said("Mixed feelings.") == set()
+    assert said("Had a blast!") == set()
