@@ -362,10 +362,34 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
             if read is not None and read.subject != speaker and read.object.split()[0].lower() in _OBJECT_PRONOUNS:
                 continue  # "my neighbours make me keep trying": what they do to the speaker, cut at "me"
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
-                yield from once(read)
+                yield from once(_apposed(read, text))
     yield from rules._identifiers(entry, base, text, actor)
     if resolver is not None:
         yield from rules._mentions(entry, base, text, actor, resolver)
+
+
+# Heads of an object that names a kind and leaves the thing to an apposition after a dash: "I'm
+# working on a new project - a thriller set in a mountain village".
+_APPOSED_HEADS = frozenset({"project", "thing", "job", "idea", "gig", "surprise", "hobby", "book", "story", "recipe", "adventure", "challenge"})
+_APPOSITION = re.compile(r"\s+[-–—]+\s+(?:a|an)\s+(?P<obj>[a-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,9}?)\s*(?=[.!?;,]|\s+[-–—]|$)")
+
+
+def _apposed(p: Proposal, text: str) -> Proposal:
+    """``p`` with its object replaced by the apposition that says what it is, when its object is
+    a kind (`_APPOSED_HEADS`) followed by " - a <thing>" in the text: "a new project - a
+    thriller set in a mountain village" -> "thriller set in a mountain village"."""
+    if p.object.rsplit(" ", 1)[-1].lower() not in _APPOSED_HEADS:
+        return p
+    at = text.find(p.quote)
+    end = text.find(p.object, at) + len(p.object) if at >= 0 else -1
+    m = _APPOSITION.match(text, end) if end > 0 else None
+    if m is None:
+        return p
+    obj = m.group("obj")
+    words = [w for w in obj.lower().split() if len(w) > 2 and w not in _STOPWORDS]
+    if not words or len(words) > MAX_CONTENT_WORDS or timephrase.find(obj):
+        return p
+    return p.model_copy(update={"object": obj, "quote": text[at : m.end("obj")]})
 
 
 def _encouragement(entry: dict[str, Any], base: dict[str, Any], text: str, speaker: str, listener: str) -> Proposal | None:

@@ -594,3 +594,11 @@ def test_an_irregular_past_opening_a_sentence_with_a_thing_after_it_is_the_speak
     assert ("Ana", "activity", "Took a long walk to the harbour", "assert") in said("Busy week. Took a long walk to the harbour.")
     assert said("Mixed feelings.") == set()
     assert said("Had a blast!") == set()
+
+
+def test_an_apposition_after_a_dash_says_what_a_kind_named_is() -> None:
+    assert said("I'm working on a new project - a thriller set in a mountain village.") == {("Ana", "created", "thriller set in a mountain village", "assert")}
+    assert ("Ana", "started", "pottery class downtown", "assert") in said("I started a new hobby - a pottery class downtown!")
+    assert ("Ana", "received", "new job", "assert") in said("I got a new job - I'm so happy.")  # a clause after the dash, no apposition
+    claims = extract([entry("I'm working on a new project - a thriller set in a mountain village.")], CLAUSES).claims.to_pylist()
+    assert [c["quote"] for c in claims if c["predicate"] == "created"] == ["I'm working on a new project - a thriller set in a mountain village"]
