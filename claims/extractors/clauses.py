@@ -1686,8 +1686,8 @@ def _object_span(
             continue
         if out and (low in _STOPS or (low == "that" and t.i < last and doc[t.i + 1].lower_ in _SUBJECT_WORDS | {"you", "he", "she"})):
             break
-        if out and low == "to" and not phrase_from_verb and len(out) > 1:
-            break  # "made this poster to remind myself": the purpose is another clause
+        if out and low == "to" and not phrase_from_verb and len(out) > 1 and not (t.i < last and (doc[t.i + 1].is_title or doc[t.i + 1].lower_ in ("the", "my", "our"))):
+            break  # "made this poster to remind myself": the purpose is another clause (not "a trip to England", a place)
         if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS:
             break
         if out and low in ("and", "but") and (_second_doing(doc, t.i + 1, last) or (t.i < last and doc[t.i + 1].lower_ in _COMMON_PASTS)):

@@ -602,3 +602,9 @@ def test_an_apposition_after_a_dash_says_what_a_kind_named_is() -> None:
     assert ("Ana", "received", "new job", "assert") in said("I got a new job - I'm so happy.")  # a clause after the dash, no apposition
     claims = extract([entry("I'm working on a new project - a thriller set in a mountain village.")], CLAUSES).claims.to_pylist()
     assert [c["quote"] for c in claims if c["predicate"] == "created"] == ["I'm working on a new project - a thriller set in a mountain village"]
+
+
+def test_to_before_a_place_or_an_owned_thing_goes_on_the_object() -> None:
+    assert ("Ana", "attended", "road trip to Galway", "assert") in said("We went on a road trip to Galway.")
+    assert ("Ana", "created", "letter to my grandma", "assert") in said("I wrote a letter to my grandma.")
+    assert ("Ana", "created", "poster", "assert") in said("I made this poster to remind myself.")  # a purpose, another clause
