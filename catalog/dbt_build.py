@@ -56,7 +56,7 @@ def full_refresh_reason(home: MemcHome, watermark: int, key: str) -> str | None:
     if watermark < int(previous["watermark"]):
         return f"ledger head {watermark} is below the last build's {previous['watermark']}"
     if watermark > int(previous["watermark"]):
-        kinds = open_ledger(home.ledger).read(["kind"], since_seq=int(previous["watermark"]), until_seq=watermark)
+        kinds = open_ledger(home.ledger, write=False).read(["kind"], since_seq=int(previous["watermark"]), until_seq=watermark)
         if "erasure" in set(kinds.column("kind").to_pylist()):
             return "an erasure was recorded since the last build"
     return None

@@ -56,7 +56,7 @@ class Lag:
 
 
 def view_lag(home: MemcHome, view: str, *, now: datetime | None = None) -> Lag:
-    ledger = open_ledger(home.ledger)
+    ledger = open_ledger(home.ledger, write=False)
     head = ledger.head()
     watermark = view_watermarks(home).get(view)
     behind = head - (watermark or 0)

@@ -109,7 +109,7 @@ def _visible(rows: list[dict], home, asker: str) -> list[dict]:
     from memc.visibility import may_see
     from query.acl import Checker, ledger_facts
 
-    checker = Checker(ledger_facts(open_ledger(home.ledger)), asker)
+    checker = Checker(ledger_facts(open_ledger(home.ledger, write=False)), asker)
     return [
         r for r in rows
         if checker.why_not(r["source_entry_id"]) is None and ("visibility" not in r or may_see(asker, r["visibility"]))

@@ -89,7 +89,7 @@ def ledger():
 def ledger_stats(ctx, as_json, home_dir):
     """Entries, head seq, files and bytes."""
 
-    stats = open_ledger(resolve_home(ctx, home_dir).ensure().ledger).stats()
+    stats = open_ledger(resolve_home(ctx, home_dir).ensure().ledger, write=False).stats()
     if as_json:
         dump(stats)
     else:
@@ -103,7 +103,7 @@ def ledger_stats(ctx, as_json, home_dir):
 def ledger_verify(ctx, home_dir):
     """Check every file's checksum and seq continuity; exit 1 on damage."""
 
-    report = open_ledger(resolve_home(ctx, home_dir).ensure().ledger).verify()
+    report = open_ledger(resolve_home(ctx, home_dir).ensure().ledger, write=False).verify()
     if report.ok:
         click.echo(f"ok: {report.files} files, {report.entries} entries, head seq {report.head}")
         return
@@ -121,6 +121,6 @@ def ledger_export(ctx, as_jsonl, home_dir):
     """Every committed entry, in seq order, as JSON lines on stdout."""
 
     try:
-        open_ledger(resolve_home(ctx, home_dir).ensure().ledger).export_jsonl(sys.stdout)
+        open_ledger(resolve_home(ctx, home_dir).ensure().ledger, write=False).export_jsonl(sys.stdout)
     except LedgerCorruption as exc:
         raise click.ClickException(f"ledger is damaged: {exc}") from None

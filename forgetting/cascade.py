@@ -412,7 +412,7 @@ def resume(home: MemcHome, *, rebuild: Rebuild | None = None, on_step: StepHook 
 
 def _scopes(home: MemcHome, ids: list[str]) -> set[str]:
     wanted = set(ids)
-    t = open_ledger(home.ledger).read(["entry_id", "scope"]).to_pylist()
+    t = open_ledger(home.ledger, write=False).read(["entry_id", "scope"]).to_pylist()
     return {r["scope"] for r in t if r["entry_id"] in wanted}
 
 

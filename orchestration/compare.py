@@ -96,7 +96,7 @@ def compare_extractors(
     """What the write policy decides and what holds now, folded from version ``a``'s claims
     against ``b``'s, over the same ledger (query/compare.py says how rows are matched)."""
     check_versions(home, a, b)
-    watermark = open_ledger(home.ledger).head()
+    watermark = open_ledger(home.ledger, write=False).head()
     days_a, days_b = set(days(home.claims, a)), set(days(home.claims, b))
     with tempfile.TemporaryDirectory(prefix="memc-compare-") as tmp:  # 0700: readable by this user only
         marts = fold_versions(home, (a, b), Path(tmp), watermark)

@@ -250,7 +250,7 @@ def pending(home: MemcHome, defs: dg.Definitions, instance: dg.DagsterInstance, 
             reasons.append(f"{view}: never built")
         elif int(mark["watermark"]) != head:
             reasons.append(f"{view}: built at ledger seq {mark['watermark']}, the ledger is at {head}")
-    missing = days_without_claims(home, open_ledger(home.ledger), active_extractor().key)
+    missing = days_without_claims(home, open_ledger(home.ledger, write=False), active_extractor().key)
     if missing:  # a day's folder removed by hand under a current watermark
         reasons.append(f"claims: {len(missing)} ledger day(s) without claims, the first {missing[0]}")
     if marks["state"] is not None and marks["state"].get("project") != project_fingerprint():
@@ -279,7 +279,7 @@ def _extracting_only_what_is_due(defs: dg.Definitions, home: MemcHome, instance:
     """``keys`` and the run's tags, with the claims over the days that need extracting
     (``claims.run.days_to_extract``: usually the newest day) instead of every ledger day, and
     left out when none does."""
-    ledger = open_ledger(home.ledger)
+    ledger = open_ledger(home.ledger, write=False)
     every_day = ledger_days(ledger)
     if CLAIMS not in keys or not every_day:  # an empty ledger: today's (empty) claims, as before
         return keys, _all_days_tags(defs, home, instance, keys)
@@ -297,7 +297,7 @@ def _all_days_tags(defs: dg.Definitions, home: MemcHome, instance: dg.DagsterIns
     entries will most likely be recorded on, so that the claims (empty) exist for the views."""
     if not _partitioned(defs, selection):
         return {}
-    days = ledger_days(open_ledger(home.ledger)) or [datetime.now(timezone.utc).date().isoformat()]
+    days = ledger_days(open_ledger(home.ledger, write=False)) or [datetime.now(timezone.utc).date().isoformat()]
     register_ledger_days(instance, days)
     return range_tags(days[0], days[-1])
 
@@ -348,7 +348,7 @@ def backfill(
 
     defs, instance = _definitions(home, instance)
     report = BackfillReport(extractor=active.key)
-    present = set(ledger_days(open_ledger(home.ledger)))
+    present = set(ledger_days(open_ledger(home.ledger, write=False)))
     report.days_with_entries = [d for d in wanted if d in present]
     register_ledger_days(instance, sorted(present))
     versions = partition_code_versions(instance, CLAIMS, report.days_with_entries)
@@ -451,7 +451,7 @@ def dream(
 
 
 def _head(home: MemcHome) -> int:
-    return open_ledger(home.ledger).head()
+    return open_ledger(home.ledger, write=False).head()
 
 
 def _run(job, instance, selection, on_event, report: BuildReport, tags: dict[str, str] | None = None) -> None:

@@ -11,6 +11,7 @@ temp dir (the OSD keeps its objects in memory), and :meth:`CephRGW.stop` kills t
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -51,6 +52,7 @@ class CephRGW:
     secret_key: str = SECRET_KEY
     start_seconds: float = 0.0
     procs: list[subprocess.Popen] = field(default_factory=list)
+    _readers: set[str] = field(default_factory=set)
 
     @property
     def conf(self) -> Path:
@@ -162,6 +164,21 @@ rgw dns name = 127.0.0.1
         self.client().create_bucket(Bucket=self.bucket)
         self.start_seconds = time.monotonic() - t0
         return self
+
+    def reader(self, uid: str = "reader") -> dict[str, str]:
+        """The AWS variables of a second RGW user that may only read (get and list) the bucket,
+        by a bucket policy: an asking node's credentials. Made once per uid."""
+        access, secret = f"{uid.upper()}ACCESSKEY00", f"{uid}-secret-key-0000000000000000"
+        if uid not in self._readers:
+            self._run(["radosgw-admin", "-c", str(self.conf), "user", "create", f"--uid={uid}", f"--display-name={uid}",
+                       f"--access-key={access}", f"--secret-key={secret}"], timeout=120)
+            self._readers.add(uid)
+            policy = {"Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Principal": {"AWS": [f"arn:aws:iam:::user/{u}" for u in sorted(self._readers)]},
+                "Action": ["s3:GetObject", "s3:ListBucket", "s3:GetObjectVersion", "s3:ListBucketVersions"],
+                "Resource": [f"arn:aws:s3:::{self.bucket}", f"arn:aws:s3:::{self.bucket}/*"]}]}
+            self.client().put_bucket_policy(Bucket=self.bucket, Policy=json.dumps(policy))
+        return {**self.env(), "AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret}
 
     def client(self):
         import boto3

@@ -40,7 +40,7 @@ from views.vectors_s3 import S3LanceVectorStore
 def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, pa.Table | None]:
     """(ledger entries up to ``watermark``, claims within it, entities mart) of one memory home."""
 
-    ledger = open_ledger(home.ledger)
+    ledger = open_ledger(home.ledger, write=False)
     entries = ledger.iter_entries(until_seq=watermark)
     claims = read_claims(home.claims, active_extractor_key())  # the claims dbt folds, too
     if claims.num_rows:
@@ -60,7 +60,7 @@ def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: i
     unless an erasure was recorded since ``previous_watermark``: then a full ``rebuild`` into a
     fresh directory, so the erased text leaves the disk (vectors are still reused by hash)."""
 
-    ledger = open_ledger(home.ledger)
+    ledger = open_ledger(home.ledger, write=False)
     watermark = ledger.head()
     rows = expected_rows(home, watermark)
     kinds = ledger.read(["kind"], since_seq=previous_watermark, until_seq=watermark).column("kind")
@@ -150,7 +150,7 @@ def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
     evidence = {e for ev in interactions.column("evidence").to_pylist() for e in ev}
     seq_of = {
         r["entry_id"]: r["seq"]
-        for r in open_ledger(home.ledger).read(["entry_id", "seq"]).to_pylist()
+        for r in open_ledger(home.ledger, write=False).read(["entry_id", "seq"]).to_pylist()
         if r["entry_id"] in evidence
     }
     store = graph_store(home)

@@ -1,5 +1,6 @@
 """A memory home whose ledger and evidence index are on object storage (MEMC_STORAGE=s3://..., a
-real Ceph RGW on loopback): the demo's ingest, build, ask and an erasure through the CLI, with
+real Ceph RGW on loopback): the demo's ingest, build, ask (and an ask from a second node with
+read-only credentials) and an erasure through the CLI, with
 nothing of the ledger on the local disk but dbt's mirror of its committed batches, and nothing of
 the index (docs/scale.md). After the erasure no object version under the prefix,
 the LanceDB tables' included, holds the erased turn's bytes.
@@ -72,12 +73,22 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
     ctx = json.loads(ask.stdout)
     assert any(f["predicate"] == "lives_in" and "Berlin" in f["object"] for f in ctx["state"]), ctx["state"]
     assert all(v["lag_entries"] == 0 for v in ctx["staleness"].values()), ctx["staleness"]  # views at the S3 head
-    # another node: a home of its own, nothing built there; its evidence comes from the index on S3
-    other = json.loads(_memc(tmp_path / "node2", env, "ask", "Where does Elena live now?", "--as", "tomasz",
+    # another node: a home of its own, nothing built there, credentials that may only read the
+    # bucket (a write, even the ledger's conditional-put probe, is refused); its evidence comes
+    # from the index on S3
+    reader = {**env, **ceph_rgw.reader()}
+    refused = subprocess.run([sys.executable, "-c", "import boto3, os; boto3.client('s3').put_object("
+                              f"Bucket='{ceph_rgw.bucket}', Key='{prefix}/x', Body=b'1')"], env=reader, capture_output=True, text=True)
+    assert refused.returncode != 0 and "AccessDenied" in refused.stderr, refused.stderr[-500:]  # the credentials are read-only
+    other = json.loads(_memc(tmp_path / "node2", reader, "ask", "Where does Elena live now?", "--as", "tomasz",
                              "--scope", "team", "--json").stdout)
     assert any("Berlin" in json.dumps(item) for item in other["items"]), other["items"]
     assert other["staleness"]["evidence_index"]["lag_entries"] == 0, other["staleness"]
     assert not (tmp_path / "node2" / "config" / "home.id").exists()  # asking made no id and claimed nothing
+    # and reads the ledger: its checks and counts need no write (no conditional-put probe)
+    head = json.loads(_memc(home, env, "ledger", "stats", "--json").stdout)["head_seq"]
+    assert json.loads(_memc(tmp_path / "node2", reader, "ledger", "stats", "--json").stdout)["head_seq"] == head
+    assert "ok" in _memc(tmp_path / "node2", reader, "ledger", "verify").stdout.lower()
 
     # Erase the Lisbon turn: no object or version under the prefix, no mirror file, keeps its words.
     entries = [json.loads(line) for line in _memc(home, env, "ledger", "export").stdout.splitlines()]
