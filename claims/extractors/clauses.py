@@ -1517,6 +1517,12 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "we've got the right idea", "got the point": nothing received
     if predicate == "considers" and first in _ABILITY:
         return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
+    if predicate == "considers" and first in ("thought", "think", "guess", "guessed", "figured", "reckon"):
+        return None  # "I thought it'd help my biz grow": a belief held, not a thing considered
+    if predicate in ("likes", "practices", "activity") and len(words) == 1 and first.endswith("ing") and lemma(first) in _NEEDS_AN_OBJECT:
+        return None  # "I've been really into making", "I also like holding": of what, the clause does not say
+    if predicate == "activity" and " ".join(w.lower().strip(".,!?") for w in words) in _SAYINGS:
+        return None  # "I'm crossing my fingers": a hope, not a thing done
     # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
     return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS, cut_clauses=False, splice_time=True)
 
@@ -1596,6 +1602,11 @@ def _determines(predicate: str, words: list[str], k: int) -> bool:
 def _with_confidence(p: Proposal | None, confidence: float) -> Proposal | None:
     return None if p is None else p.model_copy(update={"confidence": min(p.confidence, confidence)})
 
+
+# Doings that name nothing without their object ("into making", "like holding").
+_NEEDS_AN_OBJECT = frozenset({"make", "hold", "do", "get", "take", "have", "bring", "give", "put", "find", "keep", "use", "try", "see"})
+# Sayings shaped like doings.
+_SAYINGS = frozenset({"crossing my fingers", "crossed my fingers", "keeping my fingers crossed", "holding my breath", "counting my blessings", "counting down the days"})
 
 # Verbs after "used to" that say what once was rather than what was done.
 _ONCE_STATES = frozenset({
