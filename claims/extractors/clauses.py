@@ -381,15 +381,15 @@ def _apposed(p: Proposal, text: str) -> Proposal:
     if p.object.rsplit(" ", 1)[-1].lower() not in _APPOSED_HEADS:
         return p
     at = text.find(p.quote)
-    end = text.find(p.object, at) + len(p.object) if at >= 0 else -1
-    m = _APPOSITION.match(text, end) if end > 0 else None
+    pos = text.find(p.object, at) if at >= 0 else -1
+    m = _APPOSITION.match(text, pos + len(p.object)) if pos >= 0 else None
     if m is None:
         return p
     obj = m.group("obj")
     words = [w for w in obj.lower().split() if len(w) > 2 and w not in _STOPWORDS]
     if not words or len(words) > MAX_CONTENT_WORDS or timephrase.find(obj):
         return p
-    return p.model_copy(update={"object": obj, "quote": text[at : m.end("obj")]})
+    return p.model_copy(update={"object": obj, "quote": text[at : max(m.end("obj"), at + len(p.quote))]})  # (a time phrase after it stays quoted)
 
 
 def _encouragement(entry: dict[str, Any], base: dict[str, Any], text: str, speaker: str, listener: str) -> Proposal | None:
