@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[dev,distributed,spark]'
+	# The question embedder's ONNX model, traced once from the installed weights and checked
+	# against torch's vectors (views/embedder_onnx.py; ~10 s).
+	HF_HUB_OFFLINE=1 $(BIN)/python -m views.embedder_onnx > /dev/null
 	touch $@
 
 # The dbt manifest must exist before the Dagster definitions load.

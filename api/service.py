@@ -37,7 +37,7 @@ from query.compile import compile_context, view_watermarks
 from query.config import QueryConfig
 from query.staleness import StaleViewError
 from query.state import StateQueryError, state_for_entity
-from views.embedder import Embedder
+from views.embedder_onnx import question_embedder
 
 log = logging.getLogger("memc.api")
 
@@ -110,12 +110,13 @@ class Service:
 
     @property
     def embedder(self):
-        """One embedder per server: loading the model per request would cost seconds. One torch
-        thread: a server encodes questions, one at a time each, beside the retrieval (see Embedder)."""
+        """One embedder per server: loading the model per request would cost seconds. The ONNX
+        one when exported (views/embedder_onnx.py: it releases the GIL while it runs), else one
+        torch thread: a server encodes questions, one at a time each, beside the retrieval."""
 
         with self._lock:
             if self._embedder is None:
-                self._embedder = Embedder(threads=1)
+                self._embedder = question_embedder(threads=1)
             return self._embedder
 
     def watermarks(self) -> dict[str, Any]:

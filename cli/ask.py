@@ -188,7 +188,7 @@ def _compile_here(home, question, asker, scope, when, budget, preset, k, goal, u
     # embedding) and ~1 s of the pipeline that a running server spares
     from query import QueryConfig, StaleViewError, compile_context
     from query.acl import UnknownScopeError
-    from views.embedder import Embedder
+    from views.embedder_onnx import question_embedder
 
     config = QueryConfig.preset(preset)
     if k is not None:
@@ -197,9 +197,9 @@ def _compile_here(home, question, asker, scope, when, budget, preset, k, goal, u
         result = compile_context(
             question, asker, home=home, scope=scope, config=config, budget_tokens=budget, as_of=when[0], known_at=when[1], goal=goal,
             uncolored=uncolored,
-            # One torch thread, as the servers embed (views/embedder.py): one question encodes as
-            # fast on one as on two, and the vectors, so the scores, match the server's bit for bit.
-            embedder=Embedder(threads=1),
+            # The servers' embedder (views/embedder_onnx.py): without torch to import when the ONNX
+            # export exists, else one torch thread; one question encodes as fast on one as on two.
+            embedder=question_embedder(threads=1),
         )  # fmt: skip
     except StaleViewError as exc:
         raise click.ClickException(f"{exc}. Run `memc build` (or `memc up` to keep views fresh).") from None

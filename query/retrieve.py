@@ -26,7 +26,7 @@ from query.timewindow import TimeWindow, question_window
 from query.units import with_units
 from query.windows import join_stretch, narrowed, session_windows, turn_item, within_time
 from views.build import vector_store
-from views.embedder import Embedder
+from views.embedder_onnx import question_embedder
 from views.evidence import CLAIM_KIND, evidence_rows
 from views.profile import evidence_usage
 from views.units import load_units
@@ -78,7 +78,7 @@ def retrieve(
         return [], window  # nothing to search: no model load
 
     if embedder is None:
-        embedder = Embedder()
+        embedder = question_embedder()
     principals = [asker]
     model_version = getattr(embedder, "model_version", None)
     stores = [store] + ([tail_store(ledger, patch, embedder)] if patch else [])

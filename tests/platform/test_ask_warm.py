@@ -18,6 +18,8 @@ import sys
 
 import pytest
 
+from views.embedder_onnx import onnx_path
+
 MEMC = [sys.executable, "-X", "importtime", "-m", "cli.main"]
 ASK = ["ask", "Where does Elena live now?", "--as", "tomasz", "--scope", "team"]
 
@@ -79,9 +81,14 @@ def test_ask_goes_through_the_running_server_and_prints_what_a_local_compile_doe
 
     here, note, imported = _memc(home, *ASK, "-v", "--no-server")
     assert "compiled in this process" in note
-    # The local compile loads the model and LanceDB, and still nothing of Dagster, dbt or GE.
-    assert {"torch", "lancedb", "query"} <= _packages(imported) and "query.compile" in imported
+    # The local compile loads the model and LanceDB, and still nothing of Dagster, dbt or GE; the
+    # model on ONNX Runtime when `make install` exported it (views/embedder_onnx.py), so no torch.
+    assert {"lancedb", "query"} <= _packages(imported) and "query.compile" in imported
     assert not _packages(imported) & {"dagster", "dagster_dbt", "dbt", "great_expectations"}
+    if onnx_path().is_file():
+        assert "onnxruntime" in _packages(imported) and not _packages(imported) & {"torch", "sentence_transformers"}
+    else:
+        assert "torch" in _packages(imported)
     assert "Elena lives_in Berlin" in warm
     assert _context(warm) == _context(here)
 
