@@ -77,7 +77,7 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
     # bucket (a write, even the ledger's conditional-put probe, is refused); its evidence comes
     # from the index on S3
     reader = {**env, **ceph_rgw.reader()}
-    refused = subprocess.run([sys.executable, "-c", "import boto3, os; boto3.client('s3').put_object("
+    refused = subprocess.run([sys.executable, "-c", "import boto3; boto3.client('s3').put_object("
                               f"Bucket='{ceph_rgw.bucket}', Key='{prefix}/x', Body=b'1')"], env=reader, capture_output=True, text=True)
     assert refused.returncode != 0 and "AccessDenied" in refused.stderr, refused.stderr[-500:]  # the credentials are read-only
     other = json.loads(_memc(tmp_path / "node2", reader, "ask", "Where does Elena live now?", "--as", "tomasz",
