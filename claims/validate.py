@@ -56,8 +56,9 @@ def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | 
     person_object = ONTOLOGY[p.predicate].object_type == "person" if p.predicate in ONTOLOGY else False
     # The object may skip the claim's own time phrase ("had an audition yesterday for a writing
     # gig" -> "audition for a writing gig"): the phrase sets the valid time, it is no part of the thing.
-    untimed = _fold(p.quote.replace(p.time_phrase, " ", 1)) if p.time_phrase else quote
-    if _fold(p.object) not in quote and _fold(p.object) not in untimed and not (person_object and _person_supported(p.object, source, resolver, p.quote)):
+    obj = _fold(p.object)
+    in_quote = obj in quote or (p.time_phrase is not None and obj in _fold(p.quote.replace(p.time_phrase, " ", 1)))
+    if not in_quote and not (person_object and _person_supported(p.object, source, resolver, p.quote)):
         # A person object may be the "you" of a two-party session, as a subject may.
         return f"object {p.object[:60]!r} is not supported: it does not occur in the quote {p.quote[:60]!r}"
     if p.time_phrase and _fold(p.time_phrase) not in quote:

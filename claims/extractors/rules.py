@@ -183,14 +183,14 @@ def _proposal_at(
     # The time phrase of the sentence the match is in, if any ("... Berlin last month!").
     sent_start, sent_end = _sentence_span(text, start)
     tp = None if predicate in _UNTIMED else timephrase.find(text, sent_start, sent_end)
-    resolved = timephrase.resolve(tp.group(0), entry["valid_at"], past=not future) if tp else None
-    if resolved is not None and not (future or resolved <= entry["valid_at"]):
-        resolved = None
+    dated: tuple[Any, ...] = ()  # (the phrase's valid time or None), once resolved: it is resolved once, and only when needed
     if tp and obj_start <= tp.start() < obj_end:  # a phrase object swallowed it: "a trip to Kyoto next March"
         after = text[tp.end() : obj_end].strip()
         obj = text[obj_start : tp.start()]
-        if splice_time and after and resolved is not None:
-            obj = f"{obj.rstrip()} {after}"
+        if splice_time and after:
+            dated = (_dating(tp, entry, future),)
+            if dated[0] is not None:
+                obj = f"{obj.rstrip()} {after}"
     if cut_clauses:  # the clause extractor has cut its object at the clause's end already
         obj = _CLAUSE.sub("", obj)
     obj = _TRAILING.sub("", _LEADING.sub("", obj.strip(" \t-–—'\""))).strip()
@@ -203,6 +203,7 @@ def _proposal_at(
     core_end = pos + len(obj) if pos >= 0 else end
     quote_start, quote_end = start, core_end
     valid_at, phrase = entry["valid_at"], None
+    resolved = dated[0] if dated else _dating(tp, entry, future)
     if resolved is not None:
         valid_at, phrase = resolved, tp.group(0)
         quote_start, quote_end = min(quote_start, tp.start()), max(quote_end, tp.end())
@@ -216,6 +217,15 @@ def _proposal_at(
         time_phrase=phrase,
         **base,
     )
+
+
+def _dating(tp: re.Match[str] | None, entry, future: bool) -> Any:
+    """The valid time the time phrase ``tp`` gives a fact of ``entry``: None when there is none, it
+    does not resolve, or it is later than the entry for a fact that may not be in the future."""
+    if tp is None:
+        return None
+    resolved = timephrase.resolve(tp.group(0), entry["valid_at"], past=not future)
+    return resolved if resolved is not None and (future or resolved <= entry["valid_at"]) else None
 
 
 def _sentence_span(text: str, pos: int) -> tuple[int, int]:
