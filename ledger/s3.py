@@ -186,6 +186,11 @@ def s3_client():
     return boto3.client("s3", region_name=aws_region(), config=cfg)
 
 
+def object_key(prefix: str, *parts: str) -> str:
+    """The object key of ``parts`` under a store's ``prefix`` (an empty prefix: the bucket's root)."""
+    return "/".join(p for p in (prefix, *parts) if p)
+
+
 def aws_region() -> str:
     """The region the standard AWS variables name (us-east-1 when none does: RGW ignores it)."""
     return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
@@ -274,7 +279,7 @@ class S3Ledger(EntryReader):
         return self.uri
 
     def _key(self, *parts: str) -> str:
-        return "/".join(p for p in (self.prefix, *parts) if p)
+        return object_key(self.prefix, *parts)
 
     def _commit_key(self, first: int) -> str:
         return self._key("commits", f"{first:0{SEQ_WIDTH}d}.json")

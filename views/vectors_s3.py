@@ -34,7 +34,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ledger.s3 import aws_region, delete_every_version, http_status, parse_s3_uri, s3_client
+from ledger.s3 import aws_region, delete_every_version, http_status, object_key, parse_s3_uri, s3_client
 from memc.watermark import FILE as WATERMARK_FILE
 from memc.watermark import watermark_record
 from views.lance_filters import TABLE_RE, check_literal
@@ -112,7 +112,7 @@ class S3LanceVectorStore(LanceVectorStore):
     # -- the one building home --------------------------------------------------------------------
 
     def _builder_key(self) -> str:
-        return "/".join(p for p in (self.prefix, "_builder.json") if p)
+        return object_key(self.prefix, "_builder.json")
 
     def _claim(self) -> None:
         """Before any write: this store's builder is the prefix's, or becomes it if there is none."""
@@ -163,7 +163,7 @@ class S3LanceVectorStore(LanceVectorStore):
             return conn
 
     def _pointer_key(self, table: str) -> str:
-        return "/".join(p for p in (self.prefix, "_current", f"{table}.json") if p)
+        return object_key(self.prefix, "_current", f"{table}.json")
 
     def _physical(self, table: str, *, fresh: bool = False) -> str | None:
         """The physical table the logical name points at, or None before the first build; the
@@ -226,7 +226,7 @@ class S3LanceVectorStore(LanceVectorStore):
         _POINTERS.pop((self.uri, table), None)
 
     def _watermark_key(self) -> str:
-        return "/".join(p for p in (self.prefix, WATERMARK_FILE) if p)
+        return object_key(self.prefix, WATERMARK_FILE)
 
     def read_watermark(self) -> dict[str, Any] | None:
         return self._get_json(self._watermark_key())
