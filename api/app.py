@@ -24,7 +24,9 @@ a bug answers 500 ``internal_error`` with a reference, and the trace goes to the
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 from importlib.resources import files
 import uuid
@@ -177,6 +179,7 @@ Auth = Annotated[Caller, Depends(_caller)]
 
 def create_app(
     home: MemcHome, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, warm: bool = False, keep_fresh: bool = False, local_token: str | None = None,
+    owns_record: bool = True,
 ) -> FastAPI:  # fmt: skip
     """The API over one memory home. ``warm`` loads the embedding model in the background at
     start-up, so the first ask does not pay for it (about 10 s on 2 cores). ``keep_fresh`` builds
@@ -195,7 +198,7 @@ def create_app(
         yield
         if service.keeper is not None:
             service.keeper.stop()
-        if local_token:
+        if local_token and owns_record:
             # Here, not after uvicorn returns: on SIGTERM uvicorn re-raises the signal once it has
             # shut down, and the process ends before any code after the server would run.
             remove_record(home, local_token)
@@ -408,3 +411,19 @@ def create_app(
             )  # fmt: skip
 
     return app
+
+
+# `memc serve --workers N`: uvicorn starts each worker as a spawned process that imports
+# :func:`from_environment`; the serving process puts the settings in this variable first.
+SERVE_SETTINGS = "MEMC_SERVE_SETTINGS"
+
+
+def serve_settings(home: MemcHome, **settings: Any) -> str:
+    """What :func:`from_environment` reads: the home and :func:`create_app`'s keyword arguments."""
+    return json.dumps({"home": str(home.root), **settings})
+
+
+def from_environment() -> FastAPI:
+    """The app of one worker of ``memc serve --workers N`` (a uvicorn app factory)."""
+    settings = json.loads(os.environ[SERVE_SETTINGS])
+    return create_app(MemcHome.resolve(settings.pop("home")), owns_record=False, **settings)

@@ -36,9 +36,10 @@ class ViewKeeper:
         debounce: float = 1.0,
         interval: float = 60.0,
         max_backoff: float = 600.0,
+        busy_retry: float = 5.0,
     ):
         self._build, self._watermarks = build, watermarks
-        self.debounce, self.interval, self.max_backoff = debounce, interval, max_backoff
+        self.debounce, self.interval, self.max_backoff, self.busy_retry = debounce, interval, max_backoff, busy_retry
         self._poked = threading.Event()
         self._stopped = threading.Event()
         self._last_poke = 0.0
@@ -91,8 +92,9 @@ class ViewKeeper:
                     self.last_error, pause = None, self.interval
                 else:
                     raise RuntimeError(f"build failed: {getattr(report, 'failed_steps', '?')}")
-            except HomeBusy as exc:  # another process builds this home (memc build, a backfill): its turn
-                pause = self.interval
+            except HomeBusy as exc:  # another process builds this home (memc build, another worker): its turn,
+                # and soon ours: that build may have started before the entries that poked us.
+                pause = min(self.interval, self.busy_retry)
                 log.info("keeping views fresh: %s; retrying in %.0f s", exc, pause)
             except Exception as exc:  # a broken build must not take the server down: log, retry later
                 self.builds += 1

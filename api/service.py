@@ -9,6 +9,7 @@ runs: ingestion's entry builder and the ledger's atomic append, ``compile_contex
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -18,7 +19,7 @@ import threading
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from api.auth import Caller, KeyStore
 from api.errors import ApiError, forbidden, invalid, stale_view, unknown_scope, view_unavailable
@@ -30,6 +31,7 @@ from ingestion.formats import DEFAULT_LIMITS, Source, event_entry
 from ledger import open_ledger
 from memc.visibility import PUBLIC
 from memc.home import MemcHome
+from memc.locks import exclusive
 from orchestration.runner import build, rebuild_views
 from query.acl import UnknownScopeError
 from query.asking import Goal, GoalError
@@ -99,6 +101,14 @@ class Service:
             self.keeper = ViewKeeper(run_build, self.watermarks, **kw).start()
         return self.keeper
 
+    @contextlib.contextmanager
+    def _building(self, what: str) -> Iterator[None]:
+        """Hold the home's build lock for a request that must build (or erase) now, waiting for
+        the build that holds it: this server's keeper, another worker of `memc serve --workers`,
+        or a `memc build`. The keeper does not wait: it retries (api/keeper.py)."""
+        with self._build_lock, exclusive(self.home.build_lock, what, wait=True):
+            yield
+
     # ------------------------------------------------------------------ shared pieces
 
     @property
@@ -133,7 +143,7 @@ class Service:
         incremental, about a second for a few new entries), so the next ask sees new evidence.
         Claims and state catch up on the next full `memc build`."""
 
-        with self._build_lock:
+        with self._building("memc serve: evidence index refresh"):
             report = build(self.home, selection=[EVIDENCE_INDEX])
         if not report.success:
             log.error("evidence index refresh failed: %s", report.failed_steps)
@@ -433,7 +443,7 @@ class Service:
         try:
             # Under the build lock: the keeper's build must not compile views while the erasure
             # purges the ledger and rebuilds them (api/keeper.py).
-            with self._build_lock:
+            with self._building("memc serve: forget"):
                 report = forget(
                     self.home,
                     entry_ids=entry_ids,
