@@ -173,7 +173,7 @@ SECTIONS = [
     ("bench_http", "HTTP API",
      "Ask throughput and latency of `POST /v1/ask` on loopback with 1, 2 and 4 concurrent clients, against `memc serve` with one worker process (the baseline) and with two (`--workers 2`, one per core); `workers_ratio` is the best asks/s of two workers over one's. `in_process`: the same questions compiled sequentially in one process with the server's question model. Target: >= 50 asks/s with 4 clients on 2 cores."),
     ("bench_ask", "`memc ask` from a cold process",
-     "Wall time of whole commands, each in a fresh subprocess over the built sample corpus (median of 5, interleaved): `memc ask` handed to a running `memc serve` (`ask_warm`, api/local.py) and compiled in the CLI process (`ask_cold`, `--no-server`), against the bare interpreter (`python -c 'import memc'`) and the floor of the local compile (a process that only loads MiniLM and embeds the question). `imports_*`: the costliest packages of one `-X importtime` run of each ask (cumulative ms; the route threads' imports overlap). Target: <= 2 s."),
+     "Wall time of whole commands, each in a fresh subprocess over the built sample corpus (median of 5, interleaved): `memc ask` handed to a running `memc serve` (`ask_warm`, api/local.py) and compiled in the CLI process (`ask_cold`, `--no-server`), against the bare interpreter (`python -c 'import memc'`) and the floor of the local compile (a process that only loads the ask's question embedder, MiniLM on ONNX Runtime, and embeds the question). `imports_*`: the costliest packages of one `-X importtime` run of each ask (cumulative ms; the route threads' imports overlap). Target: <= 2 s."),
 ]
 
 

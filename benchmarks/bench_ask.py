@@ -9,9 +9,10 @@ a burst of load on the shared machine hits all of them alike), median reported:
 - ``ask_warm``: ``memc ask`` with a `memc serve` running on the home (its model loaded): the CLI
   hands the question over (api/local.py);
 - ``ask_cold``: ``memc ask --no-server``: the compile in the CLI process;
-- ``model_floor``: ``python -c`` that only imports the embedder, loads MiniLM and embeds one
-  question: what ``ask_cold`` cannot go below while the question's embedding is computed with
-  sentence-transformers in the asking process.
+- ``model_floor``: ``python -c`` that only imports the question embedder the ask uses
+  (``views.embedder_onnx.question_embedder``: ONNX Runtime when `make install` exported the
+  model, else torch), loads MiniLM and embeds one question: what ``ask_cold`` cannot go below
+  while the question's embedding is computed in the asking process.
 
 Then one ``-X importtime`` run of each ask: the packages that cost the most to import (their
 cumulative time; a thread's imports overlap the main thread's), and how many modules load."""
@@ -32,7 +33,7 @@ from benchmarks import REPO, built_sample_home
 
 QUESTION = "Where does Elena live now?"
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "DAGSTER_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1"}
-FLOOR = "from views.embedder import Embedder; Embedder(threads=1).encode(['Where does Elena live now?'])"
+FLOOR = "from views.embedder_onnx import question_embedder; question_embedder(threads=1).encode(['Where does Elena live now?'])"
 
 
 def _wall(cmd: list[str]) -> float:
