@@ -24,9 +24,7 @@ a bug answers 500 ``internal_error`` with a reference, and the trace goes to the
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import threading
 from importlib.resources import files
 import uuid
@@ -46,6 +44,7 @@ from api.auth import Caller, KeyError_, check_principal
 from api.errors import ApiError, invalid, unauthenticated
 from api.local import LOCAL_ASK_PATH, check_token, is_loopback, remove_record
 from api.service import Service, package_version as _version
+from api.workers import settings_from_environment
 from memc.home import MemcHome
 
 log = logging.getLogger("memc.api")
@@ -413,17 +412,9 @@ def create_app(
     return app
 
 
-# `memc serve --workers N`: uvicorn starts each worker as a spawned process that imports
-# :func:`from_environment`; the serving process puts the settings in this variable first.
-SERVE_SETTINGS = "MEMC_SERVE_SETTINGS"
-
-
-def serve_settings(home: MemcHome, **settings: Any) -> str:
-    """What :func:`from_environment` reads: the home and :func:`create_app`'s keyword arguments."""
-    return json.dumps({"home": str(home.root), **settings})
-
 
 def from_environment() -> FastAPI:
-    """The app of one worker of ``memc serve --workers N`` (a uvicorn app factory)."""
-    settings = json.loads(os.environ[SERVE_SETTINGS])
-    return create_app(MemcHome.resolve(settings.pop("home")), owns_record=False, **settings)
+    """The app of one worker of ``memc serve --workers N`` (uvicorn's app factory, api/workers.py):
+    the parent process wrote the record and removes it."""
+    root, settings = settings_from_environment()
+    return create_app(MemcHome.resolve(root), owns_record=False, **settings)

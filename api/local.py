@@ -38,6 +38,7 @@ import os
 import secrets
 import socket
 from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,14 @@ def check_token(presented: str | None, expected: str | None) -> bool:
     if not presented or not expected:
         return False
     return hmac.compare_digest(presented.encode("utf-8"), expected.encode("utf-8"))
+
+
+def package_version() -> str:
+    """memc's installed version, as the record and the API report it."""
+    try:
+        return version("memc")
+    except PackageNotFoundError:
+        return "0"
 
 
 def write_record(home: MemcHome, *, host: str, port: int, token: str, version: str) -> Path:

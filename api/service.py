@@ -17,13 +17,13 @@ import re
 import tempfile
 import threading
 from datetime import datetime, timezone
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from api.auth import Caller, KeyStore
 from api.errors import ApiError, forbidden, invalid, stale_view, unknown_scope, view_unavailable
 from api.keeper import ViewKeeper
+from api.local import package_version
 from catalog.keys import EVIDENCE_INDEX
 from forgetting import forget
 from ingestion import IngestError, load_ingest_settings, parse_file, public_default_warning, resolve_visibility
@@ -62,13 +62,6 @@ def _default(v: Any) -> Any:
     if isinstance(v, (set, frozenset)):
         return sorted(v)
     return str(v)
-
-
-def package_version() -> str:
-    try:
-        return version("memc")
-    except PackageNotFoundError:
-        return "0"
 
 
 def _utc(t: datetime | None) -> datetime:

@@ -35,7 +35,7 @@ def _loopback(host: str) -> bool:
 )  # fmt: skip
 @click.option(
     "--workers", default=1, show_default=True, type=click.IntRange(1, 64),
-    help="Processes answering requests on the one port; each loads the app and the question model (about 0.5 GB). Two on two cores answer about 1.5x the asks/s of one.",
+    help="Processes answering requests on the one port; each loads the app and the question model (about 0.35-0.5 GB). Two on two cores answer about 1.5x the asks/s of one.",
 )  # fmt: skip
 @home_option
 @click.pass_context
@@ -46,27 +46,28 @@ def serve(ctx, host, port, max_body_mb, log_level, keep_fresh, workers, home_dir
     Every request but /v1/health needs a key from `memc keys add`."""
     import uvicorn  # lazy: only `memc serve` needs it
 
-    from api.app import SERVE_SETTINGS, create_app, from_environment, serve_settings  # lazy: loads FastAPI, Dagster and dbt (cli/__init__.py)
-
     home = resolve_home(ctx, home_dir).ensure()
     if not _loopback(host):
         click.echo(f"warning: binding {host}: the API will be reachable from other machines (keys travel in clear without TLS)", err=True)
     if not any(not k.get("revoked_at") for k in KeyStore(home).list()):
         click.echo("note: no API keys yet; make one with `memc keys add --principal NAME`", err=True)
-    from api import local  # lazy: as above (stdlib only, but only `memc serve` writes the record)
-    from api.service import package_version
+    from api import local  # lazy: stdlib only, but only `memc serve` writes the record
 
     # `memc ask` on this machine hands its question to this server (api/local.py): the operator's
     # token opens /v1/local/ask, and <home>/run/serve.json (0600) says where and with what.
     token = local.new_token()
     settings = dict(max_body_bytes=int(max_body_mb * 1024 * 1024), warm=True, keep_fresh=keep_fresh, local_token=token)
     if workers == 1:
+        from api.app import create_app  # lazy: loads FastAPI, Dagster and dbt (cli/__init__.py)
+
         config = uvicorn.Config(create_app(home, **settings), host=host, port=port, log_level=log_level)
     else:
-        # uvicorn starts each worker as a fresh (spawned) process that imports the app factory
-        # named here; the settings travel in the environment it inherits (api/app.py).
-        os.environ[SERVE_SETTINGS] = serve_settings(home, **settings)
-        config = uvicorn.Config(f"{create_app.__module__}:{from_environment.__name__}", factory=True, workers=workers, host=host, port=port, log_level=log_level)
+        # Each worker is a fresh process that loads the app itself (api/workers.py); this one
+        # only supervises them, and never loads FastAPI, Dagster or dbt.
+        from api import workers as pool
+
+        pool.export_settings(str(home.root), **settings)
+        config = uvicorn.Config(pool.APP_FACTORY, factory=True, workers=workers, host=host, port=port, log_level=log_level)
     # Bound here, before the record is written, so the record names a port this process holds
     # (and the real one when --port 0 lets the system pick).
     sock = config.bind_socket()
@@ -75,7 +76,7 @@ def serve(ctx, host, port, max_body_mb, log_level, keep_fresh, workers, home_dir
     sock.listen(config.backlog)
     port = sock.getsockname()[1]
     click.echo(f"memc API on http://{host}:{port} (memory home {home.root}); OpenAPI at /openapi.json; Ctrl-C stops it", err=True)
-    record = local.write_record(home, host=host, port=port, token=token, version=package_version()) if local.connect_host(host) else None
+    record = local.write_record(home, host=host, port=port, token=token, version=local.package_version()) if local.connect_host(host) else None
     try:
         if workers == 1:
             uvicorn.Server(config).run(sockets=[sock])

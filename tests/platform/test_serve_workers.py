@@ -97,6 +97,9 @@ def test_both_workers_answer_on_the_one_port(served):
     home, srv, key, _ = served
     workers = _workers(srv.proc.pid)
     assert len(workers) == 2, srv.log()
+    # The supervisor never loads the app (api/workers.py): none of the engines' libraries is mapped.
+    maps = Path(f"/proc/{srv.proc.pid}/maps").read_text()
+    assert not [lib for lib in ("duckdb", "_lancedb", "onnxruntime") if lib in maps]
     _asks(srv.url, key, 4)  # first-touch costs (table opens) out of the measure
     before = {w: _cpu_ticks(w) for w in workers}
     bodies = _asks(srv.url, key, 40)
