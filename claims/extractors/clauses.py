@@ -886,8 +886,14 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
 
 
 def _named_people(entry: dict[str, Any], text: str, relations: list[tuple[str, int, int, int]], resolver: Resolver | None) -> list[str]:
-    """People named in the turn, in order: relations' names and names the scope knows."""
+    """People named in the turn, in order: relations' names, the subjects of rules-0.2.0's
+    third-person statements ("Dana works at Helio Labs since March", "Elena moved to Berlin": a
+    name that lives or works somewhere is a person, met or not), and names the scope knows."""
     names = [text[s:e] for _, s, e, _ in relations]
+    names += [
+        m.group("subj") for _, _, rx in rules._THIRD_PERSON for m in rx.finditer(text)
+        if m.group("subj") not in rules._NOT_PEOPLE and m.group("subj").lower() not in _SUBJECT_WORDS  # "She moved to Oslo": a pronoun
+    ]  # fmt: skip
     if resolver is not None:
         for w in rules._CAP_WORD.finditer(text):
             if w.group(0) not in rules._NOT_PEOPLE and resolver.known(entry["scope"], w.group(0)):

@@ -618,3 +618,15 @@ def test_what_an_audit_of_the_fourth_pass_found() -> None:
     assert ("Ana", "likes", "hiking", "assert") in said("I love hiking.")
     assert said("I'm crossing my fingers!") == set()
     assert said("I thought it'd help my shop grow.") == set()
+
+
+def test_what_rules_0_2_0_read_of_named_people_the_clauses_read_too() -> None:
+    """A name that lives or works somewhere, in rules-0.2.0's third-person statements, is a person
+    for the clause reader whether or not the scope has met it: "Dana works at Helio Labs" said by
+    Carol of a colleague who never speaks (the clause pass alone had read nothing of it)."""
+    assert ("Dana", "works_at", "Helio Labs", "assert") in said("Understood. Dana works at Helio Labs since March.", "Carol")
+    assert ("Elena", "lives_in", "Berlin", "assert") in said("Elena moved to Berlin in April.", "Tomasz")
+    assert ("Elena", "lives_in", "Lisbon", "retract") in said("Elena no longer lives in Lisbon.", "Tomasz")
+    # A pronoun is never such a name: "she" stays the one person named before it.
+    assert ("Mira", "lives_in", "Oslo", "assert") in said("My sister Mira called. She moved to Oslo.")
+    assert not {s for s, *_ in said("Berlin works for me. Monday works too.")} - {"Ana"}
