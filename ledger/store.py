@@ -133,6 +133,10 @@ TARGET_FILE_ROWS = 50_000
 # loaded cores a reader overlapping a compaction's removals and a writer's appends failed all 50
 # (1 of 16 runs of tests/engine/test_ledger.py's compaction kill test).
 READ_RETRY_SECONDS = 10.0
+# ... counted from the first change it met, and never fewer tries than this: a read that itself
+# took over 10 s on a starved machine (a kill test's reader beside three test workers on two
+# cores) gave up after its one retry, as if the files had never stopped moving.
+READ_RETRY_MIN_TRIES = 3
 
 
 
@@ -394,13 +398,15 @@ class Ledger(EntryReader):
 
     def _stable(self, fn):
         """Run a listing-based read again while purges or compactions move files under it."""
-        deadline, pause, tries = time.monotonic() + READ_RETRY_SECONDS, 0.001, 0
+        deadline, pause, tries = None, 0.001, 0
         while True:
             try:
                 return fn()
             except _Moved:
                 tries += 1
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                deadline = deadline or now + READ_RETRY_SECONDS
+                if now > deadline and tries >= READ_RETRY_MIN_TRIES:
                     raise LedgerCorruption(f"{self.root}: files kept changing during {tries} reads over "
                                            f"{READ_RETRY_SECONDS:.0f} s") from None
                 time.sleep(pause)  # let the compaction's burst of renames and removals pass

@@ -877,6 +877,33 @@ def run_compaction_kills(root: Path, trials: int, seed: int) -> Counter:
     return stats
 
 
+def test_a_read_slower_than_its_retry_budget_still_retries(tmp_path, monkeypatch):
+    """A read that meets a compaction's swap tries again for READ_RETRY_SECONDS counted from that
+    change, and at least READ_RETRY_MIN_TRIES times: a read that alone took longer than the budget
+    (a starved machine) is not reported as files that never stopped changing. Files that do never
+    stop changing still are."""
+    from ledger import store
+
+    monkeypatch.setattr(store, "READ_RETRY_SECONDS", 0.05)
+    ledger = Ledger(tmp_path / "ledger")
+    calls: list[float] = []
+
+    def slow_then_settled():
+        calls.append(time.monotonic())
+        if len(calls) == 1:
+            time.sleep(0.1)  # twice the whole budget, then the files moved under it
+            raise store._Moved()
+        return "read"
+
+    assert ledger._stable(slow_then_settled) == "read" and len(calls) == 2
+
+    def always_moving():
+        raise store._Moved()
+
+    with pytest.raises(LedgerCorruption, match="files kept changing"):
+        ledger._stable(always_moving)
+
+
 def test_kill9_compaction_random_points(tmp_path):
     seed = _seed()
     stats = run_compaction_kills(tmp_path / "ledger", trials=10, seed=seed)
