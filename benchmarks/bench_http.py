@@ -108,7 +108,7 @@ def _served(home, key: str, workers: int, tmp: Path, levels: tuple[int, ...], re
 
 
 def run(
-    home=None, *, levels: tuple[int, ...] = (1, 2, 4), workers: tuple[int, ...] = (1, 2), requests_per_level: int = 240, seconds_per_level: float = 45.0,
+    home=None, *, levels: tuple[int, ...] = (1, 2, 4), workers: tuple[int, ...] = (1, 2), requests_per_level: int = 400, seconds_per_level: float = 45.0,
 ) -> dict[str, Any]:  # fmt: skip
     """``home``: a built memory home to serve (default: the sample corpus, built in a temp dir).
     ``workers``: each a `memc serve --workers N` measured on its own (the first is the baseline)."""
