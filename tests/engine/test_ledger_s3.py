@@ -552,17 +552,26 @@ def run_compaction_kills_s3(root: str, trials: int, seed: int) -> int:
     led = open_ledger(root)
     keys = _appends(led, "r@1", range(40))
     kills = 0
+    finished: list[float] = []  # go -> exit of the compactions that ended before their kill
     for trial in range(trials):
         w = Writer(root, dict(os.environ), f"W{trial}", 0, 6)
         w.wait_ready()
         w.go()
         p = _compactor(root, target_rows=10, MEMC_S3_LEASE_SECONDS="2")  # runs of 10 one-entry batches
-        time.sleep(rng.uniform(0.2, 1.5))  # a compaction of 40 small batches takes ~1-2 s on loopback RGW
+        go_at = time.monotonic()
+        # A compaction of 40 small batches takes ~1-2 s on loopback RGW; once one has ended before
+        # its kill, the next kill lands in the first half of the shortest seen (the later
+        # compactions merge fewer batches: 15 of ours and the writer's 6). A fixed 0.2-1.5 s let
+        # both compactions of the slow lane's reduced run end first (seed 3656946504 in CI).
+        kill_at = go_at + (rng.uniform(0.1, 0.5) * min(finished) if finished else rng.uniform(0.2, 1.5))
+        while time.monotonic() < kill_at and p.poll() is None:
+            time.sleep(0.005)
         if p.poll() is None:
             p.kill()
             kills += 1
             p.wait()
         else:
+            finished.append(time.monotonic() - go_at)
             out, err = p.communicate()
             assert p.returncode == 0 and "DONE" in out, err
         w.finish()
