@@ -1180,6 +1180,8 @@ def _subject(
         own.end < len(t.doc) and t.doc[own.end].lower_ in ("and", "or", ",", "&")
     ):  # not "Our friends and neighbours make it worth it": of two subjects, the claim would name one
         return own.subject, i + 1 + (own.end - own.at), False  # "My son fell off his bike": the speaker's son
+    if i + 1 < len(tokens) and f"{t.text} {tokens[i + 1].text}" in people:
+        return f"{t.text} {tokens[i + 1].text}", i + 2, False  # "Mira Jovanovic works at ..."
     if t.text in people:
         return t.text, i + 1, False
     if speaker is None or low in _SUBJECT_WORDS:

@@ -627,6 +627,7 @@ def test_what_rules_0_2_0_read_of_named_people_the_clauses_read_too() -> None:
     assert ("Dana", "works_at", "Helio Labs", "assert") in said("Understood. Dana works at Helio Labs since March.", "Carol")
     assert ("Elena", "lives_in", "Berlin", "assert") in said("Elena moved to Berlin in April.", "Tomasz")
     assert ("Elena", "lives_in", "Lisbon", "retract") in said("Elena no longer lives in Lisbon.", "Tomasz")
+    assert ("Mira Jovanovic", "works_at", "Helio Labs", "assert") in said("Mira Jovanovic works at Helio Labs.", "Tomasz")  # the whole name
     # A pronoun is never such a name: "she" stays the one person named before it.
     assert ("Mira", "lives_in", "Oslo", "assert") in said("My sister Mira called. She moved to Oslo.")
     assert not {s for s, *_ in said("Berlin works for me. Monday works too.")} - {"Ana"}
