@@ -412,7 +412,6 @@ def create_app(
     return app
 
 
-
 def from_environment() -> FastAPI:
     """The app of one worker of ``memc serve --workers N`` (uvicorn's app factory, api/workers.py):
     the parent process wrote the record and removes it."""
