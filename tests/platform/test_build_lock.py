@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import dagster as dg
@@ -20,6 +19,7 @@ import pytest
 
 from memc.home import MemcHome
 from memc.locks import holder
+from procfs import children, until  # tests/ is on sys.path
 
 MEMC = str(Path(sys.executable).with_name("memc"))
 
@@ -28,32 +28,8 @@ def _memc(home: MemcHome, *args: str, **kw) -> subprocess.Popen:
     return subprocess.Popen([MEMC, "--home", str(home.root), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-def _until(condition, seconds: float, what: str):
-    """Poll ``condition`` until it returns something truthy; fail naming ``what`` after ``seconds``."""
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        got = condition()
-        if got:
-            return got
-        time.sleep(0.2)
-    pytest.fail(f"gave up waiting for {what} after {seconds:.0f} s")
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (from /proc)."""
-    out = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            out.append(int(stat.parent.name))
-    return out
-
-
 def _dbt_child(pid: int) -> int | None:
-    for child in _children(pid):
+    for child in children(pid):
         try:
             cmd = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -89,17 +65,17 @@ def test_one_build_at_a_time_and_a_killed_build_leaves_nothing_behind(built_home
 
     first = _memc(home, "build", "--quiet")
     try:
-        _until(lambda: (holder(home.build_lock) or {}).get("pid") == first.pid, 120, "the first build to take the lock")
+        until(lambda: (holder(home.build_lock) or {}).get("pid") == first.pid, 120, "the first build to take the lock")
         second = _memc(home, "build", "--quiet")
         _, err = second.communicate(timeout=120)
         assert second.returncode != 0
         refusal = [line for line in err.splitlines() if line.strip()]
         assert len(refusal) == 1 and f"memc build (pid {first.pid}" in refusal[0] and "running on this home" in refusal[0], err
 
-        dbt = _until(lambda: _dbt_child(first.pid), 240, "the first build's dbt child")
+        dbt = until(lambda: _dbt_child(first.pid), 240, "the first build's dbt child")
         os.kill(first.pid, signal.SIGKILL)
         first.wait(timeout=30)
-        _until(lambda: _gone(dbt), 20, f"dbt (pid {dbt}) to end with its build")
+        until(lambda: _gone(dbt), 20, f"dbt (pid {dbt}) to end with its build")
     finally:
         if first.poll() is None:
             first.kill()

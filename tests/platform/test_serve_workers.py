@@ -20,31 +20,26 @@ from pathlib import Path
 
 import pytest
 
+from procfs import children, cpu_ticks, until  # tests/ is on sys.path
+
 ASK = {"question": "Where does Elena live now?", "scope": "team"}
 
 
 def _workers(pid: int) -> list[int]:
     """The uvicorn workers of the server ``pid``: its spawned children (not the resource tracker)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return sorted(int(c) for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes().decode(errors="replace"))
+    return [c for c in children(pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
 
 
-def _cpu_ticks(pid: int) -> int:
-    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return int(fields[11]) + int(fields[12])  # utime + stime (fields 14 and 15 of proc(5))
-
-
-def _until_idle(pid: int, timeout: float = 120) -> None:
+def _until_idle(pid: int, seconds: float = 120) -> None:
     """Wait until the process ``pid`` spends no CPU for a second."""
-    deadline = time.monotonic() + timeout
-    last = _cpu_ticks(pid)
-    while time.monotonic() < deadline:
+    last = [cpu_ticks(pid)]
+
+    def quiet() -> bool:
         time.sleep(1.0)
-        now = _cpu_ticks(pid)
-        if now == last:
-            return
-        last = now
-    raise AssertionError(f"process {pid} still busy after {timeout} s")
+        was, last[0] = last[0], cpu_ticks(pid)
+        return last[0] == was
+
+    until(quiet, seconds, f"process {pid} to go idle", pause=0)
 
 
 def _asks(url: str, key: str, n: int, clients: int = 4, ask: dict = ASK) -> list[dict]:
@@ -101,9 +96,9 @@ def test_both_workers_answer_on_the_one_port(served):
     maps = Path(f"/proc/{srv.proc.pid}/maps").read_text()
     assert not [lib for lib in ("duckdb", "_lancedb", "onnxruntime") if lib in maps]
     _asks(srv.url, key, 4)  # first-touch costs (table opens) out of the measure
-    before = {w: _cpu_ticks(w) for w in workers}
+    before = {w: cpu_ticks(w) for w in workers}
     bodies = _asks(srv.url, key, 40)
-    spent = {w: _cpu_ticks(w) - before[w] for w in workers}
+    spent = {w: cpu_ticks(w) - before[w] for w in workers}
     # Each ask costs about 3 ticks (30 ms) of a worker; a worker that answered none spends ~0.
     assert all(ticks >= 5 for ticks in spent.values()), spent
     assert all("Elena lives_in Berlin" in b["rendered"] for b in bodies)
@@ -150,18 +145,18 @@ def test_a_killed_worker_is_replaced_and_a_stopped_server_removes_its_record(ser
     first, second = _workers(srv.proc.pid)
     os.kill(first, signal.SIGKILL)
     _asks(srv.url, key, 6)  # the other worker answers meanwhile
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # the supervisor checks its workers every half second
-        workers = _workers(srv.proc.pid)
-        if len(workers) == 2 and first not in workers:
-            break
-        time.sleep(0.5)
-    assert len(workers) == 2 and first not in workers and second in workers, srv.log()
+
+    def replaced() -> list[int] | None:  # the supervisor checks its workers every half second
+        now = _workers(srv.proc.pid)
+        return now if len(now) == 2 and first not in now else None
+
+    workers = until(replaced, 120, "a worker in place of the killed one")
+    assert second in workers, srv.log()
     replacement = next(w for w in workers if w != second)
     _until_idle(replacement)  # started: its imports and the model's load are done
-    before = _cpu_ticks(replacement)
+    before = cpu_ticks(replacement)
     _asks(srv.url, key, 24)
-    assert _cpu_ticks(replacement) - before >= 3  # it answers too
+    assert cpu_ticks(replacement) - before >= 3  # it answers too
     assert local.read_record(home)["pid"] == srv.proc.pid  # a worker's death is not the server's
 
     srv.stop()  # SIGTERM to the parent: it stops both workers, then removes the record
