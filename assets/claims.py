@@ -22,6 +22,7 @@ from claims.resolve import build_aliases, build_participants
 from claims.run import extract_days
 from claims.store import aliases_path, participants_path
 from memc.atomic import write_parquet
+from memc.watermark import FILE as WATERMARK_FILE
 
 
 @dg.asset(
@@ -50,6 +51,7 @@ def entity_aliases(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.
     path = aliases_path(memc.home.claims)
     write_parquet(table, path)
     write_parquet(participants, participants_path(memc.home.claims))
+    memc.publish("claims", ("entities",))
     rules = Counter(table.column("rule").to_pylist())
     entities = len(set(table.column("entity_id").to_pylist()))
     context.log.info(f"{table.num_rows} aliases of {entities} entities at watermark {watermark}")
@@ -97,7 +99,10 @@ def claims_asset(extractor: Extractor) -> dg.AssetsDefinition:
         upgrade marks every day out of date (the code version is the extractor's key)."""
 
         home = memc.home
-        run = extract_days(home, memc.ledger(), extractor, list(context.partition_keys))
+        memc.pull("claims")  # entity_aliases' files, and days other steps wrote
+        days = list(context.partition_keys)
+        run = extract_days(home, memc.ledger(), extractor, days)
+        memc.publish("claims", (*(f"extractor={extractor.key}/day={d}" for d in days), f"extractor={extractor.key}/{WATERMARK_FILE}"))
         context.log.info(run.summary())
         return dg.MaterializeResult(
             metadata={**run.metadata(), "path": dg.MetadataValue.path(str(home.claims / f"extractor={extractor.key}"))}

@@ -31,9 +31,11 @@ def entity_graph(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Ma
     MENTIONS (entry -> entity it mentions), IN_SESSION (entry -> session)."""
 
     home = memc.home
+    memc.pull("warehouse")
     stats = build_graph(home)
     state = read_watermark(home.warehouse) or {"watermark": 0}
     write_watermark(home.graph, "entity_graph", state["watermark"], **stats)
+    memc.publish("graph")
     context.log.info(f"entity graph: {stats}")
     return dg.MaterializeResult(
         metadata={
@@ -63,6 +65,7 @@ def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Mate
     purpose (it would recompile everything upstream first)."""
 
     ledger = memc.ledger()
+    memc.pull("graph")
     entries, info = dream_home(memc.home)
     result = ledger.append(entries)
     by_kind: dict[str, int] = {}

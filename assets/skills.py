@@ -34,6 +34,7 @@ def skills(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Material
     home = memc.home
     stats = build_skills(home, memc.ledger())
     write_watermark(home.skills, "skills", stats["ledger_watermark"], rows=stats["skills"] + stats["retired"])
+    memc.publish("skills")
     context.log.info(f"skills: {stats}")
     return dg.MaterializeResult(
         metadata={

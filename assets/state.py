@@ -70,6 +70,7 @@ def state_models():
     )
     def state_dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, memc: MemcResource):
         home = memc.home
+        memc.pull("claims")  # what the claims steps published, wherever they ran
         home.marts.mkdir(parents=True, exist_ok=True)
         watermark = memc.ledger().head()
         key = extractor_key()
@@ -109,6 +110,7 @@ def state_models():
         if failure is not None:
             raise failure
         write_watermark(home.warehouse, "state", watermark, extractor=key, fold=fold_version(), project=project)
+        memc.publish("warehouse")
 
     return state_dbt_models
 

@@ -35,6 +35,7 @@ def memory_units(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Ma
     stats = build_units(home, vector_store(home))
     watermark = (vector_store(home).read_watermark() or {}).get("watermark", 0)
     write_watermark(home.units, "memory_units", watermark, rows=stats["units"])
+    memc.publish("units")
     context.log.info(f"memory units: {stats}")
     return dg.MaterializeResult(
         metadata={

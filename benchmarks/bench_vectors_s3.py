@@ -53,7 +53,7 @@ def _searches(store: Any, emb: Any, questions: list[str]) -> list[float]:
 
 
 def run(uri: str, n_texts: int = 2000, queries: int = 60) -> dict[str, Any]:
-    from ledger.s3 import delete_every_version
+    from memc.objectstore import delete_every_version
     from views.embedder import Embedder
     from views.evidence import evidence_rows
     from views.vectors import LanceVectorStore

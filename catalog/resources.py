@@ -6,6 +6,7 @@ import dagster as dg
 
 from ledger import Ledger, open_ledger
 from memc.home import MemcHome
+from views import published
 from views.embedder import Embedder
 
 
@@ -21,6 +22,17 @@ class MemcResource(dg.ConfigurableResource):
 
     def ledger(self) -> Ledger:
         return open_ledger(self.home.ledger)
+
+    def pull(self, *views: str) -> None:
+        """Bring the views a step reads up to date from object storage (MEMC_STORAGE; a no-op for
+        local files): a step a distributed executor runs on another machine reads what the
+        steps before it published (views/published.py)."""
+        published.pull(self.home, views)
+
+    def publish(self, view: str, subs: tuple[str, ...] = ("",)) -> None:
+        """Publish what a step wrote of ``view`` to object storage (MEMC_STORAGE; a no-op for
+        local files)."""
+        published.publish(self.home, view, subs)
 
 
 class EmbedderResource(dg.ConfigurableResource):

@@ -11,7 +11,7 @@ from typing import Any
 
 import click
 
-from cli.common import dump, home_option, parse_time, principal_arg, require_ledger, resolve_home, time_or_now
+from cli.common import dump, home_option, parse_time, principal_arg, pull_views, require_ledger, resolve_home, time_or_now
 from query.config import PRESETS
 
 # The stages these commands run are imported inside each command: `memc ask` answered by a
@@ -230,6 +230,7 @@ def state(ctx, entity, asker, admin, as_of, known_at, scope, as_json, home_dir):
     from query.state import StateQueryError, state_for_entity  # lazy: see the imports above
 
     home = resolve_home(ctx, home_dir)
+    pull_views(home, "warehouse")
     try:
         result = state_for_entity(
             home.marts,
@@ -270,6 +271,7 @@ def sql(ctx, query, asker, admin, marts_only, as_json, limit, home_dir):
     from query.state import StateQueryError, run_sql  # lazy: see the imports above
 
     home = resolve_home(ctx, home_dir)
+    pull_views(home, "warehouse")
     try:
         columns, rows = run_sql(home, query, principal=asker, admin=admin, marts_only=marts_only)
     except StateQueryError as exc:
@@ -299,6 +301,7 @@ def claims_command(ctx, entity, extractor_key, rejected, asker, admin, as_json, 
     from claims.store import extractor_keys, listed, read_claims, read_resolver
 
     home = resolve_home(ctx, home_dir)
+    pull_views(home, "claims")
     try:
         key = extractor_key or active_extractor_key()
     except ExtractorError as exc:

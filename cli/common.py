@@ -60,6 +60,14 @@ def require_ledger(home: MemcHome, then: str) -> None:
     raise click.ClickException(f"no ledger at {where}: {then}")
 
 
+def pull_views(home: MemcHome, *views: str) -> None:
+    """With the views on object storage (MEMC_STORAGE), bring this node's copies of ``views`` up to
+    date before a command reads them (views/published.py); nothing for a local home."""
+    from views import published  # lazy, as above
+
+    published.pull(home, views)
+
+
 def parse_time(value: str | None, name: str) -> datetime | None:
     """An ISO date or time option (UTC when no zone is given), or None when not given."""
     if value is None:

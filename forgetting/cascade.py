@@ -15,7 +15,8 @@ reached; never erased text) and these steps, each idempotent and recorded when d
                      place (``Ledger.purge``: new file beside, ``os.replace``, markers kept right);
 5. ``views_dropped`` every view directory (claims, warehouse, vectors, graph) is renamed aside
                      and deleted, and an evidence index on object storage is dropped with
-                     every object version: in-place deletes in DuckDB, LanceDB and Kùzu keep
+                     every object version, as are the views published beside it (claims,
+                     marts, graph...): in-place deletes in DuckDB, LanceDB and Kùzu keep
                      the bytes (docs/stack-notes.md), a fresh build writes fresh files; and
                      the query log's fingerprint key is deleted (query/log.py);
 6. ``rebuilt``       with ``rebuild``: every view compiled again from the purged ledger by the
@@ -195,6 +196,11 @@ def _drop_views(home: MemcHome) -> list[str]:
     store = vector_store(home)
     store.drop()
     store.clear_watermark()
+    # The views published there (views/published.py): every object and version, from every node
+    # at its next pull.
+    from views import published
+
+    published.drop()
     return dropped
 
 

@@ -9,16 +9,7 @@ import threading
 
 from ledger.s3 import S3Ledger
 from ledger.store import Ledger
-
-
-def storage_uri() -> str | None:
-    """MEMC_STORAGE as given (``s3://bucket/prefix``), or None for local files."""
-    storage = os.environ.get("MEMC_STORAGE", "").strip()
-    if not storage:
-        return None
-    if not storage.startswith("s3://"):
-        raise ValueError(f"MEMC_STORAGE={storage!r}: expected s3://<bucket>/<prefix> (unset it for local files)")
-    return storage.rstrip("/")
+from memc.objectstore import storage_uri
 
 
 def open_ledger(root: str | os.PathLike[str], *, write: bool = True) -> Ledger | S3Ledger:

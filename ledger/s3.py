@@ -78,7 +78,6 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
-from urllib.parse import urlparse
 
 import pyarrow as pa
 
@@ -100,6 +99,7 @@ from ledger.store import (
     seq_slice,
 )
 from ledger.stubs import PurgeReport, stubbed_batch
+from memc.objectstore import delete_every_version, http_status, object_key, parse_s3_uri, s3_client
 
 SEQ_WIDTH = 20  # zero-padded seqs, so keys list in seq order
 # How many times a handle lists the chain again from seq 1 because a compaction merged a batch it
@@ -160,64 +160,6 @@ def _first_of(key: str) -> int:
     if not name.isdigit():
         raise LedgerCorruption(f"{key}: not a commit marker's name")
     return int(name)
-
-
-def parse_s3_uri(uri: str) -> tuple[str, str]:
-    """``s3://bucket/some/prefix`` -> (``bucket``, ``some/prefix``); a clear error otherwise."""
-    u = urlparse(uri)
-    if u.scheme != "s3" or not u.netloc:
-        raise ValueError(f"MEMC_STORAGE={uri!r}: expected s3://<bucket>/<prefix>")
-    return u.netloc, u.path.strip("/")
-
-
-def s3_client():
-    """boto3's S3 client from the standard AWS variables (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,
-    AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION...). Request checksums only when an operation
-    requires them unless AWS_REQUEST_CHECKSUM_CALCULATION says otherwise: Ceph RGW 16.2 answers
-    411 to the chunked uploads that carry botocore's default CRC trailers."""
-    import boto3
-    from botocore.config import Config
-
-    cfg = Config(
-        request_checksum_calculation=os.environ.get("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required"),
-        response_checksum_validation=os.environ.get("AWS_RESPONSE_CHECKSUM_VALIDATION", "when_required"),
-        retries={"mode": "standard", "max_attempts": 5},
-    )
-    return boto3.client("s3", region_name=aws_region(), config=cfg)
-
-
-def object_key(prefix: str, *parts: str) -> str:
-    """The object key of ``parts`` under a store's ``prefix`` (an empty prefix: the bucket's root)."""
-    return "/".join(p for p in (prefix, *parts) if p)
-
-
-def aws_region() -> str:
-    """The region the standard AWS variables name (us-east-1 when none does: RGW ignores it)."""
-    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-
-
-def http_status(exc: Exception) -> int | None:
-    """The HTTP status of a botocore error (None for others)."""
-    resp = getattr(exc, "response", None) or {}
-    return resp.get("ResponseMetadata", {}).get("HTTPStatusCode")
-
-
-def delete_every_version(client, bucket: str, prefix: str, *, whole_key: bool = False) -> None:
-    """Delete every object under ``prefix`` (with ``whole_key``, the one object named ``prefix``) and,
-    in a versioned bucket, every stored version of it: a plain delete there only adds a delete
-    marker and keeps the bytes. One request per object version: a batch is one object, a LanceDB
-    table one per data file, index file and manifest."""
-    def mine(key: str) -> bool:
-        return key == prefix if whole_key else key.startswith(prefix)
-
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-        for obj in page.get("Contents", []):
-            if mine(obj["Key"]):
-                client.delete_object(Bucket=bucket, Key=obj["Key"])
-    for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
-        for v in page.get("Versions", []) + page.get("DeleteMarkers", []):
-            if mine(v["Key"]):
-                client.delete_object(Bucket=bucket, Key=v["Key"], VersionId=v["VersionId"])
 
 
 _PROBED: set[tuple[str, str]] = set()

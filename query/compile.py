@@ -44,6 +44,8 @@ from query.staleness import assess
 from views.build import vector_store
 from views.lance_filters import PRINCIPAL_RE, SCOPE_RE, check_literal
 from views.profile import logged_entities
+from views.published import PULL_TTL_S
+from views.published import pull as pull_views
 from views.skills import Skill, matching_skills
 
 
@@ -102,6 +104,8 @@ def compile_context(
     if budget_tokens is not None:
         config = config.model_copy(update={"budget_tokens": budget_tokens})
     ledger = shared_reader(home.ledger)
+    # A view another node built and published (MEMC_STORAGE) is read from this node's copy.
+    pull_views(home, max_age=PULL_TTL_S)
     # A malformed asker or scope is refused first, as malformed (never looked up, never widened);
     # an unknown scope is an error, not an empty context that reads as "memory knows nothing".
     check_literal(asker, PRINCIPAL_RE, "principal")

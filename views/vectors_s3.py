@@ -26,7 +26,6 @@ answers on the new table when asked again, as a local reader of a retired direct
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import threading
@@ -34,7 +33,7 @@ import time
 import uuid
 from typing import Any, Callable
 
-from ledger.s3 import aws_region, delete_every_version, http_status, object_key, parse_s3_uri, s3_client
+from memc.objectstore import aws_region, claim_builder, delete_every_version, get_json, object_key, parse_s3_uri, put_json, shared_client
 from memc.watermark import FILE as WATERMARK_FILE
 from memc.watermark import watermark_record
 from views.lance_filters import TABLE_RE, check_literal
@@ -55,22 +54,6 @@ _CONNECTIONS_LOCK = threading.Lock()
 # safe either way: query/acl.py drops erased entries from every context from the tombstone on.)
 POINTER_TTL_S = 2.0
 _POINTERS: dict[tuple[str, str], tuple[str, float]] = {}
-
-
-_CLIENTS: dict[tuple[str | None, ...], Any] = {}
-
-
-def _shared_client() -> Any:
-    """One boto3 client per store and credentials in a process: the compile makes a store per
-    ask, and a client costs ~6 ms to make (230 ms the first time, with boto3's imports);
-    clients are thread-safe."""
-    key = tuple(os.environ.get(v) for v in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_REGION",
-                                            "AWS_DEFAULT_REGION", "AWS_PROFILE"))
-    with _CONNECTIONS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
-            client = _CLIENTS[key] = s3_client()
-        return client
 
 
 def lance_storage_options() -> dict[str, str]:
@@ -103,7 +86,7 @@ class S3LanceVectorStore(LanceVectorStore):
                  client: Any = None, vector_index_min_rows: int | None = None) -> None:
         super().__init__(uri.rstrip("/"), vector_index_min_rows=vector_index_min_rows)
         self.bucket, self.prefix = parse_s3_uri(self.uri)
-        self.client = client or _shared_client()
+        self.client = client or shared_client()
         self.storage_options = lance_storage_options()
         self._builder = builder or self.uri  # a callable is asked on the first write only: readers make no id
         self.where = where or f"{socket.gethostname()} (no home)"
@@ -121,21 +104,13 @@ class S3LanceVectorStore(LanceVectorStore):
         if callable(self._builder):
             self._builder = self._builder()
         key = self._builder_key()
-        claim = {"builder": self._builder, "where": self.where, "claimed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-        try:
-            self._put_json(key, claim, IfNoneMatch="*")
-        except Exception as exc:
-            if http_status(exc) not in (409, 412):
-                raise
-            holder = self._get_json(key)
-            if holder is None:  # 409: a claim being put at this moment; the write is not known to be ours
-                raise
-            if holder["builder"] != self._builder:
-                raise IndexBuiltElsewhere(
-                    f"the evidence index at {self.uri} is built by home {holder['builder']} at {holder.get('where')}, "
-                    f"not by this one ({self.where}): this home may ask and serve from it, not build it (one "
-                    f"building home per MEMC_STORAGE prefix; to move the building here, stop that home's builds "
-                    f"and delete s3://{self.bucket}/{key})") from None
+        holder = claim_builder(self.client, self.bucket, key, self._builder, self.where)
+        if holder is not None:
+            raise IndexBuiltElsewhere(
+                f"the evidence index at {self.uri} is built by home {holder['builder']} at {holder.get('where')}, "
+                f"not by this one ({self.where}): this home may ask and serve from it, not build it (one "
+                f"building home per MEMC_STORAGE prefix; to move the building here, stop that home's builds "
+                f"and delete s3://{self.bucket}/{key})")
         self._claimed = True
 
     def sync(self, rows: Any, embedder: Any, *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
@@ -254,14 +229,10 @@ class S3LanceVectorStore(LanceVectorStore):
                 if PHYSICAL_SEP in n and n.partition(PHYSICAL_SEP)[0] == table]
 
     def _get_json(self, key: str) -> dict[str, Any] | None:
-        """One of the store's small JSON objects (pointer, watermark, builder claim), None if absent."""
-        try:
-            return json.loads(self.client.get_object(Bucket=self.bucket, Key=key)["Body"].read())
-        except self.client.exceptions.NoSuchKey:
-            return None
+        return get_json(self.client, self.bucket, key)
 
     def _put_json(self, key: str, obj: dict[str, Any], **kw: Any) -> None:
-        self.client.put_object(Bucket=self.bucket, Key=key, Body=json.dumps(obj).encode(), ContentType="application/json", **kw)
+        put_json(self.client, self.bucket, key, obj, **kw)
 
     def _dir_prefix(self) -> str:
         return f"{self.prefix}/" if self.prefix else ""

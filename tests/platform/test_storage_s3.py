@@ -69,6 +69,13 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
     assert any("/_versions/" in k for k in index) and any(k.endswith(".lance") for k in index), index
     assert f"{prefix}/vectors/_watermark.json" in _keys(client, ceph_rgw.bucket, prefix)  # kept with the index
     assert not [p for p in (home / "vectors").rglob("*") if p.is_file()]
+    # the views built as files, published beside them (views/published.py); dbt's DuckDB file stays
+    views = [k.removeprefix(f"{prefix}/views/") for k in _keys(client, ceph_rgw.bucket, f"{prefix}/views/")]
+    for published in ("warehouse/marts/state_current.parquet", "warehouse/_watermark.json", "graph/_watermark.json",
+                      "claims/entities/aliases.parquet", "profile/dossiers/_watermark.json"):
+        assert published in views, (published, views)
+    assert any(k.startswith("claims/extractor=") and k.endswith("/claims.parquet") for k in views), views
+    assert not [k for k in views if "duckdb" in k or k.startswith(("warehouse/dbt/", "warehouse/ledger_mirror/"))], views
     ask = _memc(home, env, "ask", "Where does Elena live now?", "--as", "tomasz", "--scope", "team", "--json")
     ctx = json.loads(ask.stdout)
     assert any(f["predicate"] == "lives_in" and "Berlin" in f["object"] for f in ctx["state"]), ctx["state"]
@@ -84,6 +91,11 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
                              "--scope", "team", "--json").stdout)
     assert any("Berlin" in json.dumps(item) for item in other["items"]), other["items"]
     assert other["staleness"]["evidence_index"]["lag_entries"] == 0, other["staleness"]
+    # and what holds now, from the marts the build published: the same facts as on the builder
+    assert [(f["predicate"], f["object"]) for f in other["state"]] == [(f["predicate"], f["object"]) for f in ctx["state"]]
+    assert all(v["lag_entries"] == 0 for v in other["staleness"].values()), other["staleness"]
+    listed = json.loads(_memc(tmp_path / "node2", reader, "claims", "--admin", "--json").stdout)
+    assert listed and listed == json.loads(_memc(home, env, "claims", "--admin", "--json").stdout)
     assert not (tmp_path / "node2" / "config" / "home.id").exists()  # asking made no id and claimed nothing
     # and reads the ledger: its checks and counts need no write (no conditional-put probe)
     head = json.loads(_memc(home, env, "ledger", "stats", "--json").stdout)["head_seq"]
@@ -100,5 +112,16 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
     left = [k for k, body in _objects(client, ceph_rgw.bucket, prefix).items() if words in body]
     assert not left, f"erased bytes still stored: {left}"
     assert not [p for p in (home / "warehouse").rglob("*.parquet") if words in p.read_bytes()]
+    # the other node held copies of the views with the erased words (a claim's quote of the turn,
+    # in the claims it pulled, uncompressed); its next ask removes them
+    quotes = [c["quote"].encode() for c in listed if c["source_entry_id"] == lisbon[0]["entry_id"]]
+    assert quotes, "a claim is drawn from the Lisbon turn"
+    words = quotes[0]
+    assert [p for p in (tmp_path / "node2").rglob("*") if p.is_file() and words in p.read_bytes()]  # positive control
+    again = json.loads(_memc(tmp_path / "node2", reader, "ask", "Where does Elena live now?", "--as", "tomasz",
+                             "--scope", "team", "--json").stdout)
+    assert any(f["predicate"] == "lives_in" and "Berlin" in f["object"] for f in again["state"]), again["state"]
+    left = [p for p in (tmp_path / "node2").rglob("*") if p.is_file() and words in p.read_bytes()]
+    assert not left, left
     verify = _memc(home, env, "ledger", "verify")
     assert "ok" in verify.stdout.lower(), verify.stdout
