@@ -2,7 +2,9 @@
 19): memc.toml's ``[execution] executor = "celery"`` sends every step of a launched run to a
 Celery worker through a ``redis-server`` on 127.0.0.1, the ledger is on a real Ceph RGW
 (MEMC_STORAGE, tests/ceph_rgw.py), and three launched runs materialize every asset of the
-definitions: the worker, not the launching process, runs each step.
+definitions: the worker, not the launching process, runs each step, in a home directory of its
+own, as on another machine: the views it builds reach the launcher's home only through the object
+store (views/published.py).
 
 Real components: Debian's redis-server 7.0 (a free port, a temp dir, no persistence), Ceph RGW
 16.2 on loopback, a Celery worker started as docs/scale.md says (``dagster-celery worker start -A
@@ -104,6 +106,7 @@ def test_celery_runs_over_an_s3_home_materialize_every_asset_in_the_worker(ceph_
     from orchestration.definitions import build_definitions
     from orchestration.platform import CODE_ROOT, environment, group_members
     from orchestration.runner import prepare_environment
+    from views import published
 
     # The ledger on the RGW for this process and, through environment() below, the worker's.
     for k, v in {**ceph_rgw.env(), "MEMC_STORAGE": f"s3://{ceph_rgw.bucket}/{uuid.uuid4().hex}"}.items():
@@ -125,6 +128,12 @@ def test_celery_runs_over_an_s3_home_materialize_every_asset_in_the_worker(ceph_
     # `dagster-celery worker start` runs `celery` by name: the venv's scripts must be on PATH
     # (make runs .venv/bin/python without activating the venv; CI failed on it).
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    # The worker stands for another machine: a home directory of its own (its settings copied),
+    # sharing with the launcher only the Dagster instance and the object store. Every view it
+    # builds reaches the launcher's home through MEMC_STORAGE (views/published.py), not the disk.
+    worker_home = MemcHome.resolve(tmp_path / "worker-home").ensure()
+    shutil.copy(home.root / "memc.toml", worker_home.root / "memc.toml")
+    worker_env = {**env, "MEMC_HOME": str(worker_home.root)}
     days = ledger_days(ledger)
     with dg.DagsterInstance.from_config(str(home.dagster)) as instance:
         register_ledger_days(instance, days)
@@ -143,7 +152,7 @@ def test_celery_runs_over_an_s3_home_materialize_every_asset_in_the_worker(ceph_
     worker = None
     outputs = []
     try:
-        worker = _worker(home, config, tmp_path / "worker.log", env)
+        worker = _worker(home, config, tmp_path / "worker.log", worker_env)
         workers = set(group_members(worker.pid))  # dagster-celery and the celery process it started
         launchers = set()
         for selection in selections:
@@ -174,8 +183,14 @@ def test_celery_runs_over_an_s3_home_materialize_every_asset_in_the_worker(ceph_
         assert every - materialized - observed == set(), sorted(k.to_user_string() for k in every - materialized - observed)
         checks = [e.event_specific_data for e in events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
         assert checks and all(c.passed for c in checks), [(c.check_name, c.passed) for c in checks if not c.passed]
-    # What the worker wrote: the claims' aliases in the home, dreaming's derived claims on S3, and
-    # no ledger batch on the local disk.
-    assert pq.read_table(aliases_path(home.claims)).num_rows > 0
+    # What the worker wrote: the views in its own home and on S3, none in the launcher's until it
+    # pulls them; dreaming's derived claims on S3; no ledger batch on any local disk.
+    assert pq.read_table(aliases_path(worker_home.claims)).num_rows > 0
+    assert not aliases_path(home.claims).exists() and not home.marts.exists()
+    published.pull(home)
+    assert pq.read_table(aliases_path(home.claims)).num_rows == pq.read_table(aliases_path(worker_home.claims)).num_rows
+    for mart in ("state_current", "entities", "timeline"):
+        assert pq.read_table(home.marts / f"{mart}.parquet").equals(pq.read_table(worker_home.marts / f"{mart}.parquet")), mart
+    assert (home.graph / "kuzu" / "graph.kuzu").read_bytes() == (worker_home.graph / "kuzu" / "graph.kuzu").read_bytes()
     assert open_ledger(home.ledger).head() > ingested
-    assert not list(home.ledger.glob("*.parquet")), "a ledger batch was written to the local disk"
+    assert not list(home.ledger.glob("*.parquet")) and not list(worker_home.ledger.glob("*.parquet")), "a ledger batch was written to a local disk"
