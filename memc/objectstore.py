@@ -230,12 +230,15 @@ class ObjectFolder:
             self._save(local, record)
         return {"uploaded": uploaded, "deleted": deleted}
 
-    def pull(self, local: Path) -> dict[str, int]:
-        """Bring the local folder up to date with the objects."""
+    def pull(self, local: Path, remote: dict[str, dict[str, Any]] | None = None) -> dict[str, int]:
+        """Bring the local folder up to date with the objects (``remote``: their listing, when
+        the caller listed a parent prefix once for several folders)."""
         local = Path(local)
-        remote = self.remote()
+        remote = self.remote() if remote is None else {rel: o for rel, o in remote.items() if not self._skipped(rel)}
         if not remote and not (local / RECORD).exists():
             return {"downloaded": 0, "removed": 0}  # nothing published, nothing pulled before: no folder made
+        if self._current(local, remote, self._record(local)):
+            return {"downloaded": 0, "removed": 0}  # the usual case of a serving node: no lock taken, nothing written
         local.mkdir(parents=True, exist_ok=True)
         downloaded = removed = 0
         with exclusive(local / LOCK, f"pull from {self.uri}", wait=True):
@@ -263,6 +266,12 @@ class ObjectFolder:
                 removed += 1
             self._save(local, record)
         return {"downloaded": downloaded, "removed": removed}
+
+    @staticmethod
+    def _current(local: Path, remote: dict[str, dict[str, Any]], record: dict[str, dict[str, Any]]) -> bool:
+        """Every object is the recorded one and present, and nothing recorded is gone."""
+        return set(record) <= set(remote) and all(
+            record.get(rel, {}).get("etag") == obj["etag"] and (local / rel).exists() for rel, obj in remote.items())
 
     def drop(self) -> None:
         """Delete every object under the prefix, with every stored version (an erasure)."""
