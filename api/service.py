@@ -40,6 +40,7 @@ from query.config import QueryConfig
 from query.staleness import StaleViewError
 from query.state import StateQueryError, state_for_entity
 from views.embedder_onnx import question_embedder
+from views import published
 
 log = logging.getLogger("memc.api")
 
@@ -84,9 +85,15 @@ class Service:
 
     def keep_fresh(self, **kw: Any) -> ViewKeeper:
         """Build the views by itself whenever the ledger is ahead of them (api/keeper.py): what
-        `memc serve` and `memc mcp` do unless told --no-keep-fresh."""
+        `memc serve` and `memc mcp` do unless told --no-keep-fresh. On a node whose views
+        another home builds and publishes (MEMC_STORAGE), pull them instead."""
 
         def run_build():
+            if published.built_elsewhere(self.home) is not None:
+                # The views under MEMC_STORAGE are another home's to build (views/published.py):
+                # this node serves them, so it brings its copies up to date instead of building.
+                published.pull(self.home)
+                return None
             with self._build_lock:
                 return build(self.home)
 

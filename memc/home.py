@@ -114,6 +114,14 @@ class MemcHome:
             return path.read_text().strip()
 
     @property
+    def home_id_if_made(self) -> str | None:
+        """The home's id when it has one, without making it (a home that only reads has none)."""
+        try:
+            return (self.root / "config" / "home.id").read_text().strip()
+        except FileNotFoundError:
+            return None
+
+    @property
     def dagster(self) -> Path:
         return self.root / "dagster"
 

@@ -30,7 +30,7 @@ import time
 from typing import Sequence
 
 from memc.home import MemcHome
-from memc.objectstore import ObjectFolder, claim_builder, object_key, parse_s3_uri, shared_client, storage_uri, where_is
+from memc.objectstore import ObjectFolder, claim_builder, get_json, object_key, parse_s3_uri, shared_client, storage_uri, where_is
 
 # The views published, by MemcHome.view_dirs() name ("vectors" is on object storage itself).
 VIEWS = ("claims", "warehouse", "graph", "units", "skills", "profile")
@@ -111,6 +111,18 @@ def pull(home: MemcHome, views: Sequence[str] = VIEWS, *, max_age: float = 0.0) 
         with _PULLED_LOCK:
             _PULLED[(uri, str(home.root), view)] = now
     return out
+
+
+def built_elsewhere(home: MemcHome) -> dict[str, str] | None:
+    """The claim of the home that publishes the views under this MEMC_STORAGE prefix, when that
+    is not ``home``: a node that should pull the views, not build them (the server's keeper asks).
+    None on a local home, before any home published, or when ``home`` is the builder."""
+    uri = views_uri()
+    if uri is None:
+        return None
+    bucket, prefix = parse_s3_uri(uri)
+    holder = get_json(shared_client(), bucket, object_key(prefix, "_builder.json"))
+    return None if holder is None or holder["builder"] == home.home_id_if_made else holder
 
 
 def drop() -> None:

@@ -137,8 +137,12 @@ def test_one_home_publishes_a_prefix_and_pulls_are_spaced(s3, tmp_path, monkeypa
     uri, _ = s3
     monkeypatch.setenv("MEMC_STORAGE", uri)
     builder, other = MemcHome(tmp_path / "builder").ensure(), MemcHome(tmp_path / "other").ensure()
+    assert published.built_elsewhere(other) is None  # nobody publishes yet: any home may build
     _write(builder.skills, "skills.parquet", b"skills")
     published.publish(builder, "skills")
+    assert published.built_elsewhere(builder) is None  # the builder builds
+    assert published.built_elsewhere(other)["builder"] == builder.home_id  # a serving node pulls instead
+    assert published.built_elsewhere(MemcHome(tmp_path / "reader")) is not None and not (tmp_path / "reader").exists()
     _write(other.skills, "skills.parquet", b"other skills")
     with pytest.raises(published.ViewsBuiltElsewhere, match=f"built by home {builder.home_id} at .*{builder.root.name}"):
         published.publish(other, "skills")
@@ -157,4 +161,5 @@ def test_no_storage_setting_no_objects(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("MEMC_STORAGE", raising=False)
     home = MemcHome(tmp_path / "home").ensure()
     assert published.publish(home, "warehouse") is None and published.pull(home) is None
+    assert published.built_elsewhere(home) is None
     assert published.views_uri() is None
