@@ -7,7 +7,7 @@ import dagster as dg
 from ledger import Ledger, open_ledger
 from memc.home import MemcHome
 from views import published
-from views.embedder import Embedder
+from views.embedder_onnx import bulk_embedder
 
 
 class MemcResource(dg.ConfigurableResource):
@@ -36,9 +36,11 @@ class MemcResource(dg.ConfigurableResource):
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    """The sentence embedding model (all-MiniLM-L6-v2, loaded from its package, CPU)."""
+    """The sentence embedding model (all-MiniLM-L6-v2 from its package, CPU): on ONNX Runtime with
+    a thread per core when its export is installed, else torch (MEMC_EMBED_RUNTIME,
+    views/embedder_onnx.py)."""
 
     batch_size: int = 64
 
     def get(self):
-        return Embedder(batch_size=self.batch_size)
+        return bulk_embedder(batch_size=self.batch_size)

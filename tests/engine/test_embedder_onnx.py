@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from views.embedder import Embedder
-from views.embedder_onnx import TOLERANCE, OnnxEmbedder, OnnxUnavailable, export, onnx_path, question_embedder
+from views.embedder_onnx import TOLERANCE, OnnxEmbedder, OnnxUnavailable, bulk_embedder, export, onnx_path, question_embedder
 
 SENTENCES = [
     "Where does Elena work now?",
@@ -67,6 +67,17 @@ def test_questions_take_the_onnx_model_when_it_is_exported(exported, monkeypatch
         question_embedder()
     monkeypatch.setenv("MEMC_EMBED_RUNTIME", "auto")
     assert isinstance(question_embedder(), Embedder)  # falls back to torch
+
+
+def test_builds_embed_on_it_with_a_thread_per_core_and_torchs_vectors(exported, monkeypatch):
+    monkeypatch.setenv("MEMC_ONNX_DIR", os.path.dirname(exported["path"]))
+    monkeypatch.delenv("MEMC_EMBED_RUNTIME", raising=False)
+    bulk = bulk_embedder(batch_size=4)
+    assert isinstance(bulk, OnnxEmbedder) and bulk.threads == len(os.sched_getaffinity(0)) and bulk.batch_size == 4
+    texts = [f"{s} ({i})" for i in range(7) for s in SENTENCES]  # 35 texts: nine batches of like lengths
+    assert np.abs(bulk.encode(texts) - Embedder(batch_size=4).encode(texts)).max() <= TOLERANCE
+    monkeypatch.setenv("MEMC_EMBED_RUNTIME", "torch")
+    assert isinstance(bulk_embedder(), Embedder) and bulk_embedder().threads is None  # torch's default: every core
 
 
 def test_a_process_that_embeds_a_question_with_it_never_imports_torch(exported):
