@@ -99,7 +99,6 @@ def claims_asset(extractor: Extractor) -> dg.AssetsDefinition:
         upgrade marks every day out of date (the code version is the extractor's key)."""
 
         home = memc.home
-        memc.pull("claims")  # entity_aliases' files, and days other steps wrote
         days = list(context.partition_keys)
         run = extract_days(home, memc.ledger(), extractor, days)
         memc.publish("claims", (*(f"extractor={extractor.key}/day={d}" for d in days), f"extractor={extractor.key}/{WATERMARK_FILE}"))

@@ -31,7 +31,6 @@ def entity_graph(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Ma
     MENTIONS (entry -> entity it mentions), IN_SESSION (entry -> session)."""
 
     home = memc.home
-    memc.pull("warehouse")
     stats = build_graph(home)
     state = read_watermark(home.warehouse) or {"watermark": 0}
     write_watermark(home.graph, "entity_graph", state["watermark"], **stats)
@@ -65,7 +64,6 @@ def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Mate
     purpose (it would recompile everything upstream first)."""
 
     ledger = memc.ledger()
-    memc.pull("graph")
     entries, info = dream_home(memc.home)
     result = ledger.append(entries)
     by_kind: dict[str, int] = {}

@@ -62,7 +62,6 @@ def query_profile(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.M
     showed in the window, how often and when last (entry ids only), from which the compiler's
     decay setting counts an entry's age (QueryConfig.decay_weight)."""
 
-    memc.pull("warehouse", "profile")  # the entities mart names; the dossiers beside the profile
     stats = compile_profile(memc.home)
     memc.publish("profile")
     context.log.info(f"query profile: {stats['entities']} entities from {stats['compiles']} compiles")
@@ -98,7 +97,6 @@ def entity_dossiers(context: dg.AssetExecutionContext, memc: MemcResource) -> dg
     of scanning state_current when every subject a question names has one and the dossiers hold
     the state build the marts hold (watermark, build time, files): the same rows, the same answer."""
 
-    memc.pull("warehouse", "graph", "profile")
     stats = compile_dossiers(memc.home)
     memc.publish("profile")
     # The dossiers' fact and conflict columns carry the state marts' columns, so their column

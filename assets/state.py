@@ -70,7 +70,6 @@ def state_models():
     )
     def state_dbt_models(context: dg.AssetExecutionContext, dbt: DbtCliResource, memc: MemcResource):
         home = memc.home
-        memc.pull("claims")  # what the claims steps published, wherever they ran
         home.marts.mkdir(parents=True, exist_ok=True)
         watermark = memc.ledger().head()
         key = extractor_key()

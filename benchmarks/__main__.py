@@ -276,11 +276,14 @@ def compile_sections(res: dict) -> list[str]:
     if "recall" not in lo:
         lines += [f"Not run: {lo.get('skipped') or lo.get('failed') or 'disabled'}.", ""]
         return lines
-    cols = sorted({k for g in lo["recall"].values() for k in g}, key=lambda c: int(c.split("@")[1]))
+    # "context": recall of everything the context shows (items and state facts), then R@k over items.
+    keys = {k for g in lo["recall"].values() for k in g}
+    cols = [c for c in ("context",) if c in keys] + sorted((k for k in keys if k.startswith("R@")), key=lambda c: int(c[2:]))
     lines += [
         "`memc eval locomo ../shared/eval/locomo-dev --json` (run by `make bench` when that directory exists;",
         f"the data is read in place, never copied): {lo['questions']} questions over {lo['conversations']} conversations,",
-        "evidence recall@k of the compiled contexts (an item showing a window of turns covers each of them).",
+        "evidence recall of the compiled contexts at the default budget: of the whole context (`context`), and",
+        "at k items (an item showing a window of turns covers each of them).",
         "",
         "| group | n | " + " | ".join(cols) + " |",
         "|---|---:|" + "---:|" * len(cols),

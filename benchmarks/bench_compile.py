@@ -555,19 +555,20 @@ def locomo_eval(data_dir: Path = LOCOMO_DIR, timeout_s: float = 3 * 3600) -> dic
 
 
 def run(sizes: tuple[int, ...] = SIZES, n: int = 200, with_eval: bool = True, log: Callable[[str], None] | None = None) -> dict[str, Any]:
-    from views.embedder import Embedder
+    from views.embedder_onnx import question_embedder
 
     log = log or (lambda m: print(m, file=sys.stderr))
-    # Every home first: the question embedder below sets the process to one torch thread, as the
-    # servers do (views/embedder.py), and a build wants them all.
+    # Every home first: the question embedder below runs on one thread, as the servers' does
+    # (MiniLM on ONNX Runtime when its export is installed, else torch set to one thread for the
+    # process: views/embedder_onnx.py), and a build wants them all.
     homes = [(size, *built_home(size, log=log)) for size in sizes]
-    embedder = Embedder(threads=1)
+    embedder = question_embedder(threads=1)
     embedder.encode(["warm up the model"])
     results = []
     for size, home, build in homes:
         log(f"compile bench: {n} compiles at {size} entries...")
         results.append({**measure(home, size, embedder, n), "home": {**home_stats(home), **build}})
-    out: dict[str, Any] = {"sizes": results}
+    out: dict[str, Any] = {"sizes": results, "question_embedder": type(embedder).__name__}
     if with_eval:
         log("compile bench: LoCoMo dev evaluation (builds 4 conversations)...")
         out["locomo"] = locomo_eval()
