@@ -96,30 +96,35 @@ class MemcHome:
     @property
     def home_id(self) -> str:
         """A random id of this home, made on first use (``config/home.id``): what names the home
-        that builds an evidence index on object storage (views/vectors_s3.py), the same from every
-        process and host that works on this home's directory, unlike a host name or a path."""
-        path = self.root / "config" / "home.id"
+        that builds an evidence index and publishes the views on object storage (views/vectors_s3.py,
+        views/published.py), the same from every process and host that works on this home's
+        directory, unlike a host name or a path."""
+        made = self.home_id_if_made
+        if made is not None:
+            return made
+        path = self._home_id_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".home.id.{uuid.uuid4().hex}")
+        tmp.write_text(uuid.uuid4().hex)
         try:
-            return path.read_text().strip()
-        except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".home.id.{uuid.uuid4().hex}")
-            tmp.write_text(uuid.uuid4().hex)
-            try:
-                os.link(tmp, path)  # whole or absent: of two processes making it, one wins
-            except FileExistsError:
-                pass
-            finally:
-                tmp.unlink()
-            return path.read_text().strip()
+            os.link(tmp, path)  # whole or absent: of two processes making it, one wins
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+        return path.read_text().strip()
 
     @property
     def home_id_if_made(self) -> str | None:
         """The home's id when it has one, without making it (a home that only reads has none)."""
         try:
-            return (self.root / "config" / "home.id").read_text().strip()
+            return self._home_id_path.read_text().strip()
         except FileNotFoundError:
             return None
+
+    @property
+    def _home_id_path(self) -> Path:
+        return self.root / "config" / "home.id"
 
     @property
     def dagster(self) -> Path:

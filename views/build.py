@@ -9,7 +9,6 @@ next build without re-embedding anything (a tag change replaces the row, its vec
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 import pyarrow as pa
@@ -19,6 +18,7 @@ from claims.extractors import active_extractor_key
 from claims.store import read_claims
 from ledger import open_ledger, storage_uri
 from memc.home import MemcHome
+from memc.objectstore import where_is
 from views.dreaming import dream
 from views.evidence import CLAIM_KIND, index_rows
 from views.graph import GraphStore, KuzuGraphStore
@@ -111,7 +111,7 @@ def vector_store(home: MemcHome | None = None) -> VectorStore:
         return LanceVectorStore("memory://")
     storage = storage_uri()
     if storage:  # MEMC_STORAGE: the index beside the ledger on object storage (views/vectors_s3.py)
-        return S3LanceVectorStore(storage + "/vectors", builder=lambda: home.home_id, where=f"{socket.gethostname()}:{home.root.resolve()}")
+        return S3LanceVectorStore(storage + "/vectors", builder=lambda: home.home_id, where=where_is(home.root))
     return LanceVectorStore(str(home.vectors))
 
 
