@@ -28,6 +28,7 @@ def _latest(instance, key: dg.AssetKey):
 def test_embedding_model_upgrade_backfills_only_the_evidence_index_then_dream(built_home, tmp_path, monkeypatch):
     import assets.retrieval
     import views.embedder
+    import views.embedder_onnx
     from cli.main import cli
     from catalog.keys import CLAIMS, EVIDENCE_INDEX
     from views.vectors import LanceVectorStore
@@ -46,10 +47,12 @@ def test_embedding_model_upgrade_backfills_only_the_evidence_index_then_dream(bu
 
     assert memc("backfill-views", "--dry-run")["out_of_date"] == [], "a fresh build is up to date"
 
-    # The upgrade: the model version the embedder stamps on its table, the one the checks
-    # expect, and the asset's code version (all three follow EMBEDDING_MODEL_VERSION in code).
+    # The upgrade: the model version the embedder stamps on its table (on either runtime: builds
+    # embed on ONNX Runtime when its export is installed), the one the checks expect, and the
+    # asset's code version (all follow EMBEDDING_MODEL_VERSION in code).
     monkeypatch.setattr(views.embedder, "EMBEDDING_MODEL_VERSION", NEW_MODEL)
     monkeypatch.setattr(views.embedder.Embedder, "model_version", NEW_MODEL)
+    monkeypatch.setattr(views.embedder_onnx.OnnxEmbedder, "model_version", NEW_MODEL)
     monkeypatch.setattr(
         assets.retrieval, "ASSETS", dg.map_asset_specs(lambda s: s.replace_attributes(code_version=NEW_MODEL), assets.retrieval.ASSETS)
     )
