@@ -23,17 +23,21 @@ class MemcResource(dg.ConfigurableResource):
         files): a step or a check that a distributed executor runs on another machine reads what
         the steps before it published, wherever they ran (views/published.py). Never skipped
         for being recent: a Celery worker runs one step after another in one process."""
-        home = MemcHome.resolve(self.home_dir).ensure()
+        home = self._resolved()
         published.pull(home)
         return home
 
+    def _resolved(self) -> MemcHome:
+        """The home without pulling: for what reads no view (the ledger) or writes one."""
+        return MemcHome.resolve(self.home_dir).ensure()
+
     def ledger(self) -> Ledger:
-        return open_ledger(self.home.ledger)
+        return open_ledger(self._resolved().ledger)
 
     def publish(self, view: str, subs: tuple[str, ...] = ("",)) -> None:
         """Publish what a step wrote of ``view`` to object storage (MEMC_STORAGE; a no-op for
         local files)."""
-        published.publish(self.home, view, subs)
+        published.publish(self._resolved(), view, subs)
 
 
 class EmbedderResource(dg.ConfigurableResource):

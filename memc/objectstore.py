@@ -237,16 +237,15 @@ class ObjectFolder:
         remote = self.remote() if remote is None else {rel: o for rel, o in remote.items() if not self._skipped(rel)}
         if not remote and not (local / RECORD).exists():
             return {"downloaded": 0, "removed": 0}  # nothing published, nothing pulled before: no folder made
-        if self._current(local, remote, self._record(local)):
+        fetch, gone = self._behind(local, remote, self._record(local))
+        if not fetch and not gone:
             return {"downloaded": 0, "removed": 0}  # the usual case of a serving node: no lock taken, nothing written
         local.mkdir(parents=True, exist_ok=True)
-        downloaded = removed = 0
         with exclusive(local / LOCK, f"pull from {self.uri}", wait=True):
             record = self._record(local)
-            for rel, obj in sorted(remote.items()):
+            fetch, gone = self._behind(local, remote, record)  # again: another process may have pulled meanwhile
+            for rel in fetch:
                 path = local / rel
-                if record.get(rel, {}).get("etag") == obj["etag"] and path.exists():
-                    continue
                 path.parent.mkdir(parents=True, exist_ok=True)
                 tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{_PART}")
                 try:
@@ -259,19 +258,18 @@ class ObjectFolder:
                     tmp.unlink(missing_ok=True)
                 st = path.stat()
                 record[rel] = {"etag": got["ETag"], "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-                downloaded += 1
-            for rel in sorted(set(record) - set(remote)):
+            for rel in gone:
                 (local / rel).unlink(missing_ok=True)
                 record.pop(rel)
-                removed += 1
             self._save(local, record)
-        return {"downloaded": downloaded, "removed": removed}
+        return {"downloaded": len(fetch), "removed": len(gone)}
 
     @staticmethod
-    def _current(local: Path, remote: dict[str, dict[str, Any]], record: dict[str, dict[str, Any]]) -> bool:
-        """Every object is the recorded one and present, and nothing recorded is gone."""
-        return set(record) <= set(remote) and all(
-            record.get(rel, {}).get("etag") == obj["etag"] and (local / rel).exists() for rel, obj in remote.items())
+    def _behind(local: Path, remote: dict[str, dict[str, Any]], record: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:
+        """What a pull must do: the objects to download (not the recorded one, or its file
+        missing) and the recorded files whose objects are gone, each sorted."""
+        fetch = [rel for rel, obj in sorted(remote.items()) if record.get(rel, {}).get("etag") != obj["etag"] or not (local / rel).exists()]
+        return fetch, sorted(set(record) - set(remote))
 
     def drop(self) -> None:
         """Delete every object under the prefix, with every stored version (an erasure)."""
