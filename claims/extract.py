@@ -1,8 +1,9 @@
 """Run an extractor over ledger entries and split its proposals into claims and rejections.
 
-Which extractor is active is configuration: ``MEMC_EXTRACTOR`` = ``rules`` (the default) or
-``llm`` (an OpenAI-compatible chat-completions server, see ``claims.extractors.llm``). Claims are stored
-per extractor key (``<name>-<version>``), so switching or upgrading writes beside the old claims.
+Which extractor is active is configuration: ``MEMC_EXTRACTOR`` = ``rules`` (the default: the
+newest rules version), a version's key (``rules-0.2.0``) or ``llm`` (an OpenAI-compatible
+chat-completions server, see ``claims.extractors.llm``). Claims are stored per extractor key
+(``<name>-<version>``), so switching or upgrading writes beside the old claims.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pyarrow as pa
 from pydantic import ValidationError
 
 from claims.extractors.base import EXTRACTORS, Extractor, ExtractorError, UnusableAnswer
-from claims.extractors.registry import RULES, active_extractor, active_extractor_key
+from claims.extractors.registry import CURRENT_RULES, RULES, active_extractor, active_extractor_key
 from claims.model import CLAIM_SCHEMA, REJECTION_SCHEMA, Proposal
 from claims.ontology import ONTOLOGY
 from claims.resolve import Resolver
@@ -31,7 +32,7 @@ EXTRACTABLE_KINDS = ("message", "document", "event", "observation", "correction"
 # The extractors themselves live in claims/extractors/; their names are re-exported here for the
 # callers that run the pass and pick the extractor in one place.
 __all__ = [
-    "EXTRACTABLE_KINDS", "EXTRACTORS", "RULES", "ExtractionResult", "Extractor", "ExtractorError",
+    "CURRENT_RULES", "EXTRACTABLE_KINDS", "EXTRACTORS", "RULES", "ExtractionResult", "Extractor", "ExtractorError",
     "UnusableAnswer", "active_extractor", "active_extractor_key", "extract", "extract_workers",
 ]  # fmt: skip
 
@@ -66,7 +67,7 @@ def extract_workers() -> int:
 
 
 def extract(
-    entries: Iterable[dict[str, Any]], extractor: Extractor = RULES, resolver: Resolver | None = None, *, workers: int = 1
+    entries: Iterable[dict[str, Any]], extractor: Extractor = CURRENT_RULES, resolver: Resolver | None = None, *, workers: int = 1
 ) -> ExtractionResult:
     """Proposals of ``extractor`` for ``entries``, each passed through every validator.
 

@@ -74,7 +74,7 @@ def make_home(root: Path, n: int = 200) -> MemcHome:
 
 def write_claims(home: MemcHome) -> None:
     """A few claims of the active extractor, the way claims/store.py lays them out."""
-    from claims.extract import RULES
+    from claims.extract import CURRENT_RULES
     from claims.model import CLAIM_SCHEMA
     from claims.store import CLAIMS_FILE, day_dir
 
@@ -86,8 +86,8 @@ def write_claims(home: MemcHome) -> None:
         rows.append(
             {
                 "claim_id": content_id("c", e["entry_id"], pred, obj),
-                "extractor": RULES.name,
-                "extractor_version": RULES.version,
+                "extractor": CURRENT_RULES.name,
+                "extractor_version": CURRENT_RULES.version,
                 "scope": e["scope"],
                 "subject": e["actor"],
                 "subject_id": entity_id(e["scope"], e["actor"]),
@@ -108,7 +108,7 @@ def write_claims(home: MemcHome) -> None:
             }
         )
     table = pa.Table.from_pylist(rows, schema=CLAIM_SCHEMA)
-    path = day_dir(home.claims, RULES.key, T0.date().isoformat()) / CLAIMS_FILE
+    path = day_dir(home.claims, CURRENT_RULES.key, T0.date().isoformat()) / CLAIMS_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(table, path)
 

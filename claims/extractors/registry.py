@@ -1,6 +1,7 @@
-"""Which extractor runs: ``rules`` (deterministic, always there: 0.2.0, the sentence patterns),
-``rules-0.3.0`` (deterministic: the clause extractor over claims/lexicon.toml) or ``llm`` (an
-OpenAI-compatible server), by name or ``$MEMC_EXTRACTOR``. ``active_extractor_key()`` is the one answer every
+"""Which extractor runs: ``rules`` (the default: the newest deterministic version, today the clause
+extractor over claims/lexicon.toml, ``rules-0.3.0``), ``rules-0.2.0`` (the sentence patterns it
+replaced, kept to read and compare the claims it wrote) or ``llm`` (an OpenAI-compatible server),
+by name or ``$MEMC_EXTRACTOR``. ``active_extractor_key()`` is the one answer every
 reader uses for which claims folder is live: dbt's ``var('extractor_key')``, the evidence
 index's and the compiler's claims watermark."""
 
@@ -13,17 +14,21 @@ from claims.extractors.base import Extractor, ExtractorError
 
 RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True, parallel=True)
 CLAUSES = Extractor(clauses.NAME, clauses.VERSION, clauses.propose, uses_resolver=True, parallel=True)
-# What a command may name as its extractor: "rules" stays 0.2.0 until a home switches.
+# What "rules" and the default name. A home built by an older version re-extracts under the new
+# key at its next build (the claims asset's code version is the key), beside the old folder,
+# which stays readable (`memc compare`) until it is deleted.
+CURRENT_RULES = CLAUSES
+# What a command may name as its extractor.
 EXTRACTOR_CHOICES = ("rules", RULES.key, CLAUSES.key, "llm")
 
 
 def active_extractor(name: str | None = None) -> Extractor:
-    """The extractor named by ``name`` or ``$MEMC_EXTRACTOR`` (default ``rules``).
+    """The extractor named by ``name`` or ``$MEMC_EXTRACTOR`` (default ``rules``: the newest rules version).
 
     Read when definitions are built and when a command starts, never at import."""
     name = (name or os.environ.get("MEMC_EXTRACTOR") or "rules").strip().lower()
-    # Looked up now, not at import: a new rules version replaces RULES (tests/platform/test_backfill.py).
-    deterministic = {"rules": RULES, RULES.key: RULES, CLAUSES.key: CLAUSES}
+    # Looked up now, not at import: a new rules version replaces CURRENT_RULES (tests/platform/test_backfill.py).
+    deterministic = {"rules": CURRENT_RULES, RULES.key: RULES, CLAUSES.key: CLAUSES, CURRENT_RULES.key: CURRENT_RULES}
     if name in deterministic:
         return deterministic[name]
     if name == "llm":

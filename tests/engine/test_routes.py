@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from claims.extract import RULES
+from claims.extract import CURRENT_RULES
 from claims.store import extractor_dir
 from ledger import Ledger, NewEntry
 from memc.ids import entity_id
@@ -41,7 +41,7 @@ def home(tmp_path_factory):
     build_evidence_index(h, Embedder())
     build_graph(h)
     # views_home writes the marts without running extraction: mark the claims view as built too
-    write_watermark(extractor_dir(h.claims, RULES.key), "claims", ledger.head())
+    write_watermark(extractor_dir(h.claims, CURRENT_RULES.key), "claims", ledger.head())
     write_watermark(h.graph, "entity_graph", ledger.head())
     return h
 

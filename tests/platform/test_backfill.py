@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 import claims.extract
 import claims.extractors.registry
-from claims.extractors import rules
-from claims.extract import RULES, Extractor
+from claims.extractors import clauses
+from claims.extract import CURRENT_RULES, Extractor
 from catalog.partitions import LEDGER_DAYS
 from claims.store import day_dir, days, read_claims
 from ledger import Ledger
@@ -26,7 +26,9 @@ LEDGER = {
     "2024-06-02": [("Oda", "My booking reference is BK-55120, I am planning a hike to Trolltunga next May.")],
     "2024-06-04": [("Per", "Actually, I don't work at Fjordline anymore."), ("Oda", "Oh no, Per! I love long walks though.")],
 }
-V2 = Extractor(rules.NAME, "0.3.0-test", rules.propose, uses_resolver=True)
+# The default extractor is the newest rules version; a newer one, for the version bump below.
+V1 = CURRENT_RULES
+V2 = Extractor(clauses.NAME, "0.4.0-test", clauses.propose, uses_resolver=True)
 
 
 def _fill(home: MemcHome) -> None:
@@ -70,8 +72,8 @@ def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
     assert len(report.runs) == 1 and {"claims", "entity_aliases"} == set(report.materialized)
     # aliases: explainable; claims: provenance, GX expectations, watermark lag (checks/quality.py)
     assert all(report.checks.values()) and len(report.checks) == 4, report.checks
-    assert days(home.claims, RULES.key) == list(LEDGER)
-    v1 = read_claims(home.claims, RULES.key).to_pylist()
+    assert days(home.claims, V1.key) == list(LEDGER)
+    v1 = read_claims(home.claims, V1.key).to_pylist()
     facts = {(c["subject"], c["predicate"], c["polarity"], c["object"]) for c in v1}
     assert {("Oda", "lives_in", "assert", "Bergen"), ("Per", "works_at", "retract", "Fjordline"),
             ("Oda", "plans", "assert", "hike to Trolltunga"), ("Per", "mentions", "assert", "Od")} <= facts  # fmt: skip
@@ -79,14 +81,14 @@ def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
     oda = next(c for c in v1 if c["subject"] == "Oda")
     assert od["object_id"] == oda["subject_id"], "'Od' resolves to Oda (prefix-in-conversation)"
     instance = dg.DagsterInstance.get()
-    assert set(partition_code_versions(instance, CLAIMS, list(LEDGER)).values()) == {RULES.key}
+    assert set(partition_code_versions(instance, CLAIMS, list(LEDGER)).values()) == {V1.key}
     # The partitions are the ledger days (no 06-03, no calendar from 2024-01-01), none Missing.
     assert instance.get_dynamic_partitions(LEDGER_DAYS.name) == list(LEDGER)
     assert instance.get_materialized_partitions(CLAIMS) == set(LEDGER)
-    before_v1 = _snapshot(home, RULES.key)
+    before_v1 = _snapshot(home, V1.key)
 
     # 2. A new extractor version: nothing of it on disk, every day out of date.
-    monkeypatch.setattr(claims.extractors.registry, "RULES", V2)  # a new version of the rules extractor
+    monkeypatch.setattr(claims.extractors.registry, "CURRENT_RULES", V2)  # a new version of the rules extractor
     part = backfill(home, "2024-06-01", "2024-06-02", views=False)
     assert part.success and part.extractor == V2.key
     assert part.out_of_date == ["2024-06-01", "2024-06-02"] and part.ranges == [("2024-06-01", "2024-06-02")]
@@ -102,10 +104,10 @@ def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
     assert set(partition_code_versions(instance, CLAIMS, list(LEDGER)).values()) == {V2.key}
 
     # The old version's files are untouched; the new one says the same things under its own key.
-    assert _snapshot(home, RULES.key) == before_v1
+    assert _snapshot(home, V1.key) == before_v1
     v2 = read_claims(home.claims, V2.key).to_pylist()
     assert {(c["subject"], c["predicate"], c["polarity"], c["object"]) for c in v2} == facts
-    assert {c["extractor_version"] for c in v2} == {"0.3.0-test"}
+    assert {c["extractor_version"] for c in v2} == {"0.4.0-test"}
 
     # 4. Up to date: nothing runs. A deleted day (a rebuilt view) is out of date again.
     assert backfill(home, "2024-06-01", "2024-06-04", views=False).out_of_date == []
@@ -144,7 +146,7 @@ def test_claims_command_lists_claims_and_rejections(home, tmp_path):
     bad = Extractor("test", "1", lambda e: [{"subject": e["actor"], "predicate": "is_secretly", "object": "a spy", "quote": e["content"][:5],
                                              "valid_at": e["valid_at"].isoformat(), "source_entry_id": e["entry_id"],
                                              "visibility": ["public"], "confidence": 0.5}])  # fmt: skip
-    write_day(home.claims, RULES, "2024-06-01", extract(entries, RULES), 5)
+    write_day(home.claims, V1, "2024-06-01", extract(entries, V1), 5)
     write_day(home.claims, bad, "2024-06-01", extract(entries, bad), 5)
     runner = CliRunner()
 
@@ -165,7 +167,7 @@ def test_claims_command_lists_claims_and_rejections(home, tmp_path):
     assert missing.exit_code != 0 and "no claims for extractor 'nope-9'" in missing.output
     bad_range = runner.invoke(cli, ["backfill", "--home", str(home.root), "--from", "2024-06-05", "--to", "2024-06-01"], obj={})
     assert bad_range.exit_code != 0 and "after" in bad_range.output
-    assert not Path(home.claims / "extractor=rules-0.2.0" / "day=2024-06-05").exists()
+    assert not Path(home.claims / f"extractor={V1.key}" / "day=2024-06-05").exists()
 
 
 def test_a_day_without_entries_does_not_split_a_backfill_run():
@@ -189,7 +191,7 @@ def test_full_build_over_several_days_then_backfill_with_views(home, monkeypatch
     assert report.success, report.failed_steps
     assert {"claims", "entity_aliases", "state_current", "evidence_index", "entity_graph"} <= set(report.materialized)
     assert all(report.checks.values()), {k: v for k, v in report.checks.items() if not v}
-    monkeypatch.setattr(claims.extractors.registry, "RULES", V2)  # a new version of the rules extractor
+    monkeypatch.setattr(claims.extractors.registry, "CURRENT_RULES", V2)  # a new version of the rules extractor
     again = backfill(home, "2024-06-01", "2024-06-04")
     assert again.success, again.failed_steps
     assert again.out_of_date == list(LEDGER) and "state_current" in again.materialized and "centrality" not in again.materialized

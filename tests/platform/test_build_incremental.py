@@ -16,6 +16,7 @@ import duckdb
 import pytest
 
 from catalog.keys import CLAIMS
+from claims.extract import CURRENT_RULES
 from claims.run import days_to_extract
 from claims.store import days as stored_days
 from conftest import relocate_warehouse
@@ -74,7 +75,7 @@ def test_a_build_does_nothing_when_nothing_is_due_and_only_what_is_due_after_an_
         assert f"{view}: built at ledger seq {head}, the ledger is at {head + 1}" in reasons, reasons
 
     # A day's claims removed by hand, under a watermark that still says current.
-    day = next((home.claims / "extractor=rules-0.2.0").glob("day=*"))
+    day = next((home.claims / f"extractor={CURRENT_RULES.key}").glob("day=*"))
     shutil.rmtree(day)
     assert f"claims: 1 ledger day(s) without claims, the first {day.name[4:]}" in pending(home, defs, instance)
 
@@ -86,13 +87,13 @@ def test_one_new_message_extracts_only_its_day_and_folds_only_its_subject(home):
     defs, instance = _definitions(home, None)
     ledger = Ledger(home.ledger)
     head = ledger.head()
-    built_day = max(stored_days(home.claims, "rules-0.2.0"))
+    built_day = max(stored_days(home.claims, CURRENT_RULES.key))
     next_day = date.fromisoformat(built_day) + timedelta(days=1)
     # A day after the build (the ledger takes a commit time from its caller, as an import does).
     recorded = datetime.combine(next_day, time(9), tzinfo=timezone.utc)
     ledger.append([NewEntry(kind="message", scope="team", actor="Tomasz", session_id="elena-tomasz:S3",
                             content="I joined Acme Robotics last week.", valid_at=recorded)], recorded_at=recorded)
-    assert days_to_extract(home, ledger, "rules-0.2.0") == [next_day.isoformat()]
+    assert days_to_extract(home, ledger, CURRENT_RULES.key) == [next_day.isoformat()]
 
     history = "select * exclude (visibility) from state_history where subject_id <> ? order by all"
     tomasz = None
@@ -109,7 +110,7 @@ def test_one_new_message_extracts_only_its_day_and_folds_only_its_subject(home):
     # Only the new day's partition was materialized, in every run of the build (dreaming may
     # have appended and run the views once more, again over the newest day only).
     assert _claims_partitions(instance, runs) == {next_day.isoformat()}
-    assert stored_days(home.claims, "rules-0.2.0") == [built_day, next_day.isoformat()]
+    assert stored_days(home.claims, CURRENT_RULES.key) == [built_day, next_day.isoformat()]
     # The fold's incremental models were appended to, not rebuilt (their events say so) ...
     for model in ("int_claims_joined_to_entries", "int_claim_closings_paired"):
         recs = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(model)), limit=10).records

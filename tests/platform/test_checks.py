@@ -92,7 +92,7 @@ def test_a_failing_blocking_check_stops_the_views_below_and_leaves_the_ledger(ho
 
 def test_watermark_lag_check_sees_a_view_behind_the_ledger(home):
     from checks.lag import view_lag
-    from claims.extract import RULES
+    from claims.extract import CURRENT_RULES
     from claims.store import extractor_dir
     from ingestion import ingest_paths
     from ledger import Ledger
@@ -101,7 +101,7 @@ def test_watermark_lag_check_sees_a_view_behind_the_ledger(home):
     head = Ledger(home.ledger).head()
     never = view_lag(home, "evidence_index")
     assert never.watermark is None and never.entries_behind == head
-    write_watermark(extractor_dir(home.claims, RULES.key), "claims", head)
+    write_watermark(extractor_dir(home.claims, CURRENT_RULES.key), "claims", head)
     assert view_lag(home, "claims").entries_behind == 0
     ingest_paths(Ledger(home.ledger), [SAMPLES / "team" / "orders.jsonl"], scope="team", visibility=("public",))
     lag = view_lag(home, "claims")

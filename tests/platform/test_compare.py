@@ -233,9 +233,10 @@ def _facts(claims) -> set[tuple]:
     return {(c["source_entry_id"], c["subject_id"], c["predicate"], normalize_name(c["object"]), c["polarity"]) for c in claims.to_pylist()}
 
 
-def test_compare_on_the_demo_home_before_a_switch_to_the_clause_extractor(built_home, tmp_path, monkeypatch):
-    """The real extractors on the sample corpus: what a switch to rules 0.3.0 would decide
-    differently is exactly the facts one version has and the other has not."""
+def test_compare_on_the_demo_home_against_the_version_the_clause_extractor_replaced(built_home, tmp_path, monkeypatch):
+    """The real extractors on the sample corpus: the demo home is built by the clause extractor
+    (rules 0.3.0, the default); the old rules 0.2.0 is extracted beside it, claims only, and what
+    the two versions decide differently is exactly the facts one has and the other has not."""
     from cli.main import cli
 
     for var in ("DAGSTER_HOME", "MEMC_HOME", "MEMC_EXTRACTOR"):
@@ -246,7 +247,7 @@ def test_compare_on_the_demo_home_before_a_switch_to_the_clause_extractor(built_
     shutil.copytree(src.root, home.root)
     day_list = [str(d) for d in ledger_days(Ledger(home.ledger))]
     out = CliRunner().invoke(
-        cli, ["backfill", "--claims-only", "--from", day_list[0], "--to", day_list[-1], "--extractor", CLAUSES.key, "--home", str(home.root)], obj={}
+        cli, ["backfill", "--claims-only", "--from", day_list[0], "--to", day_list[-1], "--extractor", RULES.key, "--home", str(home.root)], obj={}
     )
     assert out.exit_code == 0, out.output
 

@@ -1,6 +1,6 @@
-"""Moving the demo home from rules 0.2.0 to the clause extractor (rules 0.3.0) is a partitioned
-backfill through Dagster: every ledger day is re-extracted into the new version's folder, the old
-folder is left byte for byte, and the state is folded from the new claims."""
+"""Moving a home built by rules 0.2.0 to the clause extractor (rules 0.3.0, the default since) is
+a partitioned backfill through Dagster: every ledger day is re-extracted into the new version's
+folder, the old folder is left byte for byte, and the state is folded from the new claims."""
 
 from __future__ import annotations
 
@@ -44,6 +44,16 @@ def test_the_demo_home_moves_to_the_clause_extractor_by_backfill(built_home, tmp
     home = MemcHome.resolve(tmp_path / "home")
     shutil.copytree(src.root, home.root)
     ledger_day_list = [str(d) for d in ledger_days(Ledger(home.ledger))]
+    # The demo home as an older memc built it: rules 0.2.0's claims, and every view folded from them.
+    out = CliRunner().invoke(
+        cli,
+        ["backfill", "--from", ledger_day_list[0], "--to", ledger_day_list[-1], "--extractor", RULES.key, "--home", str(home.root)],
+        obj={},
+    )
+    assert out.exit_code == 0, out.output
+    shutil.rmtree(home.claims / f"extractor={CLAUSES.key}")
+    state = read_mart(mart_path(home, STATE_CURRENT)).to_pylist()
+    assert state and {r["claim_id"] for r in state} <= set(read_claims(home.claims, RULES.key).column("claim_id").to_pylist())
     old = _snapshot(home, RULES.key)
     assert old and days(home.claims, CLAUSES.key) == []
 

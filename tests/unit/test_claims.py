@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from claims.extract import Extractor, extract
+from claims.extract import RULES, Extractor, extract
 
 T = datetime(2024, 5, 14, 9, 30, tzinfo=timezone.utc)
 
@@ -27,7 +27,7 @@ def entry(content: str, *, actor="Elena", visibility=("public",), entry_id="e_1"
 
 
 def test_rules_extract_typed_claims_with_verbatim_quotes():
-    r = extract([entry("Big news: I moved to Berlin last month! I started working at Helio Labs.")])
+    r = extract([entry("Big news: I moved to Berlin last month! I started working at Helio Labs.")], RULES)
     got = {(c["subject"], c["predicate"], c["object"]) for c in r.claims.to_pylist()}
     assert got == {("Elena", "lives_in", "Berlin"), ("Elena", "works_at", "Helio Labs")}
     for c in r.claims.to_pylist():
@@ -37,8 +37,8 @@ def test_rules_extract_typed_claims_with_verbatim_quotes():
 
 
 def test_claim_ids_are_content_addressed():
-    a = extract([entry("I live in Lisbon now.")]).claims.column("claim_id").to_pylist()
-    b = extract([entry("I live in Lisbon now.")]).claims.column("claim_id").to_pylist()
+    a = extract([entry("I live in Lisbon now.")], RULES).claims.column("claim_id").to_pylist()
+    b = extract([entry("I live in Lisbon now.")], RULES).claims.column("claim_id").to_pylist()
     assert a == b and len(a) == 1
 
 
@@ -85,7 +85,7 @@ from claims.timephrase import resolve as resolve_phrase  # noqa: E402
 
 
 def _facts(text: str, **kw) -> set[tuple]:
-    r = extract([entry(text, **kw)])
+    r = extract([entry(text, **kw)], RULES)
     assert r.rejections.num_rows == 0, r.rejections.to_pylist()
     return {(c["predicate"], c["polarity"], c["object"]) for c in r.claims.to_pylist()}
 
@@ -116,7 +116,7 @@ def test_retractions_from_statements_and_corrections():
 
 
 def test_relative_times_resolve_against_the_entrys_valid_time_and_keep_the_phrase():
-    r = extract([entry("Big news: I moved to Berlin last month!"), entry("I am planning a hike to Kilimanjaro next May.", entry_id="e_2")])
+    r = extract([entry("Big news: I moved to Berlin last month!"), entry("I am planning a hike to Kilimanjaro next May.", entry_id="e_2")], RULES)
     by = {c["predicate"]: c for c in r.claims.to_pylist()}
     assert by["lives_in"]["time_phrase"] == "last month"
     assert by["lives_in"]["valid_at"] == datetime(2024, 4, 1, tzinfo=timezone.utc)
@@ -200,7 +200,7 @@ def test_nicknames_merge_in_one_conversation_never_across_scopes():
     # one name, two scopes: two entities, never merged
     assert rows[("team", "Rosalind")]["entity_id"] != rows[("other", "Rosalind")]["entity_id"]
     assert ("other", "Ros") not in rows
-    r = extract(ledger, resolver=Resolver(aliases))
+    r = extract(ledger, RULES, resolver=Resolver(aliases))
     lives = [c for c in r.claims.to_pylist() if c["predicate"] == "lives_in"]
     assert lives[0]["subject_id"] == ros["entity_id"] and lives[0]["time_phrase"] == "last week"
     mention = [c for c in r.claims.to_pylist() if c["predicate"] == "mentions" and c["source_entry_id"] == "e3"]

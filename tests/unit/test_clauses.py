@@ -414,9 +414,11 @@ def test_a_large_pass_split_over_workers_gives_the_same_claims() -> None:
     assert two.claims.equals(one.claims) and two.rejections.equals(one.rejections)
 
 
-def test_versions_live_side_by_side() -> None:
-    assert active_extractor("rules") is RULES and RULES.version == "0.2.0"
-    assert active_extractor(CLAUSES.key) is CLAUSES and CLAUSES.key == "rules-0.3.0"
+def test_versions_live_side_by_side(monkeypatch) -> None:
+    monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
+    # "rules" (and the default) is the newest rules version; the one it replaced by its key
+    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.3.0"
+    assert active_extractor(RULES.key) is RULES and RULES.version == "0.2.0"
     # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
     e = entry("I moved to Berlin last month and I love it.")
     assert extract([e], RULES).claims.column("predicate").to_pylist() == ["lives_in"]

@@ -65,11 +65,11 @@ def test_checks_sensor_schedule_and_jobs_are_registered():
 
 
 def test_code_versions_name_the_extractor_and_the_embedding_model():
-    from claims.extract import RULES
+    from claims.extract import CURRENT_RULES
     from views.embedder import EMBEDDING_MODEL_VERSION
 
     graph = build_definitions().resolve_asset_graph()
-    assert graph.get(keys.CLAIMS).code_version == RULES.key
+    assert graph.get(keys.CLAIMS).code_version == CURRENT_RULES.key
     assert graph.get(keys.EVIDENCE_INDEX).code_version == EMBEDDING_MODEL_VERSION
 
 
