@@ -338,7 +338,8 @@ def backfill(
     missing from the memory home (a deleted view). Each run of consecutive out-of-date days
     is one single run over that range; then, with ``views``, the views below the claims
     (dbt state, the graph; not dreaming) are compiled once. Other extractor versions' files
-    are never touched. ``extractor`` (a name or key: "rules", "rules-0.2.0", "llm") overrides ``$MEMC_EXTRACTOR``."""
+    are never touched. ``extractor`` (a name or key: "rules", "rules-0.2.0", "llm") overrides
+    ``$MEMC_EXTRACTOR``."""
 
     wanted = day_range(start, end)  # ValueError on bad input, before anything runs
     if extractor:
