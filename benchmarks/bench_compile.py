@@ -202,11 +202,12 @@ def questions(n: int, size: int, seed: int = 5) -> list[tuple[str, str, str | No
 
 
 def _cache_key(n: int, seed: int) -> str:
-    from claims.extractors import rules
+    from claims.extractors.registry import active_extractor_key
     from views.embedder import EMBEDDING_MODEL_VERSION
     from views.evidence import RENDER_VERSION
 
-    parts = [GENERATOR_VERSION, n, seed, BATCH_ENTRIES, DAY_ENTRIES, rules.VERSION, RENDER_VERSION, EMBEDDING_MODEL_VERSION]
+    # The active extractor's key: a home built by another extractor is built again from its ledger.
+    parts = [GENERATOR_VERSION, n, seed, BATCH_ENTRIES, DAY_ENTRIES, active_extractor_key(), RENDER_VERSION, EMBEDDING_MODEL_VERSION]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:12]
 
 
