@@ -1,12 +1,14 @@
 """Moving a home built by rules 0.2.0 to the clause extractor (rules 0.3.0, the default since) is
-a partitioned backfill through Dagster: every ledger day is re-extracted into the new version's
-folder, the old folder is left byte for byte, and the state is folded from the new claims."""
+its next build, or a partitioned backfill through Dagster: every ledger day is re-extracted into
+the new version's folder, the old folder is left byte for byte, and the state is folded from the
+new claims."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
+import pytest
 from click.testing import CliRunner
 
 import claims.extract
@@ -30,30 +32,66 @@ def _facts(claims) -> set[tuple]:
     return {(c["source_entry_id"], c["subject_id"], c["predicate"], normalize_name(c["object"]), c["polarity"]) for c in claims.to_pylist()}
 
 
-def test_the_demo_home_moves_to_the_clause_extractor_by_backfill(built_home, tmp_path, monkeypatch):
+def _env(mp: pytest.MonkeyPatch) -> None:
+    for var in ("DAGSTER_HOME", "MEMC_HOME", "MEMC_EXTRACTOR"):
+        mp.setenv(var, "")  # the runner sets them; the monkeypatch restores them afterwards
+    mp.delenv("MEMC_EXTRACTOR")
+
+
+@pytest.fixture(scope="module")
+def home_on_020(built_home, tmp_path_factory) -> MemcHome:
+    """The demo home as an older memc built it: rules 0.2.0's claims, and every view folded from
+    them (a backfill of every day with rules 0.2.0, then the default's folder removed). Copy it."""
     from cli.main import cli
 
-    for var in ("DAGSTER_HOME", "MEMC_HOME", "MEMC_EXTRACTOR"):
-        monkeypatch.setenv(var, "")  # the runner sets them; monkeypatch restores them afterwards
-    monkeypatch.delenv("MEMC_EXTRACTOR")
-    # The demo home's days are small: lower the bar so that the claims asset, inside the Dagster
-    # run, splits each day over two forked workers as a large home's backfill does.
-    monkeypatch.setattr(claims.extract, "PARALLEL_MIN_ENTRIES", 2)
-    monkeypatch.setenv("MEMC_EXTRACT_WORKERS", "2")
     src, _ = built_home
-    home = MemcHome.resolve(tmp_path / "home")
+    home = MemcHome.resolve(tmp_path_factory.mktemp("on020") / "home")
     shutil.copytree(src.root, home.root)
-    ledger_day_list = [str(d) for d in ledger_days(Ledger(home.ledger))]
-    # The demo home as an older memc built it: rules 0.2.0's claims, and every view folded from them.
-    out = CliRunner().invoke(
-        cli,
-        ["backfill", "--from", ledger_day_list[0], "--to", ledger_day_list[-1], "--extractor", RULES.key, "--home", str(home.root)],
-        obj={},
-    )
+    day_list = [str(d) for d in ledger_days(Ledger(home.ledger))]
+    with pytest.MonkeyPatch.context() as mp:
+        _env(mp)
+        out = CliRunner().invoke(
+            cli, ["backfill", "--from", day_list[0], "--to", day_list[-1], "--extractor", RULES.key, "--home", str(home.root)], obj={}
+        )
     assert out.exit_code == 0, out.output
     shutil.rmtree(home.claims / f"extractor={CLAUSES.key}")
     state = read_mart(mart_path(home, STATE_CURRENT)).to_pylist()
     assert state and {r["claim_id"] for r in state} <= set(read_claims(home.claims, RULES.key).column("claim_id").to_pylist())
+    return home
+
+
+def _copy(home: MemcHome, to) -> MemcHome:
+    shutil.copytree(home.root, to / "home")
+    return MemcHome.resolve(to / "home")
+
+
+def test_a_home_built_by_rules_020_moves_to_the_default_at_its_next_build(home_on_020, tmp_path, monkeypatch):
+    from orchestration.runner import build
+
+    _env(monkeypatch)
+    home = _copy(home_on_020, tmp_path)
+    old = _snapshot(home, RULES.key)
+    report = build(home)
+    assert report.success and not report.up_to_date, report.failed_steps
+    assert days(home.claims, CLAUSES.key) == [str(d) for d in ledger_days(Ledger(home.ledger))]
+    assert _snapshot(home, RULES.key) == old, "the old version's claims are untouched"
+    new_ids = set(read_claims(home.claims, CLAUSES.key).column("claim_id").to_pylist())
+    state = read_mart(mart_path(home, STATE_CURRENT)).to_pylist()
+    assert state and all(r["claim_id"] in new_ids for r in state), "the state is folded from the new claims"
+    assert any(r["predicate"] == "considers" for r in state), "a fact only the clause extractor reads"
+    assert build(home).up_to_date
+
+
+def test_the_demo_home_moves_to_the_clause_extractor_by_backfill(home_on_020, tmp_path, monkeypatch):
+    from cli.main import cli
+
+    _env(monkeypatch)
+    # The demo home's days are small: lower the bar so that the claims asset, inside the Dagster
+    # run, splits each day over two forked workers as a large home's backfill does.
+    monkeypatch.setattr(claims.extract, "PARALLEL_MIN_ENTRIES", 2)
+    monkeypatch.setenv("MEMC_EXTRACT_WORKERS", "2")
+    home = _copy(home_on_020, tmp_path)
+    ledger_day_list = [str(d) for d in ledger_days(Ledger(home.ledger))]
     old = _snapshot(home, RULES.key)
     assert old and days(home.claims, CLAUSES.key) == []
 
