@@ -52,10 +52,12 @@ def entity_graph(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Ma
 def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.MaterializeResult:
     """Dreaming: PageRank and Louvain communities over each scope's interaction graph (Kùzu's algo
     extension), written back to the ledger as derived claims ("claim: X centrality = 0.0873;
-    graph: interactions ...; ledger watermark: ...; producer: dreaming 1.1", and "claim: X
+    graph: interactions ...; ledger watermark: ...; producer: dreaming 1.2", and "claim: X
     community = Y's circle (n members)") whose derived_from names the interaction evidence and
     whose visibility is no broader than every input's. Grain: one derived entry per entity per
-    algorithm per graph version; re-running on the same inputs appends nothing (the watermark is
+    algorithm per change of what it says: a value the ledger already holds for the entity (the
+    same rank, the same community, seen by the same principals) is not restated when a new graph
+    version computes it again, and re-running on the same inputs appends nothing (the watermark is
     the inputs' highest seq, not the ledger head). Runs nightly by its automation condition on the
     dreaming cron (memc.toml dreaming_cron, 03:00 UTC by default; the daemon of `memc up`
     evaluates it): once per tick, when the entity graph exists and nothing upstream is running;
@@ -69,7 +71,9 @@ def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Mate
     by_kind: dict[str, int] = {}
     for e in entries:
         by_kind[e.attributes["predicate"]] = by_kind.get(e.attributes["predicate"], 0) + 1
-    context.log.info(f"dreaming: {result.appended} derived claims appended, {result.duplicates} already present")
+    context.log.info(
+        f"dreaming: {result.appended} derived claims appended, {result.duplicates} already present, {info['unchanged']} held unchanged"
+    )
     return dg.MaterializeResult(
         metadata={
             "derived_claims": len(entries),
@@ -77,6 +81,7 @@ def centrality(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.Mate
             "community_claims": by_kind.get("community", 0),
             "appended": result.appended,
             "already_present": result.duplicates,
+            "unchanged": info["unchanged"],
             "scopes": info["scopes"],
             "ledger_head": result.head,
         }

@@ -7,10 +7,19 @@ A derived claim's watermark is the highest seq among its inputs (not the ledger 
 content, valid time and id follow from its inputs alone. Re-running at the same inputs therefore
 produces the same entries, which the ledger's idempotency check turns into a no-op; dreaming's
 own write-back does not change its inputs, so it never feeds on itself.
+
+Its write policy (``unchanged``): a value the ledger already holds is not said again. A new
+interaction changes the scope's graph version, and with it every derived entry's content; when
+the ranks and communities it computes are the ones the ledger holds (one new message on the
+sample corpus: all seven), restating them added an entry per value and made the build compile
+every view a second time for nothing. A derived claim is written when its entity has none for
+its predicate yet, or when what it says differs from the latest one: the value, who may see it,
+or (for a community) its members.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -24,8 +33,8 @@ from memc.ids import digest
 from memc.visibility import meet
 
 PRODUCER = "dreaming"
-# 1.1: community claims (Louvain) beside centrality.
-PRODUCER_VERSION = "1.1"
+# 1.1: community claims (Louvain) beside centrality. 1.2: an unchanged value is not restated.
+PRODUCER_VERSION = "1.2"
 
 
 @dataclass(frozen=True)
@@ -157,11 +166,38 @@ def community_entries(
 
 def dream(graph: Any, interactions: pa.Table, entities: pa.Table, seq_of: dict[str, int], scopes: Sequence[str] | None = None) -> list[NewEntry]:
     """Everything dreaming derives from a built graph (a views.graph.GraphStore): PageRank and
-    Louvain communities per scope of the interaction mart, as derived ledger entries."""
+    Louvain communities per scope of the interaction mart, as derived ledger entries (the write
+    policy, ``unchanged``, is the caller's: views/build.py ``dream_home``)."""
     scopes = sorted(set(interactions.column("scope").to_pylist())) if scopes is None else sorted(scopes)
     ranks = {scope: graph.pagerank(scope) for scope in scopes}
     comms = {scope: graph.communities(scope) for scope in scopes}
     return centrality_entries(interactions, entities, ranks, seq_of) + community_entries(interactions, entities, comms, ranks, seq_of)
+
+
+def _says(scope: str, attributes: dict[str, Any], visibility: Sequence[str]) -> tuple[tuple[str, str, str], tuple]:
+    """(scope, subject id, predicate) and what a derived claim says of it: the value, who may
+    see it and, for a community, its members (by the community's id)."""
+    key = (scope, attributes["subject_id"], attributes["predicate"])
+    return key, (attributes["object"], tuple(sorted(visibility)), attributes.get("community_id"))
+
+
+def held_values(derived: pa.Table) -> dict[tuple[str, str, str], tuple]:
+    """What the ledger's derived claims hold now, per (scope, subject id, predicate): the latest
+    one's ``_says``. ``derived`` has the ledger's seq, scope, attributes (JSON) and visibility of
+    the derived_claim entries (erased ones are gone from the ledger, so they hold nothing)."""
+    held: dict[tuple[str, str, str], tuple] = {}
+    for r in sorted(derived.to_pylist(), key=lambda r: r["seq"]):
+        attributes = json.loads(r["attributes"]) if isinstance(r["attributes"], str) else r["attributes"]
+        if attributes.get("subject_id") and attributes.get("predicate"):
+            key, says = _says(r["scope"], attributes, r["visibility"] or ())
+            held[key] = says
+    return held
+
+
+def unchanged(entry: NewEntry, held: dict[tuple[str, str, str], tuple]) -> bool:
+    """Whether the ledger already holds what ``entry`` says (the write policy above)."""
+    key, says = _says(entry.scope, entry.attributes, entry.visibility)
+    return held.get(key) == says
 
 
 def _names(entities: pa.Table) -> dict[str, str]:

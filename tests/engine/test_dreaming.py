@@ -7,10 +7,11 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from ledger import Ledger, NewEntry
-from views.dreaming import PRODUCER, PRODUCER_VERSION, dream, scope_inputs
+from views.dreaming import PRODUCER, PRODUCER_VERSION, dream, held_values, scope_inputs, unchanged
 from views.graph import KuzuGraphStore
 from views.graph_memory import MemoryGraphStore
 from views.graph_tables import ENTITY_SCHEMA, both_directions
@@ -127,6 +128,59 @@ def test_new_evidence_gives_new_claims_at_the_new_watermark(setup):
     assert {e.watermark for e in second} == {new_turn["seq"]}
     assert not {e.entry_id for e in second} & {e.entry_id for e in first}
     assert ledger.append(second).appended == len(second)
+
+
+def _held(ledger: Ledger) -> dict:
+    t = ledger.read(["seq", "kind", "scope", "attributes", "visibility"])
+    return held_values(t.filter(pc.equal(t.column("kind"), "derived_claim")))
+
+
+def _turn(ledger: Ledger, actor: str, to: str, day: int) -> dict:
+    ledger.append([NewEntry(kind="message", scope="acme", actor=actor, content=f"{actor} answers {to} again", valid_at=T0 + timedelta(days=day))])
+    return list(ledger.iter_entries())[-1]
+
+
+def test_what_the_ledger_holds_is_not_said_again(setup):
+    """The write policy: a new graph version that computes the values the ledger holds adds
+    nothing; a value that moved, a community that changed members and a narrower visibility are
+    written, and nothing else."""
+    ledger, ents, inter, graph, seq_of = setup
+    first = dream(graph, inter, ents, seq_of)
+    ledger.append(first)
+    assert not any(unchanged(e, {}) for e in first) and all(unchanged(e, _held(ledger)) for e in first)
+
+    # One more turn between a and b: a new graph version (new evidence, weight 2), the same ranks and communities.
+    turn = _turn(ledger, "a", "b", 1)
+    rows = inter.to_pylist()
+    rows[0] = {**rows[0], "weight": 2, "evidence": [*rows[0]["evidence"], turn["entry_id"]], "last_at": T0 + timedelta(days=1)}
+    inter2 = pa.Table.from_pylist(rows, schema=inter.schema)
+    graph.rebuild(ents, both_directions(inter2.drop_columns(["visibility"])))
+    seq_now = {e["entry_id"]: e["seq"] for e in ledger.iter_entries()}
+    second = dream(graph, inter2, ents, seq_now)
+    assert {e.watermark for e in second} == {turn["seq"]} and not {e.entry_id for e in second} & {e.entry_id for e in first}
+    # (PageRank and Louvain read the edges, not their weights: every value is the one held.)
+    assert [e.attributes["object"] for e in second] == [e.attributes["object"] for e in first]
+    assert [e for e in second if not unchanged(e, _held(ledger))] == [], "nothing moved: nothing is written"
+
+    # The lonely speaker answers a: a new edge, so ranks move and a's community grows to four (a now leads it).
+    turn = _turn(ledger, "lonely", "a", 2)
+    inter3 = pa.concat_tables([inter2, pa.Table.from_pylist(
+        [{"src": "a", "dst": "lonely", "scope": "acme", "weight": 1, "first_at": T0 + timedelta(days=2), "last_at": T0 + timedelta(days=2),
+          "evidence": [turn["entry_id"]], "visibility": ["public"]}], schema=inter.schema)])  # fmt: skip
+    graph.rebuild(ents, both_directions(inter3.drop_columns(["visibility"])))
+    seq_now = {e["entry_id"]: e["seq"] for e in ledger.iter_entries()}
+    held = _held(ledger)
+    third = [e for e in dream(graph, inter3, ents, seq_now) if not unchanged(e, held)]
+    communities = {e.attributes["subject_id"]: e.attributes["object"] for e in third if e.attributes["predicate"] == "community"}
+    assert set(communities) == {"a", "b", "c", "lonely"} and set(communities.values()) == {"A's circle (4 members)"}, communities
+    assert "lonely" in {e.attributes["subject_id"] for e in third if e.attributes["predicate"] == "centrality"}
+    ledger.append(third)
+    assert not [e for e in dream(graph, inter3, ents, seq_now) if not unchanged(e, _held(ledger))], "now held: nothing more"
+
+    # Who may see it is part of what a claim says: the same values, seen by fewer, are written.
+    narrower = inter3.set_column(inter3.schema.get_field_index("visibility"), "visibility", pa.array([["d", "e"]] * inter3.num_rows))
+    fourth = [e for e in dream(graph, narrower, ents, seq_now) if not unchanged(e, _held(ledger))]
+    assert len(fourth) == len(dream(graph, narrower, ents, seq_now)) and all(e.visibility == ("d", "e") for e in fourth)
 
 
 def test_scopes_no_one_may_wholly_see_are_skipped():

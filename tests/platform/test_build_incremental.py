@@ -15,6 +15,7 @@ import dagster as dg
 import duckdb
 import pytest
 
+from assets.state import state_models
 from catalog.keys import CLAIMS
 from claims.extract import CURRENT_RULES
 from claims.run import days_to_extract
@@ -110,6 +111,11 @@ def test_one_new_message_extracts_only_its_day_and_folds_only_its_subject(home):
     # Only the new day's partition was materialized, in every run of the build (dreaming may
     # have appended and run the views once more, again over the newest day only).
     assert _claims_partitions(instance, runs) == {next_day.isoformat()}
+    # Dreaming found no rank and no community changed, so it appended nothing, and the build was
+    # one run, dbt's data tests (the state models' asset checks) in it.
+    assert report.ledger_head == head + 1 and len(report.runs) == 1, (report.ledger_head, report.runs)
+    dbt_checks = {f"{k.asset_key.to_user_string()}:{k.name}" for k in state_models().check_keys}
+    assert dbt_checks <= report.checks.keys() and all(report.checks[k] for k in dbt_checks), report.checks
     assert stored_days(home.claims, CURRENT_RULES.key) == [built_day, next_day.isoformat()]
     # The fold's incremental models were appended to, not rebuilt (their events say so) ...
     for model in ("int_claims_joined_to_entries", "int_claim_closings_paired"):
