@@ -19,7 +19,7 @@ from claims.store import read_claims
 from ledger import open_ledger, storage_uri
 from memc.home import MemcHome
 from memc.objectstore import where_is
-from views.dreaming import dream, held_values, unchanged
+from views.dreaming import PRODUCER, dream, held_values, unchanged
 from views.evidence import CLAIM_KIND, index_rows
 from views.graph import GraphStore, KuzuGraphStore
 from views.graph_tables import both_directions
@@ -149,7 +149,7 @@ def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
     entities = read_mart(mart_path(home, ENTITIES))
     interactions = read_mart(mart_path(home, INTERACTIONS))
     evidence = {e for ev in interactions.column("evidence").to_pylist() for e in ev}
-    ledger = open_ledger(home.ledger, write=False).read(["entry_id", "seq", "kind", "scope", "attributes", "visibility"])
+    ledger = open_ledger(home.ledger, write=False).read(["entry_id", "seq", "kind", "producer", "scope", "attributes", "visibility"])
     ids, seqs = ledger.column("entry_id").to_pylist(), ledger.column("seq").to_pylist()
     seq_of = {e: s for e, s in zip(ids, seqs) if e in evidence}
     store = graph_store(home)
@@ -158,7 +158,8 @@ def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
     finally:
         store.close()
     # The write policy: what the ledger already holds is not said again (views/dreaming.py).
-    held = held_values(ledger.filter(pc.equal(ledger.column("kind"), "derived_claim")))
+    ours = pc.and_(pc.equal(ledger.column("kind"), "derived_claim"), pc.equal(ledger.column("producer"), PRODUCER))
+    held = held_values(ledger.filter(ours))
     entries = [e for e in derived if not unchanged(e, held)]
     scopes = sorted(set(interactions.column("scope").to_pylist()))
     return entries, {"scopes": len(scopes), "interactions": interactions.num_rows, "unchanged": len(derived) - len(entries)}

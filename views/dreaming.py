@@ -184,10 +184,10 @@ def _says(scope: str, attributes: dict[str, Any], visibility: Sequence[str]) -> 
 def held_values(derived: pa.Table) -> dict[tuple[str, str, str], tuple]:
     """What the ledger's derived claims hold now, per (scope, subject id, predicate): the latest
     one's ``_says``. ``derived`` has the ledger's seq, scope, attributes (JSON) and visibility of
-    the derived_claim entries (erased ones are gone from the ledger, so they hold nothing)."""
+    dreaming's derived_claim entries (erased ones are gone from the ledger: they hold nothing)."""
     held: dict[tuple[str, str, str], tuple] = {}
     for r in sorted(derived.to_pylist(), key=lambda r: r["seq"]):
-        attributes = json.loads(r["attributes"]) if isinstance(r["attributes"], str) else r["attributes"]
+        attributes = json.loads(r["attributes"] or "{}")
         if attributes.get("subject_id") and attributes.get("predicate"):
             key, says = _says(r["scope"], attributes, r["visibility"] or ())
             held[key] = says
