@@ -6,7 +6,11 @@
   or missing visibility, entity ids, session ids and valid times.
 - One LanceDB connection per directory in a process: store objects share it, and after a sync or
   a rebuild (the erasure path: a new table swapped in), in this process or another, a shared
-  connection answers exactly as a fresh one, erased rows included."""
+  connection answers exactly as a fresh one, erased rows included.
+- Conversation sessions grouped in memory per table version (views/session_index.py): the
+  windows a compile reads are the rows LanceDB's filtered scan gives, whole, for every asker,
+  and a new version (a sync) or a swapped-in table (an erasure's rebuild) is grouped again, so
+  no erased row is ever served."""
 
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import pytest
 
 from memc.ids import text_hash
 from views.evidence_schema import evidence_table
-from views.vectors import SCALAR_INDEXES, LanceVectorStore
+from views.vectors import _SESSIONS, SCALAR_INDEXES, LanceVectorStore
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 WORDS = "order shipped Lisbon Berlin budget review coffee allergy release invoice garden offsite moved joined".split()
@@ -170,3 +174,51 @@ def test_a_shared_connection_sees_a_rebuild_by_another_process(tmp_path, emb):
     assert after != before and after == _answers(_fresh(reader), emb)
     gone = {r["id"] for r in rows[90:]}
     assert not gone & {h[0] for part in after for h in part}
+
+
+def _windows(store: LanceVectorStore) -> list:
+    """session_rows for every asker, scope and kinds, rows whole (a window shows them)."""
+    sessions = ["s1", "s3", "s7", "s 2!", "nope"]  # "s 2!" is no id: matched after a scan
+    return [
+        store.session_rows(session_ids=sessions, principals=principals, scope=scope, kinds=kinds)
+        for principals in (["alice"], ["bob"], ["carol"], ["alice", "bob"])
+        for scope in (None, "acme")
+        for kinds in (None, ("message",), ("message", "document"))
+    ]
+
+
+def test_sessions_grouped_in_memory_answer_like_the_filtered_scan(tmp_path, emb, monkeypatch):
+    rows = _rows(400)
+    for r in rows[::25]:
+        r["session_id"] = "s 2!"
+    store = LanceVectorStore(tmp_path / "vectors")
+
+    def grouped_and_scanned() -> tuple[list, list]:
+        monkeypatch.setenv("MEMC_SESSION_CACHE_ROWS", "0")  # off: LanceDB's filtered scans
+        scanned = _windows(store)
+        monkeypatch.delenv("MEMC_SESSION_CACHE_ROWS")
+        return _windows(store), scanned
+
+    store.sync(evidence_table(rows), emb)
+    grouped, scanned = grouped_and_scanned()
+    assert grouped == scanned and sum(map(len, grouped)) > 100
+    version = store._open("evidence").version
+    assert {held[1] for key, held in _SESSIONS.items() if key[0] == str(tmp_path / "vectors")} == {version}
+
+    # A sync makes a new version: grouped again, the new rows in and the dropped ones out.
+    grown = rows[:300] + _rows(500, seed=3)[300:]
+    store.sync(evidence_table(grown), emb)
+    grouped, scanned = grouped_and_scanned()
+    assert grouped == scanned
+    assert {r["id"] for part in grouped for r in part} & {r["id"] for r in grown[300:]}
+
+    # An erasure's rebuild swaps in another table: nothing of the retired one is served.
+    store.rebuild(evidence_table(grown[:150]), emb)
+    grouped, scanned = grouped_and_scanned()
+    assert grouped == scanned
+    assert not {r["id"] for part in grouped for r in part} & {r["id"] for r in grown[150:]}
+
+    # A table larger than the limit is read from LanceDB each time, and answers the same.
+    monkeypatch.setenv("MEMC_SESSION_CACHE_ROWS", "100")
+    assert _windows(store) == scanned
+    assert not any(key[0] == str(tmp_path / "vectors") for key in _SESSIONS), list(_SESSIONS)
