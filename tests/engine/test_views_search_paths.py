@@ -7,10 +7,10 @@
 - One LanceDB connection per directory in a process: store objects share it, and after a sync or
   a rebuild (the erasure path: a new table swapped in), in this process or another, a shared
   connection answers exactly as a fresh one, erased rows included.
-- Conversation sessions grouped in memory per table version (views/session_index.py): the
-  windows a compile reads are the rows LanceDB's filtered scan gives, whole, for every asker,
-  and a new version (a sync) or a swapped-in table (an erasure's rebuild) is grouped again, so
-  no erased row is ever served."""
+- A table version's rows held in memory (views/evidence_rows.py): searches that select their
+  hits' ids and take the rows from memory, and windows read from it, answer with exactly the
+  rows LanceDB gives, whole, for every asker; a new version (a sync) or a swapped-in table (an
+  erasure's rebuild) is read again, so no erased row is ever served."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import pytest
 
 from memc.ids import text_hash
 from views.evidence_schema import evidence_table
-from views.vectors import _SESSIONS, SCALAR_INDEXES, LanceVectorStore
+from views.vectors import _HELD, SCALAR_INDEXES, LanceVectorStore
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 WORDS = "order shipped Lisbon Berlin budget review coffee allergy release invoice garden offsite moved joined".split()
@@ -176,49 +176,52 @@ def test_a_shared_connection_sees_a_rebuild_by_another_process(tmp_path, emb):
     assert not gone & {h[0] for part in after for h in part}
 
 
-def _windows(store: LanceVectorStore) -> list:
-    """session_rows for every asker, scope and kinds, rows whole (a window shows them)."""
+def _whole(store: LanceVectorStore, emb: HashEmbedder) -> list:
+    """Searches (both routes, every filter) and session windows for every asker, rows whole."""
+    out = []
+    vector = emb.encode(WORDS[:1])[0]
     sessions = ["s1", "s3", "s7", "s 2!", "nope"]  # "s 2!" is no id: matched after a scan
-    return [
-        store.session_rows(session_ids=sessions, principals=principals, scope=scope, kinds=kinds)
-        for principals in (["alice"], ["bob"], ["carol"], ["alice", "bob"])
-        for scope in (None, "acme")
-        for kinds in (None, ("message",), ("message", "document"))
-    ]
+    for principals in (["alice"], ["bob"], ["carol"], ["alice", "bob"]):
+        for scope in (None, "acme"):
+            for kinds in (None, ("message",), ("message", "document")):
+                out.append(store.session_rows(session_ids=sessions, principals=principals, scope=scope, kinds=kinds))
+                for extra in ({}, {"entity_ids": ["ent_a"]}, {"valid_between": (T0 + timedelta(days=10), T0 + timedelta(days=30))}):
+                    out.append(store.search(text=WORDS[0], vector=vector, principals=principals, scope=scope, k=9, kinds=kinds, **extra))
+    return out
 
 
-def test_sessions_grouped_in_memory_answer_like_the_filtered_scan(tmp_path, emb, monkeypatch):
+def test_rows_held_in_memory_answer_like_lancedb(tmp_path, emb, monkeypatch):
     rows = _rows(400)
     for r in rows[::25]:
         r["session_id"] = "s 2!"
     store = LanceVectorStore(tmp_path / "vectors")
+    mine = lambda: [key for key in _HELD if key[0] == str(tmp_path / "vectors")]  # noqa: E731
 
-    def grouped_and_scanned() -> tuple[list, list]:
-        monkeypatch.setenv("MEMC_SESSION_CACHE_ROWS", "0")  # off: LanceDB's filtered scans
-        scanned = _windows(store)
-        monkeypatch.delenv("MEMC_SESSION_CACHE_ROWS")
-        return _windows(store), scanned
+    def held_and_read() -> tuple[list, list]:
+        monkeypatch.setenv("MEMC_EVIDENCE_ROWS_HELD", "0")  # off: every row from LanceDB
+        read = _whole(store, emb)
+        assert not mine()
+        monkeypatch.delenv("MEMC_EVIDENCE_ROWS_HELD")
+        return _whole(store, emb), read
 
     store.sync(evidence_table(rows), emb)
-    grouped, scanned = grouped_and_scanned()
-    assert grouped == scanned and sum(map(len, grouped)) > 100
-    version = store._open("evidence").version
-    assert {held[1] for key, held in _SESSIONS.items() if key[0] == str(tmp_path / "vectors")} == {version}
+    held, read = held_and_read()
+    assert held == read and sum(map(len, held)) > 300
+    assert [_HELD[key][1] for key in mine()] == [store._open("evidence").version]
 
-    # A sync makes a new version: grouped again, the new rows in and the dropped ones out.
+    # A sync makes a new version: read again, the new rows in and the dropped ones out.
     grown = rows[:300] + _rows(500, seed=3)[300:]
     store.sync(evidence_table(grown), emb)
-    grouped, scanned = grouped_and_scanned()
-    assert grouped == scanned
-    assert {r["id"] for part in grouped for r in part} & {r["id"] for r in grown[300:]}
+    held, read = held_and_read()
+    assert held == read
+    assert {r["id"] for part in held for r in part} & {r["id"] for r in grown[300:]}
 
     # An erasure's rebuild swaps in another table: nothing of the retired one is served.
     store.rebuild(evidence_table(grown[:150]), emb)
-    grouped, scanned = grouped_and_scanned()
-    assert grouped == scanned
-    assert not {r["id"] for part in grouped for r in part} & {r["id"] for r in grown[150:]}
+    held, read = held_and_read()
+    assert held == read
+    assert not {r["id"] for part in held for r in part} & {r["id"] for r in grown[150:]}
 
     # A table larger than the limit is read from LanceDB each time, and answers the same.
-    monkeypatch.setenv("MEMC_SESSION_CACHE_ROWS", "100")
-    assert _windows(store) == scanned
-    assert not any(key[0] == str(tmp_path / "vectors") for key in _SESSIONS), list(_SESSIONS)
+    monkeypatch.setenv("MEMC_EVIDENCE_ROWS_HELD", "100")
+    assert _whole(store, emb) == read and not mine()
