@@ -24,12 +24,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import pyarrow.compute as pc
+
 from claims.ontology import ONTOLOGY
 from memc.filecache import cached
 from memc.home import MemcHome
 from memc.visibility import may_see
 from query import intent
 from query.context import Context, ContextItem, StateFact, iso
+from views.grouped import Grouped
 from views.marts import STATE_CLOSINGS, mart_path, read_mart
 
 # A question about the past: the superseded values are what it asks for.
@@ -74,15 +77,23 @@ def plan(home: MemcHome, state: list[StateFact], question: str, ctx: Context) ->
     return Plan(current=current, old=old, keys=list(dict.fromkeys(keys)), history=history)
 
 
-def _closings(home: MemcHome) -> dict[tuple[str, str, str], list[dict[str, Any]]] | None:
+# The key of a closing's group: scope, subject and predicate, joined by a byte no id holds.
+_SEP = "\x1f"
+
+
+def _closings(home: MemcHome) -> Grouped | None:
+    """The state_closings rows that name the closed claim's source entry, grouped by scope,
+    subject and predicate, once per version of the mart. Grouped in Arrow, not converted to
+    Python: at 100k ledger entries the conversion took the first compile after each build
+    2.9 s; a lookup now converts only its group's rows."""
     path = mart_path(home, STATE_CLOSINGS)
 
-    def load() -> dict[tuple[str, str, str], list[dict[str, Any]]]:
-        out: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
-        for r in read_mart(path).to_pylist():
-            if r.get("closed_source_entry_id"):  # pairs stored before the column existed carry none
-                out.setdefault((r["scope"], r["subject_id"], r["predicate"]), []).append(r)
-        return out
+    def load() -> Grouped:
+        rows = read_mart(path)
+        closed = rows.column("closed_source_entry_id")
+        rows = rows.filter(pc.and_(pc.is_valid(closed), pc.not_equal(closed, "")))  # pairs stored before the column existed carry none
+        key = pc.binary_join_element_wise(rows.column("scope"), rows.column("subject_id"), rows.column("predicate"), _SEP)
+        return Grouped(rows.append_column("_group", key), "_group")
 
     return cached("state_closings", [path], load)
 
@@ -104,7 +115,8 @@ def superseded(
     out: dict[str, list[dict[str, Any]]] = {}
     for fact in current:
         first: dict[str, dict[str, Any]] = {}
-        for r in index.get((fact.scope, fact.subject_id or "", fact.predicate), ()):
+        parts = (fact.scope, fact.subject_id or "", fact.predicate)
+        for r in index.rows_of([_SEP.join(parts)] if all(isinstance(x, str) for x in parts) else []):
             if r["claim_id"] == fact.claim_id or r["closed_source_entry_id"] == fact.source_entry_id:
                 continue
             if not (may_see(asker, r["closed_visibility"]) and may_see(asker, r["closer_visibility"])):

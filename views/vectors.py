@@ -70,7 +70,8 @@ from views.lance_filters import (
     sql_list,
     within_window,
 )  # fmt: skip
-from views.evidence_rows import EvidenceRows, table_rows
+from views.evidence_rows import EvidenceRows
+from views.grouped import table_rows
 
 if TYPE_CHECKING:  # pragma: no cover
     from views.embedder import TextEmbedder
