@@ -31,6 +31,9 @@ class Grouped:
     def __len__(self) -> int:
         return len(self._spans)
 
+    def keys(self):  # a set-like view of the groups' keys
+        return self._spans.keys()
+
     def rows_of(self, keys: Iterable[str]) -> list[dict[str, Any]]:
         """Every row of these groups (each group once), as ``Table.to_pylist`` gives them."""
         parts = [self.rows.slice(*self._spans[k]) for k in dict.fromkeys(keys) if k in self._spans]
