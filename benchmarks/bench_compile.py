@@ -452,7 +452,13 @@ def measure(home, size: int, embedder: Any, n: int = 200, warmup: int = 5) -> di
 
     qs = questions(n + warmup, size)
     config = QueryConfig()
-    for q, a, s in qs[:warmup]:
+    # The first compile on a home this process has not read yet: it loads the marts' indexes,
+    # the evidence rows and the ledger's ACL facts, what a serving process pays once per build
+    # that changed them (the ACL facts only once: afterwards it reads the new batches alone).
+    t0 = time.perf_counter()
+    compile_context(*qs[0][:2], home=home, scope=qs[0][2], embedder=embedder)
+    first_ms = (time.perf_counter() - t0) * 1000
+    for q, a, s in qs[1:warmup]:
         compile_context(q, a, home=home, scope=s, embedder=embedder)
     qs = qs[warmup:]
     vectors = embedder.encode([q for q, _, _ in qs])
@@ -499,6 +505,7 @@ def measure(home, size: int, embedder: Any, n: int = 200, warmup: int = 5) -> di
         "compile_over_bare_p50": round(c["p50_ms"] / b["p50_ms"], 1),
         "compile_over_bare_p95": round(c["p95_ms"] / b["p95_ms"], 1),
         "compile_over_bare_plus_embed_p50": round(c["p50_ms"] / (b["p50_ms"] + statistics.median(embed_ms)), 1),
+        "first_compile_ms": round(first_ms, 1),
         "target_p95_ms": 50.0 if size <= 100_000 else 100.0,  # issue 18: 50 ms at 100k entries, 100 ms at 1M
         "median_items": statistics.median(items),
         "median_tokens": statistics.median(tokens),
