@@ -89,12 +89,12 @@ _CONNECTIONS_LOCK = threading.Lock()
 # The rows of a table version held in memory without vectors (views/evidence_rows.py): a
 # compile's searches select their hits' ids only and its windows read whole sessions from them
 # (at 100k entries: p50 56 -> 36 ms). One per (directory, table) in a process, of the newest
-# version only: (connection, table version, its row count, EvidenceRows). A table of more rows
+# version only: (connection, physical table, its version, its row count, EvidenceRows). A table of more rows
 # than MEMC_EVIDENCE_ROWS_HELD (default EVIDENCE_ROWS_HELD; 0 turns it off) is read from LanceDB
 # each time: 161k rows (100k entries) hold ~55 MB of resident memory, so 1M rows ~350 MB a process.
 EVIDENCE_ROWS_HELD = 1_000_000
 
-_HELD: dict[tuple[str, str], tuple[Any, int, int, EvidenceRows | None]] = {}
+_HELD: dict[tuple[str, str], tuple[Any, str, int, int, EvidenceRows | None]] = {}
 
 _HELD_LOCK = threading.Lock()
 
@@ -857,23 +857,25 @@ class LanceVectorStore:
     def _held_rows(self, tbl: Any, table: str) -> EvidenceRows | None:
         """The rows of this version of ``table`` held in memory, or None for a table too large to
         hold (see EVIDENCE_ROWS_HELD). Read on the first use of a version; a newer version, or a
-        table swapped in by an erasure rebuild (a new connection, see :meth:`_connection`),
-        replaces them, so no row of a retired version is ever served."""
+        table swapped in by an erasure rebuild, replaces them, so no row of a retired version is
+        ever served. A swapped-in table is another connection here (a new directory, see
+        :meth:`_connection`) and another physical table on object storage (views/vectors_s3.py:
+        a new name, its versions counted from 1 again): both are part of what must match."""
         limit = int(os.environ.get("MEMC_EVIDENCE_ROWS_HELD", EVIDENCE_ROWS_HELD))
         key = (self.uri if self.in_memory else os.path.abspath(self.uri), table)
-        conn, version = self.db, tbl.version
+        conn, name, version = self.db, tbl.name, tbl.version
         with _HELD_LOCK:
             held = _HELD.get(key)
-            if held is None or held[0] is not conn or held[1] != version:
-                held = (conn, version, tbl.count_rows(), None)
+            if held is None or held[0] is not conn or held[1] != name or held[2] != version:
+                held = (conn, name, version, tbl.count_rows(), None)
                 _HELD.pop(key, None)  # the retired version's rows go before the new ones are read
-            if held[2] > limit:  # too large, or turned off
+            if held[3] > limit:  # too large, or turned off
                 _HELD.pop(key, None)
                 return None
-            if held[3] is None:
-                held = (conn, version, held[2], EvidenceRows(self._scan(tbl, list(HIT_COLUMNS))))
+            if held[4] is None:
+                held = (*held[:4], EvidenceRows(self._scan(tbl, list(HIT_COLUMNS))))
                 _HELD[key] = held
-            return held[3]
+            return held[4]
 
     def _vector_route(self, tbl: Any, vector: Any, where: str, k: int, held: EvidenceRows | None) -> list[dict[str, Any]]:
         dim = (self._meta(tbl) or {}).get("embedding_dim") or tbl.schema.field("vector").type.list_size

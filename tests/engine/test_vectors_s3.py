@@ -92,6 +92,8 @@ def test_rebuild_publishes_a_whole_table_then_leaves_no_byte_of_the_old_one(s3, 
     assert any(canary.encode() in body for body in _keys(client, uri).values())  # positive control
     opened_before = S3LanceVectorStore(uri)
     assert opened_before.search(text=canary, principals=["public"], scope=None, k=1)
+    window = lambda: opened_before.session_rows(session_ids=["sess_1"], principals=["public"], scope=None)  # noqa: E731
+    assert any(canary in r["text"] for r in window())  # held in memory by this process now
 
     stats = store.rebuild(_rows(CORPUS), embedder)  # what an erasure does
     assert stats["deleted"] == 1 and stats["newly_embedded"] == 0 and stats["fts_reindexed"]
@@ -108,6 +110,8 @@ def test_rebuild_publishes_a_whole_table_then_leaves_no_byte_of_the_old_one(s3, 
     # a store object that read the old table answers from the new one when asked again
     assert opened_before.search(text=canary, principals=["public"], scope=None, k=1) == []
     assert opened_before.count() == len(CORPUS)
+    # nor from what it held of the old table (a new physical table, whatever its version number)
+    assert len(window()) == len(CORPUS) and not any(canary in r["text"] for r in window())
 
 
 def test_a_table_a_crashed_rebuild_left_is_removed_and_never_read(s3, embedder) -> None:

@@ -207,7 +207,7 @@ def test_rows_held_in_memory_answer_like_lancedb(tmp_path, emb, monkeypatch):
     store.sync(evidence_table(rows), emb)
     held, read = held_and_read()
     assert held == read and sum(map(len, held)) > 300
-    assert [_HELD[key][1] for key in mine()] == [store._open("evidence").version]
+    assert [_HELD[key][2] for key in mine()] == [store._open("evidence").version]
 
     # A sync makes a new version: read again, the new rows in and the dropped ones out.
     grown = rows[:300] + _rows(500, seed=3)[300:]
