@@ -89,7 +89,7 @@ _CONNECTIONS_LOCK = threading.Lock()
 # The rows of a table version held in memory without vectors (views/evidence_rows.py): a
 # compile's searches select their hits' ids only and its windows read whole sessions from them
 # (at 100k entries: p50 56 -> 36 ms). One per (directory, table) in a process, of the newest
-# version only: (connection, physical table, its version, its row count, EvidenceRows). A table of more rows
+# version only: (connection, physical table, its version, its row count, EvidenceRows or None). A table of more rows
 # than MEMC_EVIDENCE_ROWS_HELD (default EVIDENCE_ROWS_HELD; 0 turns it off) is read from LanceDB
 # each time: 161k rows (100k entries) hold ~55 MB of resident memory, so 1M rows ~350 MB a process.
 EVIDENCE_ROWS_HELD = 1_000_000
@@ -867,14 +867,15 @@ class LanceVectorStore:
         with _HELD_LOCK:
             held = _HELD.get(key)
             if held is None or held[0] is not conn or held[1] != name or held[2] != version:
-                held = (conn, name, version, tbl.count_rows(), None)
-                _HELD.pop(key, None)  # the retired version's rows go before the new ones are read
-            if held[3] > limit:  # too large, or turned off
-                _HELD.pop(key, None)
+                # The retired version's rows go before the new ones are read; the row count is
+                # kept with the version, so a table too large to hold is not counted per search.
+                held = _HELD[key] = (conn, name, version, tbl.count_rows(), None)
+            if held[3] > limit:  # too large, or turned off: nothing held
+                if held[4] is not None:
+                    _HELD[key] = (*held[:4], None)
                 return None
             if held[4] is None:
-                held = (*held[:4], EvidenceRows(self._scan(tbl, list(HIT_COLUMNS))))
-                _HELD[key] = held
+                held = _HELD[key] = (*held[:4], EvidenceRows(self._scan(tbl, list(HIT_COLUMNS))))
             return held[4]
 
     def _vector_route(self, tbl: Any, vector: Any, where: str, k: int, held: EvidenceRows | None) -> list[dict[str, Any]]:

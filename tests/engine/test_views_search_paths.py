@@ -195,7 +195,7 @@ def test_rows_held_in_memory_answer_like_lancedb(tmp_path, emb, monkeypatch):
     for r in rows[::25]:
         r["session_id"] = "s 2!"
     store = LanceVectorStore(tmp_path / "vectors")
-    mine = lambda: [key for key in _HELD if key[0] == str(tmp_path / "vectors")]  # noqa: E731
+    mine = lambda: [key for key in _HELD if key[0] == str(tmp_path / "vectors") and _HELD[key][4] is not None]  # noqa: E731
 
     def held_and_read() -> tuple[list, list]:
         monkeypatch.setenv("MEMC_EVIDENCE_ROWS_HELD", "0")  # off: every row from LanceDB
