@@ -861,8 +861,10 @@ class LanceVectorStore:
         ever served. A swapped-in table is another connection here (a new directory, see
         :meth:`_connection`) and another physical table on object storage (views/vectors_s3.py:
         a new name, its versions counted from 1 again): both are part of what must match."""
+        if self.in_memory:
+            return None  # the twin's rows are in memory already (every patched tail's store is one)
         limit = int(os.environ.get("MEMC_EVIDENCE_ROWS_HELD", EVIDENCE_ROWS_HELD))
-        key = (self.uri if self.in_memory else os.path.abspath(self.uri), table)
+        key = (os.path.abspath(self.uri), table)
         conn, name, version = self.db, tbl.name, tbl.version
         with _HELD_LOCK:
             held = _HELD.get(key)

@@ -10,7 +10,8 @@
 - A table version's rows held in memory (views/evidence_rows.py): searches that select their
   hits' ids and take the rows from memory, and windows read from it, answer with exactly the
   rows LanceDB gives, whole, for every asker; a new version (a sync) or a swapped-in table (an
-  erasure's rebuild) is read again, so no erased row is ever served."""
+  erasure's rebuild) is read again, so no erased row is ever served. (The memory:// twin holds
+  none: the twin comparisons above compare the held path with LanceDB's own.)"""
 
 from __future__ import annotations
 
