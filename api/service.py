@@ -35,7 +35,7 @@ from memc.locks import exclusive
 from orchestration.runner import build, rebuild_views
 from query.acl import UnknownScopeError
 from query.asking import Goal, GoalError
-from query.compile import compile_context, view_watermarks
+from query.compile import compile_context, prepare, view_watermarks
 from query.config import QueryConfig
 from query.staleness import StaleViewError
 from query.state import StateQueryError, state_for_entity
@@ -98,7 +98,7 @@ class Service:
                 return build(self.home)
 
         if self.keeper is None:
-            self.keeper = ViewKeeper(run_build, self.watermarks, **kw).start()
+            self.keeper = ViewKeeper(run_build, self.watermarks, warm=lambda: prepare(self.home), **kw).start()
         return self.keeper
 
     @contextlib.contextmanager

@@ -11,13 +11,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from query.compile import compile_context, view_watermarks
+    from query.compile import compile_context, prepare, view_watermarks
     from query.config import PRESETS, QueryConfig
     from query.context import Context, ContextItem, StateFact
     from query.staleness import StaleViewError, ViewPolicy
 
 _WHERE = {
-    "compile_context": "query.compile", "view_watermarks": "query.compile",
+    "compile_context": "query.compile", "prepare": "query.compile", "view_watermarks": "query.compile",
     "PRESETS": "query.config", "QueryConfig": "query.config",
     "Context": "query.context", "ContextItem": "query.context", "StateFact": "query.context",
     "StaleViewError": "query.staleness", "ViewPolicy": "query.staleness",
@@ -25,7 +25,7 @@ _WHERE = {
 
 __all__ = [
     "PRESETS", "Context", "ContextItem", "QueryConfig", "StaleViewError", "StateFact", "ViewPolicy",
-    "compile_context", "view_watermarks",
+    "compile_context", "prepare", "view_watermarks",
 ]  # fmt: skip
 
 

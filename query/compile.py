@@ -31,7 +31,7 @@ from ledger import Ledger, shared_reader
 from memc.home import MemcHome
 from memc.watermark import read_watermark
 from query import current
-from query.acl import check_context, check_scope
+from query.acl import check_context, check_scope, visible_scopes
 from query.asking import Goal
 from query.config import EVIDENCE_KINDS, QueryConfig
 from query.context import Context
@@ -42,11 +42,13 @@ from query.plan import PlanRecorder, new_query_id
 from query.retrieve import retrieve
 from query.staleness import assess
 from views.build import vector_store
+from views.dossiers import load_dossiers
 from views.lance_filters import PRINCIPAL_RE, SCOPE_RE, check_literal
 from views.profile import logged_entities
 from views.published import PULL_TTL_S
 from views.published import pull as pull_views
 from views.skills import Skill, matching_skills
+from views.state_index import state_index
 
 
 # Every view that records the ledger watermark it was compiled from (memc/watermark.py), by name,
@@ -72,6 +74,22 @@ def view_marks(home: MemcHome, names: tuple[str, ...] = tuple(VIEW_MARKS)) -> di
 
 def view_watermarks(home: MemcHome) -> dict[str, int | None]:
     return {name: (mark or {}).get("watermark") for name, mark in view_marks(home, COMPILED_FROM).items()}
+
+
+def prepare(home: MemcHome) -> None:
+    """Read what a compile reads once per version of the views and the ledger: the ledger's ACL
+    facts, the state index and the dossiers, the closings, the evidence rows a process holds.
+    A serving process calls it after each build (api/keeper.py), so the first ask after the
+    build does not pay it: 1.5 s of the first compile on a 100k-entry home (docs/benchmarks.md,
+    compile latency's last column), ~40 ms for every compile after it."""
+    ledger = shared_reader(home.ledger)
+    visible_scopes(ledger, "public")  # the ledger's ACL facts, read whole once, then appends only
+    state_index(home)
+    load_dossiers(home)
+    current.prepare(home)
+    store = vector_store(home)
+    if store.built():
+        store.hold()
 
 
 def compile_context(

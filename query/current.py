@@ -98,6 +98,11 @@ def _closings(home: MemcHome) -> Grouped | None:
     return cached("state_closings", [path], load)
 
 
+def prepare(home: MemcHome) -> None:
+    """Read the state_closings mart's groups now (query/compile.py prepare)."""
+    _closings(home)
+
+
 def _time(iso_time: str | None) -> datetime | None:
     return datetime.fromisoformat(iso_time) if iso_time else None
 

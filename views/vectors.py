@@ -203,6 +203,11 @@ class VectorStore(Protocol):
 
     def count(self, table: str = DEFAULT_TABLE) -> int: ...
 
+    def hold(self, table: str = DEFAULT_TABLE) -> int:
+        """Read into memory what a compile reads of this version of ``table`` (the rows a
+        process holds, if it holds any), so that the next search does not; the rows held."""
+        ...
+
     def ids(self, table: str = DEFAULT_TABLE) -> list[str]:
         """Every row id, sorted (what the view audit compares with the ledger's rows)."""
         ...
@@ -853,6 +858,11 @@ class LanceVectorStore:
                 continue
             out[r["id"]] = r
         return sorted(out.values(), key=lambda r: (r["session_id"] or "", r["valid_at"] is None, r["valid_at"], r["seq"] or 0, r["id"]))
+
+    def hold(self, table: str = DEFAULT_TABLE) -> int:
+        tbl = self._open(table)
+        held = self._held_rows(tbl, table) if tbl is not None else None
+        return 0 if held is None else len(held)
 
     def _held_rows(self, tbl: Any, table: str) -> EvidenceRows | None:
         """The rows of this version of ``table`` held in memory, or None for a table too large to

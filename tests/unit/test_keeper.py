@@ -46,3 +46,46 @@ def test_nothing_behind_means_no_build():
     time.sleep(0.5)
     keeper.stop()
     assert built == []
+
+
+def test_a_build_is_followed_by_a_warm_up_and_a_failed_warm_up_is_only_logged(caplog):
+    """After a build (and whenever the views are found current) the keeper reads what the next
+    compile would read (``warm``: query.compile.prepare); a failure there is no build failure."""
+    head = {"seq": 2}
+    warmed = threading.Event()
+    order: list[str] = []
+
+    def build():
+        order.append("build")
+        head["built"] = head["seq"]
+        return type("Report", (), {"success": True})()
+
+    def warm():
+        order.append("warm")
+        warmed.set()
+        raise OSError("a mart file went away while it was read")
+
+    def watermarks():
+        return {"ledger_head": head["seq"], "views": {"claims": head.get("built")}}
+
+    keeper = ViewKeeper(build, watermarks, warm=warm, debounce=0.0, interval=600.0).start()
+    try:
+        assert warmed.wait(30), order
+    finally:
+        keeper.stop()
+    assert order[:2] == ["build", "warm"]
+    assert keeper.builds == 1 and keeper.last_error is None and keeper.warmed == 0  # failed: not counted
+    assert "reading the built views ahead of the next ask failed" in caplog.text
+
+    # views already current (another worker built them): a warm-up, no build
+    current = ViewKeeper(lambda: order.append("build"), lambda: {"ledger_head": 3, "views": {"claims": 3}}, warm=lambda: order.append("warm"), debounce=0.0)
+    order.clear()
+    current.start()
+    try:
+        for _ in range(100):
+            if current.warmed:
+                break
+            time.sleep(0.05)
+    finally:
+        current.stop()
+    assert order == ["warm"] and current.warmed == 1
