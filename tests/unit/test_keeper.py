@@ -82,7 +82,7 @@ def test_a_build_is_followed_by_a_warm_up_and_a_failed_warm_up_is_only_logged(ca
     order.clear()
     current.start()
     try:
-        for _ in range(100):
+        for _ in range(600):  # up to 30 s on a loaded machine; at once otherwise
             if current.warmed:
                 break
             time.sleep(0.05)
