@@ -31,7 +31,7 @@ from ledger import Ledger, shared_reader
 from memc.home import MemcHome
 from memc.watermark import read_watermark
 from query import current
-from query.acl import check_context, check_scope, visible_scopes
+from query.acl import check_context, check_scope, ledger_facts
 from query.asking import Goal
 from query.config import EVIDENCE_KINDS, QueryConfig
 from query.context import Context
@@ -82,14 +82,11 @@ def prepare(home: MemcHome) -> None:
     A serving process calls it after each build (api/keeper.py), so the first ask after the
     build does not pay it: 1.5 s of the first compile on a 100k-entry home (docs/benchmarks.md,
     compile latency's last column), ~40 ms for every compile after it."""
-    ledger = shared_reader(home.ledger)
-    visible_scopes(ledger, "public")  # the ledger's ACL facts, read whole once, then appends only
+    ledger_facts(shared_reader(home.ledger))  # read whole once per process, then only appends
     state_index(home)
     load_dossiers(home)
     current.prepare(home)
-    store = vector_store(home)
-    if store.built():
-        store.hold()
+    vector_store(home).hold()  # nothing to hold for an index never built
 
 
 def compile_context(

@@ -37,10 +37,6 @@ class EvidenceRows:
     def __len__(self) -> int:
         return self.rows.num_rows
 
-    @property
-    def nbytes(self) -> int:
-        return self.rows.nbytes
-
     def by_id(self, ids: Iterable[str]) -> list[dict[str, Any]]:
         """The rows of these ids, in their order (an id not held is skipped)."""
         at = [self._at[i] for i in ids if i in self._at]
