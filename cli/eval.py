@@ -105,3 +105,23 @@ def observations(data_dir, out, extractor, conversations, work_dir, as_json):
     except ExtractorError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(result, indent=2) if as_json else render(result))
+
+
+@eval_group.command("spans")
+@click.argument("data_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Folder for <conversation_id>.json exports (replaced).")
+@click.option("--unit", type=click.Choice(["sentence", "clause"]), default="sentence", show_default=True)
+@click.option("--first-person", is_flag=True, help="Only spans that say I, me, my, we, us or our.")
+@click.option("--add-to", type=click.Path(exists=True, file_okay=False, path_type=Path), help="An export of `memc eval observations` to add the spans to.")
+@click.option("--json", "as_json", is_flag=True)
+def spans(data_dir, out, unit, first_person, add_to, as_json):
+    """The yardsticks of the extraction figures (no extractor): every short sentence or clause of
+    DATA_DIR's turns as an `activity` claim of its speaker, alone (the trivial row) or added to a
+    real export (the ceiling of copying spans), for observation_score.py."""
+    from evaluation.spans import render, run_spans  # lazy: loads spaCy
+
+    try:
+        result = run_spans(data_dir, out, unit=unit, first_person=first_person, add_to=add_to)
+    except (ValueError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(result, indent=2) if as_json else render(result))

@@ -91,6 +91,13 @@ _STOPWORDS = set(
     "the and for with was were been being has have had its this that she her his their they them you your our "
     "from about after before into over out new recently really very also just some are not".split()
 )
+
+
+def content_words(text: str) -> list[str]:
+    """The words of ``text`` that an object's length is counted in (3+ letters, not a stop word)."""
+    return [w for w in text.lower().split() if len(w) > 2 and w not in _STOPWORDS]
+
+
 _VAGUE_OBJECTS = {"it", "that", "this", "them", "one", "some", "any", "either", "neither", "stuff", "things", "thing", "so", "much", "more", "lot", "ton", "tons", "bunch", "through", "lots"}
 # Verbs that state an attitude or a speech act, not something done: no open activity from them.
 _NOT_ACTIVITIES = {
@@ -386,7 +393,7 @@ def _apposed(p: Proposal, text: str) -> Proposal:
     if m is None:
         return p
     obj = m.group("obj")
-    words = [w for w in obj.lower().split() if len(w) > 2 and w not in _STOPWORDS]
+    words = content_words(obj)
     if not words or len(words) > MAX_CONTENT_WORDS or timephrase.find(obj):
         return p
     return p.model_copy(update={"object": obj, "quote": text[at : max(m.end("obj"), at + len(p.quote))]})  # (a time phrase after it stays quoted)
