@@ -49,8 +49,9 @@ DAGSTER_YAML_HEADER = "# memc's local Dagster instance (runs, event logs, schedu
 
 
 def dagster_yaml(execution: Execution) -> str:
-    """The instance's configuration memc writes for a home: telemetry off, the run queue and the
-    pools from the ``[execution]`` settings (orchestration/execution.py)."""
+    """The instance's configuration memc writes for a home: telemetry off, the event log's
+    storage, the run queue and the pools from the ``[execution]`` settings
+    (orchestration/execution.py)."""
     return f"""\
 {DAGSTER_YAML_HEADER}
 telemetry:
@@ -58,6 +59,11 @@ telemetry:
 # The UI's "Join the Dagster community" sign-up form on first open: an e-mail form for a local tool.
 nux:
   enabled: false
+# Dagster's SQLite event log, its engines kept open (orchestration/eventlog.py): same files, same
+# place ($DAGSTER_HOME/history/runs), an event stored without creating and dropping an engine.
+event_log_storage:
+  module: orchestration.eventlog
+  class: PooledSqliteEventLogStorage
 {instance_concurrency_yaml(execution)}"""
 
 

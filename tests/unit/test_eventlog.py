@@ -1,0 +1,90 @@
+"""The event log memc's dagster.yaml names (orchestration/eventlog.py): Dagster's SQLite event log
+with its engines kept open. Real Dagster runs on a real instance; the files it writes must read
+the same through Dagster's own storage, and a forked process must not share the parent's
+connections."""
+
+from __future__ import annotations
+
+import multiprocessing
+
+import dagster as dg
+import pytest
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+
+from orchestration.eventlog import MAX_OPEN_ENGINES, PooledSqliteEventLogStorage
+from orchestration.runner import dagster_yaml
+from orchestration.settings import Execution
+
+
+@dg.asset
+def fact() -> int:
+    return 1
+
+
+@pytest.fixture
+def instance(tmp_path, monkeypatch):
+    home = tmp_path / "dagster"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(dagster_yaml(Execution()))
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    with dg.DagsterInstance.get() as inst:
+        yield inst
+
+
+def _materializations(storage, run_id: str) -> int:
+    return sum(1 for e in storage.get_logs_for_run(run_id) if e.dagster_event_type == dg.DagsterEventType.ASSET_MATERIALIZATION)
+
+
+def test_runs_read_the_same_through_dagsters_own_storage(instance, tmp_path):
+    storage = instance.event_log_storage
+    assert isinstance(storage, PooledSqliteEventLogStorage)
+    assert storage._base_dir == str(tmp_path / "dagster" / "history" / "runs")  # Dagster's default place
+    runs = [dg.materialize([fact], instance=instance).run_id for _ in range(MAX_OPEN_ENGINES + 2)]
+    assert len(storage._engines) <= MAX_OPEN_ENGINES  # one open file per recent run, not per run ever
+    plain = SqliteEventLogStorage(storage._base_dir)
+    assert [_materializations(plain, r) for r in runs] == [1] * len(runs)
+    latest = plain.get_latest_materialization_events([dg.AssetKey("fact")])[dg.AssetKey("fact")]
+    assert latest is not None and latest.run_id == runs[-1]  # the index shard was written too
+
+
+def _materialize_in_child(instance, out) -> None:
+    storage = instance.event_log_storage
+    inherited = len(storage._engines)
+    result = dg.materialize([fact], instance=instance)
+    out.put((inherited, storage._engines_pid == multiprocessing.current_process().pid, result.success))
+
+
+def test_a_forked_process_opens_its_own_connections(instance):
+    first = dg.materialize([fact], instance=instance)
+    storage = instance.event_log_storage
+    assert storage._engines  # the parent holds open engines when it forks
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    child = ctx.Process(target=_materialize_in_child, args=(instance, out))
+    child.start()
+    inherited, reset, ok = out.get(timeout=120)
+    child.join(timeout=60)
+    assert child.exitcode == 0 and inherited > 0 and reset and ok
+    last = dg.materialize([fact], instance=instance)  # the parent's connections still work
+    runs = [r.run_id for r in instance.get_runs()]
+    assert len(runs) == 3 and first.run_id in runs and last.run_id in runs
+    assert all(_materializations(storage, r) == 1 for r in runs)
+
+
+def test_wipe_closes_the_engines_of_the_files_it_removes(instance):
+    run = dg.materialize([fact], instance=instance).run_id
+    storage = instance.event_log_storage
+    storage.wipe()
+    assert list(storage._engines) == ["index"]  # emptied, not unlinked: open again for that
+    assert _materializations(storage, run) == 0
+    assert _materializations(storage, dg.materialize([fact], instance=instance).run_id) == 1
+
+
+def test_the_base_dir_defaults_to_dagster_home(monkeypatch, tmp_path):
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    with pytest.raises(RuntimeError, match="needs DAGSTER_HOME"):
+        PooledSqliteEventLogStorage.from_config_value(None, {})
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    storage = PooledSqliteEventLogStorage.from_config_value(None, {})
+    assert storage._base_dir == str(tmp_path / "history" / "runs")
+    storage.dispose()
