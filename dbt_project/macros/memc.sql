@@ -14,9 +14,12 @@
     {#- The watermark var (`--vars '{"watermark": N}'`), else MEMC_WATERMARK, which the state
         asset sets: a var that changes on every build makes dbt parse the whole project again
         (partial parsing compares the CLI vars), an environment variable only the files that
-        read it (about 11 s of CPU against 7 for a dbt parse of this project). -#}
+        read it while parsing (about 11 s of CPU against 7 for a dbt parse of this project). So
+        it is read only when the model runs (`execute`): read while parsing, it made dbt parse
+        the three staging models that call this again on every build (0.6 s of the one-message
+        build's dbt step, docs/benchmarks.md). -#}
     {%- set watermark = var('watermark') | int -%}
-    {%- if watermark < 0 -%}{%- set watermark = env_var('MEMC_WATERMARK', '-1') | int -%}{%- endif -%}
+    {%- if watermark < 0 and execute -%}{%- set watermark = env_var('MEMC_WATERMARK', '-1') | int -%}{%- endif -%}
     {%- if watermark >= 0 -%}
         {{ seq_column }} <= {{ watermark }}
     {%- else -%}

@@ -547,6 +547,21 @@ def test_an_in_process_build_leaves_no_ledger_glob_in_the_environment(built_home
     assert os.environ.get("MEMC_LEDGER_PARQUET") != dbt_home_env(home.root)["MEMC_LEDGER_PARQUET"]
 
 
+def test_a_new_watermark_makes_dbt_parse_nothing_again(built_home, tmp_path):
+    """Every build has a new watermark (MEMC_WATERMARK). The macro that reads it does so only
+    when a model runs, so no parse records it: read while parsing, it made dbt parse the three
+    staging models that filter by it again on every build."""
+    from catalog.dbt_project import dbt_command
+
+    home, _ = built_home
+    for watermark in (7, 8):
+        cmd, env = dbt_command(home.root, ["parse"], tmp_path)
+        subprocess.run(cmd, env={**env, "MEMC_WATERMARK": str(watermark)}, check=True, capture_output=True)
+    log = (tmp_path / "logs" / "dbt.log").read_text(errors="replace").splitlines()
+    parses = [line for line in log if "artial pars" in line]  # "Partial parsing ..." and "Unable to do partial parsing"
+    assert parses and ("no changes found" in parses[-1] or parses[-1].endswith(" 0 files changed.")), parses
+
+
 def test_a_second_build_of_a_home_parses_only_what_changed(built_home):
     """dbt parses the whole project again when its CLI vars or the profile differ from the
     parse it is given: each build's target folder gets the home's last parse
