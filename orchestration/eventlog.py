@@ -15,7 +15,8 @@ reads the same.
 Safe as the parent is: the parent's lock still serializes every use of a connection in a
 process (so a connection may move between threads), each database keeps SQLite's busy timeout,
 other processes (the webserver, the daemon, a build) lock per transaction as before, and a
-process forked from this one drops the engines it inherited instead of sharing their sockets.
+process forked from this one drops the engines it inherited instead of sharing their open
+database handles.
 """
 
 from __future__ import annotations

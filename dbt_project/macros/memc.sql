@@ -16,8 +16,8 @@
         (partial parsing compares the CLI vars), an environment variable only the files that
         read it while parsing (about 11 s of CPU against 7 for a dbt parse of this project). So
         it is read only when the model runs (`execute`): read while parsing, it made dbt parse
-        the three staging models that call this again on every build (0.6 s of the one-message
-        build's dbt step, docs/benchmarks.md). -#}
+        the three staging models that call this again on every build (dbt's setup and parse in
+        the one-message build: 1.03 s before, 0.57 s after; docs/benchmarks.md). -#}
     {%- set watermark = var('watermark') | int -%}
     {%- if watermark < 0 and execute -%}{%- set watermark = env_var('MEMC_WATERMARK', '-1') | int -%}{%- endif -%}
     {%- if watermark >= 0 -%}
