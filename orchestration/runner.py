@@ -108,13 +108,22 @@ def one_build_at_a_time(what: str):
     and two builds at once failed deep inside them ("Could not set lock", six tracebacks).
     A second build is refused at once with one line naming the running one (HomeBusy); the erasure
     cascade's rebuild takes the lock again in its own process (re-entrant). Holding the lock, no
-    in-process run of this home is alive, so runs a killed build left STARTED are marked failed."""
+    in-process run of this home is alive, so runs a killed build left STARTED are marked failed.
+
+    Called without an ``instance``, it opens the home's Dagster instance for the call and
+    disposes of it after: its event log keeps database files open (orchestration/eventlog.py),
+    which a long-lived process (a server's keeper, a test session) would otherwise hold until
+    the garbage collector found the instance."""
 
     def wrap(fn):
         @functools.wraps(fn)
         def locked(home: MemcHome, *args, **kwargs):
             with exclusive(home.build_lock, what, wait=False):
-                return fn(home, *args, **kwargs)
+                if kwargs.get("instance") is not None:
+                    return fn(home, *args, **kwargs)
+                prepare_environment(home)  # DAGSTER_HOME and dagster.yaml: the instance is this home's
+                with dg.DagsterInstance.get() as instance:
+                    return fn(home, *args, **{**kwargs, "instance": instance})
 
         return locked
 

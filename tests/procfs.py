@@ -28,6 +28,19 @@ def children(pid: int) -> list[int]:
     return sorted(out)
 
 
+def open_files(pid: int, under: Path) -> list[str]:
+    """The files under ``under`` that the process holds open (``/proc/<pid>/fd``)."""
+    out = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = str(Path(fd).readlink())
+        except OSError:  # closed since the listing
+            continue
+        if target.startswith(str(under)):
+            out.append(target)
+    return sorted(out)
+
+
 def cpu_ticks(pid: int) -> int:
     """User plus system CPU time the process has spent, in clock ticks (proc(5), fields 14 and 15)."""
     fields = _stat_fields(pid)

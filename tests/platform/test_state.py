@@ -26,6 +26,7 @@ from claims.store import CLAIMS_FILE, REJECTIONS_FILE, day_dir, extractor_dir
 from ledger import Ledger
 from ledger.schema import NewEntry
 from memc.ids import content_id, entity_id
+from procfs import open_files  # tests/ is on sys.path
 from views.marts import CONFLICTS, ENTITY_ANALYTICS, MEMORY_ACTIONS, STATE_CURRENT, STATE_HISTORY, mart_path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -581,3 +582,6 @@ def test_a_second_build_of_a_home_parses_only_what_changed(built_home):
     logs = sorted((home.warehouse / "dbt").glob("*/dbt.log"), key=lambda p: p.stat().st_mtime)
     assert len(logs) >= 2, logs
     assert "Unable to do partial parsing" not in logs[-1].read_text(errors="replace"), logs[-1]
+    # The builds disposed of the Dagster instance they opened: its event log keeps database
+    # files open while it lives (orchestration/eventlog.py), none after.
+    assert open_files(os.getpid(), home.dagster.resolve()) == []
