@@ -14,6 +14,7 @@ ledger days are dynamic partitions: every entry point registers the ledger's day
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import os
 import uuid
@@ -103,6 +104,10 @@ _QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 ProgressCallback = Callable[[str, str | None], None]
 
 
+# Where the instances a locked call opened are kept until it returns (``one_build_at_a_time``).
+_OPENED: contextvars.ContextVar[contextlib.ExitStack | None] = contextvars.ContextVar("memc_opened_instances", default=None)
+
+
 def one_build_at_a_time(what: str):
     """Runs of the asset graph on one home take turns: DuckDB (dbt) and Kùzu allow one writer,
     and two builds at once failed deep inside them ("Could not set lock", six tracebacks).
@@ -110,20 +115,20 @@ def one_build_at_a_time(what: str):
     cascade's rebuild takes the lock again in its own process (re-entrant). Holding the lock, no
     in-process run of this home is alive, so runs a killed build left STARTED are marked failed.
 
-    Called without an ``instance``, it opens the home's Dagster instance for the call and
-    disposes of it after: its event log keeps database files open (orchestration/eventlog.py),
-    which a long-lived process (a server's keeper, a test session) would otherwise hold until
-    the garbage collector found the instance."""
+    The Dagster instance the call opens (``_definitions``, when it is given none) is disposed of
+    when it returns: its event log keeps database files open (orchestration/eventlog.py), which a
+    long-lived process (a server's keeper, a test session) would otherwise hold until the garbage
+    collector found the instance."""
 
     def wrap(fn):
         @functools.wraps(fn)
         def locked(home: MemcHome, *args, **kwargs):
-            with exclusive(home.build_lock, what, wait=False):
-                if kwargs.get("instance") is not None:
+            with exclusive(home.build_lock, what, wait=False), contextlib.ExitStack() as opened:
+                token = _OPENED.set(opened)
+                try:
                     return fn(home, *args, **kwargs)
-                prepare_environment(home)  # DAGSTER_HOME and dagster.yaml: the instance is this home's
-                with dg.DagsterInstance.get() as instance:
-                    return fn(home, *args, **{**kwargs, "instance": instance})
+                finally:
+                    _OPENED.reset(token)
 
         return locked
 
@@ -157,7 +162,10 @@ def _definitions(home: MemcHome, instance: dg.DagsterInstance | None) -> tuple[d
     first if a model changed (the definitions cannot load without it)."""
 
     ensure_manifest()
-    instance = instance or dg.DagsterInstance.get()
+    if instance is None:
+        instance = dg.DagsterInstance.get()
+        if (opened := _OPENED.get()) is not None:
+            opened.enter_context(instance)  # disposed of when the locked call returns
     fail_dead_runs(instance)  # every entry point calls this once, holding the build lock
     return build_definitions(str(home.root)), instance
 
