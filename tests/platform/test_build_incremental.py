@@ -118,7 +118,7 @@ def test_one_new_message_extracts_only_its_day_and_folds_only_its_subject(home):
     assert dbt_checks <= report.checks.keys() and all(report.checks[k] for k in dbt_checks), report.checks
     assert stored_days(home.claims, CURRENT_RULES.key) == [built_day, next_day.isoformat()]
     # The fold's incremental models were appended to, not rebuilt (their events say so) ...
-    for model in ("int_claims_joined_to_entries", "int_claim_closings_paired"):
+    for model in ("int_claims_joined_to_entries", "int_claim_closings_paired", "int_claim_actions_decided"):
         recs = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=dg.AssetKey(model)), limit=10).records
         new = [r.asset_materialization.metadata["full_refresh"].value for r in recs if r.run_id in runs]
         assert new and set(new) == {"no"}, (model, new)

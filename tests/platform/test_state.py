@@ -249,6 +249,47 @@ def test_incremental_builds_equal_a_full_refresh(fold_home):
     assert grown["state_history"] and grown["conflicts"]
 
 
+def test_an_incremental_build_decides_again_only_the_groups_that_received_a_claim(tmp_path):
+    """The write-policy model keeps the rows of every (scope, subject, predicate) group no new
+    claim reached, and decides every row of the groups one reached again. Shown by marking each
+    row after the first build ('sentinel' in a column the fold fills): after a new message about
+    Elena's home, only her lives_in rows lost the mark, and the new rejection was appended."""
+    import duckdb
+
+    from memc.home import MemcHome
+
+    home = MemcHome.resolve(tmp_path / "home").ensure()
+    head = append_with_claims(home, T1, [
+        {"actor": "Elena", "text": "I live in Paris", "valid": t("2024-01-01"), "ref": "m1", "claims": [("lives_in", "Paris", "assert")]},
+        {"actor": "Elena", "text": "I like tea", "valid": t("2024-01-01"), "ref": "m2", "claims": [("likes", "tea", "assert")]},
+        {"actor": "Tomasz", "text": "I work at Acme", "valid": t("2024-01-01"), "ref": "m3", "claims": [("works_at", "Acme", "assert")]},
+    ])
+    dbt(home, "run", vars={"watermark": head})
+    with duckdb.connect(str(home.warehouse_db)) as con:
+        con.execute("update int_claim_actions_decided set detail = 'sentinel'")
+    head = append_with_claims(home, T2, [
+        {"actor": "Elena", "text": "I moved to Berlin", "valid": t("2024-02-01"), "ref": "m4", "claims": [("lives_in", "Berlin", "assert")],
+         "rejected": [("ontology", "unknown predicate 'adores'", {"predicate": "adores", "object": "Berlin"})]},
+    ])
+    dbt(home, "run", vars={"watermark": head})
+
+    def rows() -> dict[str, tuple]:
+        actions = pq.read_table(mart_path(home, MEMORY_ACTIONS)).to_pylist()
+        return {r["source_ref"] + ":" + r["considered_kind"]: (r["action"], r["rule"], r["detail"]) for r in actions if r["action_id"]}
+
+    incremental = rows()
+    assert incremental == {
+        "m1:claim": ("ADD", "first_value", None),  # Paris: its group got Berlin, so decided again
+        "m4:claim": ("UPDATE", "newer_value", None),
+        "m4:rejection": ("NONE", "rejected", "ontology: unknown predicate 'adores'"),
+        "m2:claim": ("ADD", "first_value", "sentinel"),  # Elena's likes: untouched
+        "m3:claim": ("ADD", "first_value", "sentinel"),  # Tomasz: untouched
+    }
+    dbt(home, "run", "--full-refresh", vars={"watermark": head})
+    unmarked = {k: (a, r, None if d == "sentinel" else d) for k, (a, r, d) in incremental.items()}
+    assert rows() == unmarked
+
+
 def _as_of(home, entity, principal, as_of, known_at=NOW):
     from query.state import state_for_entity
 

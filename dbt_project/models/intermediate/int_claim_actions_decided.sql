@@ -1,0 +1,333 @@
+-- The write policy as a record: what the fold did with every claim it considered, as the
+-- action a memory system takes on a write (ADD, UPDATE, DELETE, NONE), the rule that decided,
+-- the candidates it was compared with, and the versions of the extractor and the fold. It is
+-- derived only from the ledger and the claims (both rebuilt from the ledger), so a rebuild of
+-- every view reproduces it row for row.
+--
+--   ADD     first_value  no value of this subject and predicate was open when it arrived
+--           accumulate   a multi-valued predicate gains another value
+--           history      it arrived already closed by a claim known before it (an older
+--                        value learned late): it enters the history, not what holds now
+--           conflict     a functional predicate with another open value of the same valid and
+--                        transaction time: the fold keeps both (the conflicts mart)
+--   UPDATE  newer_value / correction / own_word_outranks_report
+--                        it ended a value of another object sooner than the fold knew before
+--                        (int_claim_closings_paired): a move, or a correction of the past
+--   DELETE  retraction   a retraction that closed a matching value
+--           erasure      an erasure tombstone in the ledger (`closes` lists the erased entry ids)
+--   NONE    duplicate    the same value of the same subject and predicate was already open
+--                        (a restatement: it closes nothing, the value holds from its first claim
+--                        on, and the restatement stands beside it as corroborating evidence)
+--           nothing_to_retract  a retraction that matched no open value
+--           rejected     a validator refused the proposal (`detail`: the validator and reason)
+--
+-- "Open when it arrived" is what the fold knew at the claim's transaction time: a prior claim
+-- (in the order of arrival below) that no closer arriving before it had closed.
+--
+-- Incremental, by subject: a claim's action depends only on the claims of its own scope,
+-- subject and predicate (every comparison below, and every pair of int_claim_closings_paired,
+-- stays within one), and that set only grows while the ledger does. So a build decides again
+-- the actions of the (scope, subject, predicate) groups that received a claim above the highest
+-- source_seq here, every claim of those groups, and replaces their rows by action_id: a new
+-- claim recorded with an earlier transaction time than claims already decided arrives before
+-- them and changes what they were compared with. Every other group's rows are what a full
+-- refresh would write. Rejections and erasures are one row per entry and only get appended.
+-- A new extractor, an erasure or new fold rules make assets/state.py run a full refresh, as
+-- for the other incremental models.
+{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='action_id', on_schema_change='append_new_columns') }}
+{% if is_incremental() %}
+{% set mark = "(select coalesce(max(source_seq), -1) from " ~ this ~ ")" %}
+{% endif %}
+with all_claims as (
+    select * from {{ ref('int_claims_joined_to_entries') }}
+),
+
+{% if is_incremental() %}
+touched as (
+    select distinct scope, subject_id, predicate
+    from all_claims
+    where source_seq > {{ mark }}
+),
+
+group_claims as (
+    select c.*
+    from all_claims as c
+    semi join touched as t
+        on t.scope is not distinct from c.scope
+        and t.subject_id is not distinct from c.subject_id
+        and t.predicate is not distinct from c.predicate
+),
+{% else %}
+group_claims as (
+    select * from all_claims
+),
+{% endif %}
+
+-- The order the fold considered claims in: by transaction time, then by seq (the claims of one
+-- ingested batch share a transaction time; the ledger's order tells them apart), then by id.
+-- Numbered within a group: no comparison crosses groups.
+claims as (
+    select
+        *,
+        row_number() over (partition by scope, subject_id, predicate order by recorded_at, source_seq, claim_id) as arrival
+    from group_claims
+),
+
+pairs as (
+    select
+        p.*,
+        x.arrival as closed_arrival,
+        y.arrival as closer_arrival,
+        {{ normalize_name('p.closed_object') }} as closed_key,
+        {{ normalize_name('p.closer_object') }} as closer_key
+    from {{ ref('int_claim_closings_paired') }} as p
+    inner join claims as x on x.claim_id = p.claim_id
+    inner join claims as y on y.claim_id = p.closer_claim_id
+),
+
+-- The entries of rejections and erasures (both only appended: above the mark when incremental).
+entries as (
+    select entry_id, seq, kind, scope, recorded_at, valid_at, source_ref, visibility, attributes
+    from {{ ref('stg_memc__ledger_entries') }}
+    {% if is_incremental() %}
+    where seq > {{ mark }}
+    {% endif %}
+),
+
+-- The claims the fold compared each claim with: for a functional assertion every open value
+-- of its subject and predicate; otherwise (a multi-valued assertion, a retraction) the open
+-- claims of the same value.
+considered as (
+    select
+        y.claim_id,
+        x.claim_id as candidate_id,
+        x.object_key = y.object_key as same_value
+    from claims as y
+    inner join claims as x
+        on x.scope = y.scope
+        and x.subject_id = y.subject_id
+        and x.predicate = y.predicate
+        and x.polarity = 'assert'
+        and x.arrival < y.arrival
+        -- Not every prior value of a multi-valued predicate: a subject's thousands of mentions
+        -- would make this join quadratic. How many are open is counted in open_values.
+        and ((y.polarity = 'assert' and y.cardinality = 'functional') or x.object_key = y.object_key)
+    where not exists (
+        select 1 from pairs as p
+        where p.claim_id = x.claim_id and p.closer_arrival < y.arrival
+    )
+),
+
+considered_by_claim as (
+    select
+        claim_id,
+        list(candidate_id order by candidate_id) as considered,
+        list(candidate_id order by candidate_id) filter (where same_value) as same_value_ids
+    from considered
+    group by claim_id
+),
+
+-- What each claim changed as it arrived: a claim recorded no later than it, of another value
+-- (or the value a retraction names), whose valid-time end it moved earlier than the fold knew
+-- just before (a value with no end yet, or a correction of the past: "Madrid from March"
+-- ends Paris in March, not June). A restatement of the same value, and a closing of a value
+-- that an earlier closer had already ended sooner, change nothing. With the strongest reason.
+-- How many values of a claim's subject and predicate were open when it arrived: the prior
+-- assertions (by arrival order) less those a closer recorded before it had closed. Counted, not
+-- joined pairwise, for the same reason as above; the closings joined are few per subject.
+arrival as (
+    select
+        claim_id, scope, subject_id, predicate, arrival,
+        count(*) filter (where polarity = 'assert') over (
+            partition by scope, subject_id, predicate
+            order by arrival
+            rows between unbounded preceding and 1 preceding
+        ) as prior_assertions
+    from claims
+),
+
+open_on_arrival as (
+    select
+        y.claim_id,
+        y.prior_assertions - count(distinct p.claim_id) as open_values
+    from arrival as y
+    left join pairs as p
+        on p.scope = y.scope
+        and p.subject_id = y.subject_id
+        and p.predicate = y.predicate
+        and p.closer_arrival < y.arrival
+        and p.closed_arrival < y.arrival
+    group by y.claim_id, y.prior_assertions
+),
+
+closed_on_arrival as (
+    select
+        p.closer_claim_id as claim_id,
+        list(p.claim_id order by p.claim_id) as changed_ids,
+        min(case p.reason when 'retracted' then 1 when 'corrected' then 2 when 'outranked' then 3 else 4 end) as reason_rank
+    from pairs as p
+    where p.closed_arrival < p.closer_arrival
+      and (p.closed_key <> p.closer_key or p.closer_polarity = 'retract')
+      and p.close_at < coalesce(
+          (
+              select min(q.close_at) from pairs as q
+              where q.claim_id = p.claim_id and q.closer_arrival < p.closer_arrival
+          ),
+          'infinity'::timestamptz
+      )
+    group by p.closer_claim_id
+),
+
+-- Claims that arrived closed: a closer recorded before them (a newer value already known).
+closed_before_arrival as (
+    select claim_id, list(distinct closer_claim_id order by closer_claim_id) as closed_by
+    from pairs
+    where closer_arrival < closed_arrival
+    group by claim_id
+),
+
+claim_actions as (
+    select
+        c.*,
+        coalesce(k.considered, []::varchar[]) as considered,
+        coalesce(a.changed_ids, []::varchar[]) as changed_ids,
+        coalesce(k.same_value_ids, []::varchar[]) as same_value_ids,
+        coalesce(b.closed_by, []::varchar[]) as closed_by,
+        o.open_values,
+        a.reason_rank,
+        exists (
+            select 1 from claims as o
+            where o.claim_id in (select unnest(k.considered))
+              and o.valid_at = c.valid_at and o.recorded_at = c.recorded_at and o.object_key <> c.object_key
+        ) as ties_other_value
+    from claims as c
+    left join considered_by_claim as k using (claim_id)
+    left join open_on_arrival as o using (claim_id)
+    left join closed_on_arrival as a using (claim_id)
+    left join closed_before_arrival as b using (claim_id)
+),
+
+decided as (
+    select
+        *,
+        case
+            when polarity = 'retract' and len(changed_ids) > 0 then 'DELETE'
+            when polarity = 'retract' then 'NONE'
+            when len(changed_ids) > 0 then 'UPDATE'
+            when len(same_value_ids) > 0 then 'NONE'
+            else 'ADD'
+        end as action,
+        case
+            when polarity = 'retract' and len(changed_ids) > 0 then 'retraction'
+            when polarity = 'retract' then 'nothing_to_retract'
+            when len(changed_ids) > 0 then
+                case reason_rank when 2 then 'correction' when 3 then 'own_word_outranks_report' else 'newer_value' end
+            when len(same_value_ids) > 0 then 'duplicate'
+            when len(closed_by) > 0 then 'history'
+            when open_values = 0 then 'first_value'
+            when cardinality = 'multi' then 'accumulate'
+            when ties_other_value then 'conflict'
+            else 'first_value'
+        end as rule
+    from claim_actions
+)
+
+select
+    claim_id as action_id,
+    'claim' as considered_kind,
+    action,
+    rule,
+    scope,
+    subject,
+    subject_id,
+    predicate,
+    object,
+    polarity,
+    cardinality,
+    case when action in ('UPDATE', 'DELETE') then changed_ids else []::varchar[] end as closes,
+    case when action = 'NONE' then same_value_ids else []::varchar[] end as duplicate_of,
+    closed_by,
+    considered,
+    null::varchar as detail,
+    valid_at,
+    recorded_at,
+    source_entry_id,
+    source_seq,
+    source_ref,
+    source_kind,
+    quote,
+    visibility,
+    extractor,
+    extractor_version,
+    '{{ var("fold_version") }}' as fold_version
+from decided
+
+union all
+
+-- A proposal a validator refused changes nothing: NONE, with the validator and its reason.
+select
+    r.proposal_id as action_id,
+    'rejection' as considered_kind,
+    'NONE' as action,
+    'rejected' as rule,
+    r.scope,
+    r.subject,
+    null::varchar as subject_id,
+    r.predicate,
+    r.object,
+    r.polarity,
+    null::varchar as cardinality,
+    []::varchar[] as closes,
+    []::varchar[] as duplicate_of,
+    []::varchar[] as closed_by,
+    []::varchar[] as considered,
+    r.validator || ': ' || r.reason as detail,
+    coalesce(r.valid_at, e.valid_at) as valid_at,
+    e.recorded_at,
+    r.source_entry_id,
+    r.source_seq,
+    r.source_ref,
+    e.kind as source_kind,
+    null::varchar as quote,
+    e.visibility,
+    r.extractor,
+    r.extractor_version,
+    '{{ var("fold_version") }}' as fold_version
+from {{ ref('stg_memc__claim_rejections') }} as r
+inner join entries as e on e.entry_id = r.source_entry_id
+
+union all
+
+-- An erasure deletes evidence and everything compiled from it: the tombstone names the entry
+-- ids (never their content); only administrators see it, as they see the tombstone.
+select
+    t.entry_id as action_id,
+    'erasure' as considered_kind,
+    'DELETE' as action,
+    'erasure' as rule,
+    t.scope,
+    null::varchar as subject,
+    null::varchar as subject_id,
+    null::varchar as predicate,
+    null::varchar as object,
+    'retract' as polarity,
+    null::varchar as cardinality,
+    list_sort(coalesce(cast(json_extract_string(t.attributes, '$.entry_ids[*]') as varchar[]), []::varchar[])) as closes,
+    []::varchar[] as duplicate_of,
+    []::varchar[] as closed_by,
+    []::varchar[] as considered,
+    json_extract_string(t.attributes, '$.reason') as detail,
+    t.valid_at,
+    t.recorded_at,
+    t.entry_id as source_entry_id,
+    t.seq as source_seq,
+    t.source_ref,
+    t.kind as source_kind,
+    null::varchar as quote,
+    t.visibility,
+    null::varchar as extractor,
+    null::varchar as extractor_version,
+    '{{ var("fold_version") }}' as fold_version
+from entries as t
+-- A tombstone proper lists entry_ids; the stub an erasure leaves of an erased row does not.
+where t.kind = 'erasure' and json_exists(t.attributes, '$.entry_ids')
