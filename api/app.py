@@ -42,7 +42,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from api import models as m
 from api.auth import Caller, KeyError_, check_principal
 from api.errors import ApiError, invalid, unauthenticated
-from api.local import LOCAL_ASK_PATH, check_token, is_loopback, remove_record
+from api.local import LOCAL_ASK_PATH, LOCAL_BUILD_PATH, check_token, is_loopback, remove_record
 from api.service import Service, package_version as _version
 from api.workers import settings_from_environment
 from memc.home import MemcHome
@@ -408,6 +408,11 @@ def create_app(
                 preset=body.preset, k=body.k, max_lag=body.max_lag, goal=body.goal, uncolored=body.uncolored,
                 agent_state=body.agent_state.model_dump() if body.agent_state else None,
             )  # fmt: skip
+
+        @app.post(LOCAL_BUILD_PATH, include_in_schema=False, dependencies=[Depends(_local_caller)])
+        def local_build(body: m.LocalBuildRequest) -> dict[str, Any]:
+            """`memc build` run in this process (Service.build_now): the build's report."""
+            return service.build_now(force=body.force)
 
     return app
 

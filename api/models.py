@@ -141,6 +141,12 @@ class LocalAskRequest(AskRequest):
     asker: str = Field(min_length=1, max_length=128)
 
 
+class LocalBuildRequest(_In):
+    """The local channel's build (api/local.py): the operator's `memc build`, run by the server."""
+
+    force: bool = Field(default=False, description="Build every view even when none is out of date.")
+
+
 class ContextItemOut(_Out):
     entry_id: str
     source_ref: str | None

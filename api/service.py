@@ -10,6 +10,7 @@ runs: ingestion's entry builder and the ledger's atomic append, ``compile_contex
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -100,6 +101,17 @@ class Service:
         if self.keeper is None:
             self.keeper = ViewKeeper(run_build, self.watermarks, warm=lambda: prepare(self.home), **kw).start()
         return self.keeper
+
+    def build_now(self, *, force: bool = False) -> dict[str, Any]:
+        """`memc build` run here for the operator (the local channel, api/local.py): the same
+        in-process build, after any build that holds the home (waited for, not refused: it is
+        usually this server's keeper, whose work this build then finds done). The views just
+        built are read ahead of the next ask, as after the keeper's builds."""
+        with self._building("memc build (through memc serve)"):
+            report = build(self.home, force=force)
+        if self.keeper is not None:
+            self.keeper.warm_up()
+        return dataclasses.asdict(report)
 
     @contextlib.contextmanager
     def _building(self, what: str) -> Iterator[None]:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
 
 import click
 
@@ -16,24 +17,49 @@ from memc.locks import HomeBusy, exclusive
 @click.command()
 @click.option("--quiet", is_flag=True, help="No progress display.")
 @click.option("--force", is_flag=True, help="Build every view even when none is out of date.")
+@click.option("--no-server", "no_server", is_flag=True, help="Build in this process even when a `memc serve` runs on this home.")
 @home_option
 @click.pass_context
-def build(ctx, quiet, force, home_dir):
+def build(ctx, quiet, force, no_server, home_dir):
     """Materialize every view through Dagster, in-process, with a progress display.
 
     Views that are all current (each at the ledger head, built by the current code, the profile
-    compiled from the whole query log) are left as they are: nothing runs."""
+    compiled from the whole query log) are left as they are: nothing runs.
+
+    When a `memc serve` runs on this home, it builds, in its own process where Dagster, dbt and
+    the extractor's models are loaded already (the answer is its report; no step-by-step display);
+    when it cannot, the build runs here, with a one-line note. --no-server always builds here."""
     home = resolve_home(ctx, home_dir)
+    if not no_server and (report := _build_in_server(home, force)) is not None:
+        _print_report(report)
+        return
     # The home's build lock before Dagster loads (seconds): a second build is refused at once.
     # The runner takes it again (re-entrant) for the callers that do not come through here.
     try:
         with exclusive(home.build_lock, "memc build", wait=False):
-            _build(home, quiet, force)
+            _print_report(_build(home, quiet, force))
     except HomeBusy as exc:
         raise click.ClickException(str(exc)) from None
 
 
-def _build(home, quiet: bool, force: bool) -> None:
+def _build_in_server(home, force: bool):
+    """The report of the build the running server did (api/local.py), or None: no server
+    recorded for this home (silently), or it could not build (with a one-line note on stderr)."""
+    from api import local  # lazy: the stdlib's HTTP client only
+
+    record = local.read_record(home)
+    if record is None:
+        return None
+    where = f"memc serve (pid {record['pid']}, port {record['port']})"
+    click.echo(f"memc build: building in {where}...", err=True)
+    try:
+        return SimpleNamespace(**local.build(record, force=force))
+    except local.ServerUnavailable as exc:
+        click.echo(f"memc build: {where} {exc}; building in this process", err=True)
+        return None
+
+
+def _build(home, quiet: bool, force: bool):
     from rich.console import Console  # lazy: only `memc build` draws progress
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # lazy: only `memc build` draws progress
 
@@ -60,7 +86,11 @@ def _build(home, quiet: bool, force: bool) -> None:
                 label = "compiled" if kind == "PIPELINE_SUCCESS" else "FAILED"
                 progress.update(tasks[-1], description=label, total=done, completed=done)
 
-        report = run_build(home, on_event=on_event, force=force)
+        return run_build(home, on_event=on_event, force=force)
+
+
+def _print_report(report) -> None:
+    """A BuildReport, or the server's (its fields, by name), as one line; exit 1 if it failed."""
     if report.up_to_date:
         click.echo(f"up to date: every view is at ledger head {report.ledger_head}; nothing to build (--force builds anyway)")
         return
@@ -76,8 +106,6 @@ def _build(home, quiet: bool, force: bool) -> None:
     if not report.success:
         click.echo(f"  failed steps: {', '.join(report.failed_steps)} (see `memc ui` for the run logs)", err=True)
         sys.exit(1)
-
-
 
 
 @click.command("backfill")

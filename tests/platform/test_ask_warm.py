@@ -1,4 +1,4 @@
-"""`memc ask` through a running `memc serve` on the same home, and without it (api/local.py).
+"""`memc ask` (and `memc build`) through a running `memc serve` on the same home, and without it (api/local.py).
 
 One real server over the session's built home. The warm ask runs under ``-X importtime``: the
 CLI process never imports the compiler, torch or LanceDB, so the context it printed was compiled
@@ -117,7 +117,11 @@ def test_the_local_channel_takes_only_the_operator_token_from_loopback(server):
             assert reserved.status_code == 422  # the rules of --as: no memc: principal
             ok = c.post(local.LOCAL_ASK_PATH, json=body, headers={"Authorization": f"Bearer {token}"})
             assert ok.status_code == 200 and ok.json()["asker"] == "tomasz" and "rendered" in ok.json()
-            assert local.LOCAL_ASK_PATH not in c.get("/openapi.json").json()["paths"]
+            # The build route takes the same token only (no build runs here: refused before the body).
+            assert c.post(local.LOCAL_BUILD_PATH, json={}).status_code == 401
+            assert c.post(local.LOCAL_BUILD_PATH, json={}, headers={"Authorization": f"Bearer {key}"}).status_code == 401
+            paths = c.get("/openapi.json").json()["paths"]
+            assert local.LOCAL_ASK_PATH not in paths and local.LOCAL_BUILD_PATH not in paths
     finally:
         KeyStore(home).revoke(record["key_id"])
 
@@ -157,3 +161,45 @@ def test_a_killed_server_is_ignored_and_a_stopped_one_removes_its_record(server,
     with ServerProcess(home.root) as again:  # a graceful stop (SIGTERM) removes the record
         assert local.read_record(home)["pid"] == again.proc.pid
     assert not local.record_path(home).exists()
+
+
+def test_memc_build_runs_in_the_running_server_and_falls_back_to_this_process(built_home, tmp_path):
+    """`memc build` after a new message is run by the server of the home (the CLI process
+    imports neither Dagster nor dbt), which leaves every view at the new head: the same build
+    in the CLI process then finds nothing to do, whether the server refused it (a stale token:
+    a one-line note) or --no-server was given (silently)."""
+    import shutil
+    from datetime import datetime, timezone
+
+    from api import local
+    from api.process import ServerProcess
+    from conftest import relocate_warehouse
+    from ledger import Ledger
+    from ledger.schema import NewEntry
+    from memc.home import MemcHome
+
+    src, _ = built_home
+    shutil.copytree(src.root, tmp_path / "home", symlinks=True)
+    relocate_warehouse(tmp_path / "home", src.root)
+    home = MemcHome.resolve(tmp_path / "home")
+    local.record_path(home).unlink(missing_ok=True)  # the session's server is not this copy's
+    now = datetime.now(timezone.utc)
+    head = Ledger(home.ledger).append([NewEntry(kind="message", scope="team", actor="Tomasz", session_id="s9",
+                                                content="I moved to Hamburg in the spring.", valid_at=now)]).head  # fmt: skip
+    with ServerProcess(home.root) as srv:
+        out, note, imported = _memc(home, "build")
+        assert f"memc build: building in memc serve (pid {srv.proc.pid}, port {srv.port})" in note
+        assert out.startswith("built: ") and out.rstrip().endswith(f"ledger head {head}"), out
+        assert not _packages(imported) & {"dagster", "dbt", "dagster_dbt", "lancedb", "kuzu", "great_expectations", "spacy"}
+
+        path = local.record_path(home)
+        saved = path.read_text()
+        try:
+            path.write_text(json.dumps({**json.loads(saved), "token": "not-the-token"}))
+            out, note, imported = _memc(home, "build", "--quiet")
+            assert re.search(rf"memc serve \(pid {srv.proc.pid}, port {srv.port}\) answered 401 unauthenticated.*; building in this process", note)
+            assert out.startswith(f"up to date: every view is at ledger head {head}") and "dagster" in _packages(imported)
+        finally:
+            path.write_text(saved)
+        out, note, _ = _memc(home, "build", "--quiet", "--no-server")
+        assert "memc build:" not in note and out.startswith("up to date")
