@@ -77,3 +77,19 @@
         entity name unless entity resolution made it an alias of a person. -#}
     coalesce({{ matches_whole(name, '[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+') }}, false)
 {%- endmacro %}
+
+{% macro claims_of_touched_groups(claims, mark) -%}
+    {#- Every claim of the (scope, subject, predicate) groups that received a claim above
+        ``mark``: what an incremental fold model decides again. The fold never compares claims
+        of two groups, so the other groups' rows stay as they are. -#}
+    select c.*
+    from {{ claims }} as c
+    semi join (
+        select distinct scope, subject_id, predicate
+        from {{ claims }}
+        where source_seq > {{ mark }}
+    ) as t
+        on t.scope is not distinct from c.scope
+        and t.subject_id is not distinct from c.subject_id
+        and t.predicate is not distinct from c.predicate
+{%- endmacro %}

@@ -42,26 +42,13 @@ with all_claims as (
     select * from {{ ref('int_claims_joined_to_entries') }}
 ),
 
-{% if is_incremental() %}
-touched as (
-    select distinct scope, subject_id, predicate
-    from all_claims
-    where source_seq > {{ mark }}
-),
-
 group_claims as (
-    select c.*
-    from all_claims as c
-    semi join touched as t
-        on t.scope is not distinct from c.scope
-        and t.subject_id is not distinct from c.subject_id
-        and t.predicate is not distinct from c.predicate
-),
-{% else %}
-group_claims as (
+    {% if is_incremental() %}
+    {{ claims_of_touched_groups('all_claims', mark) }}
+    {% else %}
     select * from all_claims
+    {% endif %}
 ),
-{% endif %}
 
 -- The order the fold considered claims in: by transaction time, then by seq (the claims of one
 -- ingested batch share a transaction time; the ledger's order tells them apart), then by id.

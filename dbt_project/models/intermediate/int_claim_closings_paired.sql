@@ -28,24 +28,14 @@ with claims as (
     select * from {{ ref('int_claims_joined_to_entries') }}
 ),
 
-{% if is_incremental() %}
 -- Only subjects and predicates that received a claim need to be paired again.
-touched as (
-    select distinct scope, subject_id, predicate
-    from claims
-    where source_seq > {{ mark }}
-),
-
 candidates as (
-    select c.*
-    from claims as c
-    semi join touched as t using (scope, subject_id, predicate)
-),
-{% else %}
-candidates as (
+    {% if is_incremental() %}
+    {{ claims_of_touched_groups('claims', mark) }}
+    {% else %}
     select * from claims
+    {% endif %}
 ),
-{% endif %}
 
 ranked as (
     -- NULL-safe: claims written before asserted_by existed are neither own words nor hearsay.
