@@ -129,8 +129,11 @@ def extract(
 
 def _extract_forked(entries: list[dict[str, Any]], extractor: Extractor, resolver: Resolver, workers: int) -> ExtractionResult:
     # fork, not spawn: a worker starts with this process's loaded pipeline and lexicon (spawn
-    # would import spaCy and load its tables again, ~2-4 s per worker). The workers run only
-    # this pure function and exit with the pool.
+    # would import spaCy and load its tables again, ~2-4 s per worker), loaded here first when
+    # this process had not (``prepare``). The workers run only this pure function and exit
+    # with the pool.
+    if extractor.prepare is not None:
+        extractor.prepare()
     size = -(-len(entries) // workers)
     chunks = [entries[i : i + size] for i in range(0, len(entries), size)]
     with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:

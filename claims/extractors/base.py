@@ -36,6 +36,9 @@ class Extractor:
     # True: a pure function of the entry, so a large pass may split its entries over worker
     # processes (claims.extract); a remote model keeps its client in one process.
     parallel: bool = False
+    # Loads what every call needs (a language pipeline, tables, compiled patterns) into this
+    # process: a pass calls it before forking its workers, which then inherit it.
+    prepare: Callable[[], None] | None = None
 
     @property
     def key(self) -> str:
