@@ -16,13 +16,13 @@ It is written atomically with mode 0600 (write-then-rename). A record whose pid 
 
 The token is the operator's credential, not a principal's. Only the home's owner can read the
 record, and that owner can read every file of the home and already compiles as any principal
-with `memc ask --as P` (docs/security.md, "Threat model"). So the server accepts the token on a
-single pair of routes, only from a loopback address: ``POST /v1/local/ask`` compiles as the
-principal the body names, under the same rules as ``--as`` (no ``memc:`` name, no admin, every
-scope), and ``POST /v1/local/build`` runs `memc build` in the server's process (whose Dagster,
-dbt adapter, Great Expectations and spaCy are loaded already: the one-message build from the
-shell took 16-17 s, ~6 s of it the build itself). It is made afresh at each start and compared in constant time. API keys and their
-routes are unchanged: a process that cannot read the home's files still gets nothing without a
+with `memc ask --as P` (docs/security.md, "Threat model"). So the server accepts the token on
+two routes only, from a loopback address only: ``POST /v1/local/ask`` compiles as the principal
+the body names, under the same rules as ``--as`` (no ``memc:`` name, no admin, every scope), and
+``POST /v1/local/build`` runs `memc build` in the server's process, whose Dagster, dbt adapter,
+Great Expectations and spaCy are loaded already (a one-message build from the shell took 16-17 s,
+~6 s of it the build itself). The token is made afresh at each start and compared in constant
+time. API keys and their routes are unchanged: a process that cannot read the home's files still gets nothing without a
 key. The token goes only to the port of a live server recorded in a file only the operator can
 write, which that server holds bound for as long as the record exists.
 
