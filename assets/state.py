@@ -16,6 +16,7 @@ from catalog.dbt_build import (
     seed_partial_parse,
     warehouse_columns,
 )
+from catalog.dbt_child import start_zygote
 from catalog.dbt_project import dbt_executable, dbt_home_environ, dbt_project, project_fingerprint
 from catalog.keys import STATE_GROUP, WAREHOUSE_POOL
 from catalog.resources import MemcResource
@@ -79,7 +80,8 @@ def state_models():
             context.log.info(f"full refresh of the incremental state models: {reason}")
         target = dbt_target(home, context.run_id)
         seed_partial_parse(target)
-        with dbt_home_environ(home.root, watermark):  # dbt runs as a child process of this one
+        # dbt runs as a child process of this one, forked warm from this process's zygote
+        with dbt_home_environ(home.root, watermark, zygote=start_zygote()):
             invocation = dbt.cli(dbt_build_args(watermark, key, reason is not None), context=context, target_path=target)
         # The column tables get their types from the warehouse once dbt has finished: the dbt
         # child holds DuckDB's write lock for the whole build, so dagster-dbt's

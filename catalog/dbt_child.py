@@ -1,34 +1,264 @@
-"""`memc-dbt`: the dbt that builds run, ended with the process that started it.
+"""`memc-dbt`: the dbt that builds run, ended with the process that started it, and started warm.
 
 dagster-dbt starts dbt as a child process. When a build is killed (``kill -9``, the OOM killer),
 nothing ends that child: dbt ran on for about ten seconds after its build was gone, still
 holding DuckDB's write lock, and the next build failed on it. This wrapper asks the kernel for
-SIGTERM when its parent dies (Linux ``PR_SET_PDEATHSIG``, kept across exec), then replaces
-itself with the dbt beside this interpreter, so dbt itself receives the signal. Elsewhere it
-only runs dbt. catalog/dbt_project.dbt_executable() names it to dagster-dbt.
+SIGTERM when its parent dies (Linux ``PR_SET_PDEATHSIG``), then runs dbt so that the signal
+reaches it. catalog/dbt_project.dbt_executable() names it to dagster-dbt.
+
+**Warm starts.** dbt's imports are ~1.1-1.5 s of every dbt step (py-spy of the one-message
+build, docs/benchmarks.md), paid again by every build. A memc process that builds starts one
+*zygote* (:func:`start_zygote`, ``memc-dbt --zygote SOCKET``): a process that imports dbt and the
+DuckDB adapter once, then waits on a UNIX socket in a private temporary folder. When
+``MEMC_DBT_ZYGOTE`` names that socket, memc-dbt hands the zygote its arguments, environment,
+working directory and its three standard streams (passed as file descriptors), and the zygote
+forks a handler, which forks the dbt run: a fresh process with dbt already imported, writing
+straight into dagster-dbt's pipe. The handler tells memc-dbt the run's pid (memc-dbt forwards
+SIGTERM and SIGINT to it) and then its exit status; if memc-dbt goes away first (killed with its
+build), the handler ends the run. Each run is a process of its own, so nothing dbt or DuckDB holds
+outlives it (dbt in the build's own process, `dbtRunner`, kept the warehouse open). Without a
+zygote, or when it does not answer, memc-dbt replaces itself with dbt as before.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import json
 import os
+import select
+import shutil
 import signal
+import socket
+import struct
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+ZYGOTE_ENV = "MEMC_DBT_ZYGOTE"
+# What a run imports beyond `dbt.cli.main` (a dbtRunner build's new modules, less the stdlib's).
+_WARM_IMPORTS = (
+    "dbt.cli.main", "dbt.adapters.duckdb", "dbt.task.build", "dbt.task.run", "dbt.task.test", "dbt.compilation",
+    "dbt.parser.sql", "dbt_common.clients.agate_helper", "sqlparse",
+)  # fmt: skip
+_LEN = struct.Struct("!I")
+# Seconds a run may take to end after SIGTERM once its memc-dbt is gone, before SIGKILL.
+_TERM_GRACE_S = 10.0
 
 
-def main() -> None:
-    parent = os.getppid()
+def _die_with_parent(parent: int) -> None:
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
         if os.getppid() != parent:  # the parent died before the request took hold
-            sys.exit(f"memc-dbt: the process that started dbt (pid {parent}) is gone")
+            sys.exit(f"memc-dbt: the process that started it (pid {parent}) is gone")
+
+
+def main() -> None:
+    parent = os.getppid()
+    _die_with_parent(parent)
+    if len(sys.argv) == 3 and sys.argv[1] == "--zygote":
+        serve(sys.argv[2])
+        return
+    if path := os.environ.get(ZYGOTE_ENV):
+        code = run_in_zygote(path, sys.argv[1:])
+        if code is not None:
+            sys.exit(code)
     dbt = Path(sys.executable).with_name("dbt")
     os.execv(dbt, [str(dbt), *sys.argv[1:]])
+
+
+# -- the client: memc-dbt as dagster-dbt starts it ------------------------------------------------
+
+
+def run_in_zygote(path: str, argv: list[str]) -> int | None:
+    """Run dbt ``argv`` in the zygote at ``path``; its exit code, or None when the zygote could not
+    start it (not there, not answering): the caller runs dbt itself."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+        request = json.dumps({"argv": argv, "env": dict(os.environ), "cwd": os.getcwd()}).encode()
+        socket.send_fds(sock, [_LEN.pack(len(request)) + request], [0, 1, 2])
+        replies = sock.makefile("rb")
+        started = replies.readline()  # after the zygote's imports: a zygote starting up is waited for
+    except OSError:
+        sock.close()
+        return None
+    if not started:
+        sock.close()
+        return None  # the zygote ended before it forked the run
+    pid = json.loads(started)["pid"]
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: os.kill(pid, signum))
+    ended = replies.readline()
+    sock.close()
+    if not ended:
+        print(f"memc-dbt: the zygote's handler of dbt (pid {pid}) ended without its exit status", file=sys.stderr)
+        return 1
+    status = json.loads(ended)["status"]
+    return status if status >= 0 else 128 - status  # killed by signal N: 128 + N, as a shell says
+
+
+# -- the zygote ---------------------------------------------------------------------------------
+
+
+def serve(path: str) -> None:
+    """Bind ``path``, import dbt, then fork a handler per connection (never returns normally)."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)  # first, so that a client arriving during the imports waits for them
+    os.chmod(path, 0o600)
+    listener.listen(16)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    import importlib
+
+    for name in _WARM_IMPORTS:
+        importlib.import_module(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the handlers
+    try:
+        while True:
+            conn, _ = listener.accept()
+            if os.fork() == 0:
+                listener.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the handler waits for its run
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                code = 0
+                try:
+                    _handle(conn)
+                except BaseException:  # noqa: BLE001 - a handler must never return into the accept loop
+                    code = 1
+                finally:
+                    os._exit(code)
+            conn.close()
+    finally:
+        Path(path).unlink(missing_ok=True)
+        try:
+            os.rmdir(os.path.dirname(path))  # start_zygote's folder, when its process could not remove it
+        except OSError:
+            pass
+
+
+def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
+    data, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+    if len(data) < _LEN.size or len(fds) != 3:
+        raise ValueError("a request is its length, then JSON, with three file descriptors")
+    (size,) = _LEN.unpack_from(data)
+    data = data[_LEN.size :]
+    while len(data) < size:
+        chunk = conn.recv(size - len(data))
+        if not chunk:
+            raise ValueError("the request ended early")
+        data += chunk
+    return json.loads(data), fds
+
+
+def _client_gone(conn: socket.socket, timeout: float = 0.0) -> bool:
+    readable, _, _ = select.select([conn], [], [], timeout)
+    return bool(readable) and not conn.recv(1, socket.MSG_PEEK)
+
+
+def _handle(conn: socket.socket) -> None:
+    request, fds = _read_request(conn)
+    if _client_gone(conn):  # it stopped waiting (its build ended): run nothing
+        return
+    handler = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        os._exit(_run_dbt(request, fds, handler))
+    for fd in fds:
+        os.close(fd)
+    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    pidfd = os.pidfd_open(pid)
+    while True:
+        readable, _, _ = select.select([conn, pidfd], [], [])
+        if pidfd in readable:
+            break
+        if _client_gone(conn):  # memc-dbt was killed with its build: end the run too
+            os.kill(pid, signal.SIGTERM)
+            if not select.select([pidfd], [], [], _TERM_GRACE_S)[0]:
+                os.kill(pid, signal.SIGKILL)
+            break
+    _, status = os.waitpid(pid, 0)
+    try:
+        conn.sendall(json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode() + b"\n")
+    except OSError:
+        pass  # nobody is waiting any more
+
+
+def _run_dbt(request: dict, fds: list[int], handler: int) -> int:
+    """In the run's process: take the client's streams, environment and folder, then run dbt as
+    its console script does (click's standalone mode: the exit code is dbt's)."""
+    try:
+        _die_with_parent(handler)
+        for target, fd in enumerate(fds):
+            os.dup2(fd, target)
+            os.close(fd)
+        sys.stdin = open(0, closefd=False)  # noqa: SIM115 - the process's own streams, for its life
+        sys.stdout = open(1, "w", buffering=1, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, closefd=False)  # noqa: SIM115
+        for sig in (signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        from dbt.cli.main import cli
+
+        try:
+            cli.main(args=request["argv"], prog_name="dbt")
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except BaseException:  # noqa: BLE001 - reported on the client's stderr, never into the zygote
+        import traceback
+
+        traceback.print_exc()
+        code = 2
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
+
+
+# -- starting the zygote, from a memc process ----------------------------------------------------
+
+_zygote: dict[int, tuple[subprocess.Popen, str]] = {}  # by the pid that started it (a fork starts its own)
+
+
+def start_zygote() -> str | None:
+    """The socket of this process's zygote, started on the first call (its imports then run
+    beside whatever the process does next); None where memc-dbt is not installed, or with
+    ``MEMC_DBT_WARM=0`` (every dbt step then starts dbt afresh)."""
+    if os.environ.get("MEMC_DBT_WARM", "1").strip() == "0":
+        return None
+    mine = _zygote.get(os.getpid())
+    if mine is not None and mine[0].poll() is None:
+        return mine[1]
+    exe = Path(sys.executable).with_name("memc-dbt")
+    if not exe.exists() or not hasattr(socket, "send_fds") or not hasattr(os, "pidfd_open"):
+        return None
+    folder = tempfile.mkdtemp(prefix="memc-dbt-")  # 0700, and short: a socket path has ~100 bytes
+    path = os.path.join(folder, "zygote.sock")
+    proc = subprocess.Popen([str(exe), "--zygote", path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _zygote[os.getpid()] = (proc, path)
+
+    def stop() -> None:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        shutil.rmtree(folder, ignore_errors=True)
+
+    atexit.register(stop)
+    return path
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from catalog.dbt_child import ZYGOTE_ENV
+
 DBT_PROJECT_DIR = Path(__file__).resolve().parent.parent / "dbt_project"
 MANIFEST = DBT_PROJECT_DIR / "target" / "manifest.json"
 
@@ -100,15 +102,18 @@ def dbt_home_env(home_root: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def dbt_home_environ(home_root: Path, watermark: int | None = None) -> Iterator[None]:
+def dbt_home_environ(home_root: Path, watermark: int | None = None, *, zygote: str | None = None) -> Iterator[None]:
     """Set :func:`dbt_home_env` (and ``MEMC_WATERMARK``, the highest ledger seq the build reads,
-    when given) in this process while a dbt child is started (dagster-dbt's ``cli`` copies
-    ``os.environ`` into the child and takes no environment of its own), then put the previous
-    values back: an in-process run (tests, ``memc build``) must not leave one home's ledger glob
-    or watermark behind for the next dbt started from the same process."""
+    when given; ``MEMC_DBT_ZYGOTE``, the socket of a warm dbt, catalog/dbt_child.py) in this
+    process while a dbt child is started (dagster-dbt's ``cli`` copies ``os.environ`` into the
+    child and takes no environment of its own), then put the previous values back: an in-process
+    run (tests, ``memc build``) must not leave one home's ledger glob or watermark behind for the
+    next dbt started from the same process."""
     values = dbt_home_env(home_root)
     if watermark is not None:
         values["MEMC_WATERMARK"] = str(watermark)
+    if zygote is not None:
+        values[ZYGOTE_ENV] = zygote
     saved = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:

@@ -26,6 +26,7 @@ from typing import Callable, Sequence
 import dagster as dg
 
 from assets.state import state_models
+from catalog.dbt_child import start_zygote
 from catalog.dbt_project import ensure_manifest, project_fingerprint
 from catalog.keys import CENTRALITY, CLAIMS, ENTITY_ALIASES, ENTITY_DOSSIERS, LEDGER, QUERY_PROFILE
 from catalog.partitions import range_tags, register_ledger_days
@@ -209,6 +210,8 @@ def build(
             return report
         if due == [PROFILE_BEHIND]:  # asks since the last build, nothing new in the ledger
             selection = [QUERY_PROFILE, ENTITY_DOSSIERS]
+    if selection is None or any(key in state_models().keys for key in selection):
+        start_zygote()  # dbt's imports, on the other core while the steps before the state models run
     observe = defs.resolve_job_def("observe_ledger")
     observe.execute_in_process(instance=instance, run_config=_QUIET)
 
