@@ -112,12 +112,12 @@ def serve(path: str) -> None:
     os.chmod(path, 0o600)
     listener.listen(16)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    import importlib
-
-    for name in _WARM_IMPORTS:
-        importlib.import_module(name)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the handlers
     try:
+        import importlib
+
+        for name in _WARM_IMPORTS:
+            importlib.import_module(name)
+        signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the handlers
         while True:
             conn, _ = listener.accept()
             if os.fork() == 0:

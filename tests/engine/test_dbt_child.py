@@ -22,8 +22,9 @@ from catalog.dbt_child import ZYGOTE_ENV, start_zygote
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfd, SCM_RIGHTS and PR_SET_PDEATHSIG")
 
 MEMC_DBT = str(Path(sys.executable).with_name("memc-dbt"))
-# A model that runs for minutes: DuckDB counts ten billion rows.
-SLOW = "select count(*) as n from range(10000000000)"
+# A model that runs for minutes: DuckDB hashes a hundred billion numbers (a count alone it answers
+# from the range's size at once).
+SLOW = "select sum(hash(i)) as n from range(100000000000) as t(i)"
 
 
 def _project(root: Path, sql: str) -> Path:
@@ -43,27 +44,30 @@ def _dbt(project: Path, *args: str, zygote: str | None, **kw) -> subprocess.Pope
     return subprocess.Popen(cmd, env=env, cwd=project if project.exists() else project.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-def _descendants(pid: int) -> set[int]:
-    out: set[int] = set()
-    frontier = [pid]
-    while frontier:
-        p = frontier.pop()
-        try:
-            kids = Path(f"/proc/{p}/task/{p}/children").read_text().split()
-        except OSError:
-            continue
-        for k in map(int, kids):
-            out.add(k)
-            frontier.append(k)
-    return out
-
-
-def _alive(pid: int) -> bool:
+def _children(pid: int) -> list[int]:
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
-        return False
-    return state != "Z"
+        return []
+
+
+def _zygote_pid(socket_path: str) -> int:
+    mine = _children(os.getpid())
+    return next(p for p in mine if f"--zygote\0{socket_path}".encode() in Path(f"/proc/{p}/cmdline").read_bytes())
+
+
+def _run_of(zygote_pid: int) -> int | None:
+    """The dbt run the zygote forked: the child of its handler (the zygote's child)."""
+    for handler in _children(zygote_pid):
+        if runs := _children(handler):
+            return runs[0]
+    return None
+
+
+def _gone(pid: int) -> bool:
+    """Reaped, not only a zombie: a process whose main thread has exited shows as a zombie while
+    its other threads (DuckDB's) still end, and until they have, its file locks are held."""
+    return not Path(f"/proc/{pid}").exists()
 
 
 def _until(check, timeout: float, what: str):
@@ -107,16 +111,15 @@ def test_a_warm_run_does_what_plain_dbt_does(zygote, tmp_path):
 def test_a_killed_memc_dbt_takes_its_run_with_it(zygote, tmp_path):
     project = _project(tmp_path / "slow", SLOW)
     client = _dbt(project, "run", zygote=zygote)
-    zygote_pid = next(p for p in _descendants(os.getpid()) if f"--zygote\0{zygote}".encode() in Path(f"/proc/{p}/cmdline").read_bytes())
-    # the handler and, below it, the run: the zygote's descendants while the client waits
-    run = _until(lambda: len(d := _descendants(zygote_pid)) >= 2 and max(d), 120, "the run forked by the zygote")
+    zygote_pid = _zygote_pid(zygote)
+    run = _until(lambda: _run_of(zygote_pid), 120, "the run forked by the zygote")
     _until(lambda: (project / "warm.duckdb").exists(), 120, "the run to open its DuckDB file")
     client.send_signal(signal.SIGKILL)
     client.wait(30)
-    _until(lambda: not _alive(run), 20, f"the run (pid {run}) to end with its memc-dbt")
+    _until(lambda: _gone(run), 20, f"the run (pid {run}) to end with its memc-dbt")
     with duckdb.connect(str(project / "warm.duckdb")) as con:  # the write lock is free again
         con.execute("select 1").fetchall()
-    assert _alive(zygote_pid), "the zygote serves the next run"
+    assert not _gone(zygote_pid), "the zygote serves the next run"
 
 
 def test_sigterm_to_memc_dbt_reaches_its_run(zygote, tmp_path):
