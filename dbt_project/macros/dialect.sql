@@ -78,15 +78,18 @@
 {% macro spark__matches_whole(expr, pattern) -%}({{ expr }} rlike '^{{ pattern | replace("\\", "\\\\") }}$'){%- endmacro %}
 
 {% macro meet_all(visibility_column) -%}
-    {#- Aggregate: visibility_meet's fold over the group's lists. -#}
+    {#- Aggregate: visibility_meet's fold over the group's distinct lists. The meet is idempotent
+        (a meet a = a), so folding each distinct list once gives the same value; folding every
+        row's list took 38 s of the entities mart at 1M entries (~900 mentions an entity: DuckDB's
+        list_reduce grows with the lists' length) against 1 s over the few distinct ones. -#}
     {{ return(adapter.dispatch('meet_all', 'memc')(visibility_column)) }}
 {%- endmacro %}
 {% macro default__meet_all(visibility_column) -%}
-    list_reduce(list({{ visibility_column }}), lambda a, b: {{ visibility_meet_pair('a', 'b') }})
+    list_reduce(list(distinct {{ visibility_column }}), lambda a, b: {{ visibility_meet_pair('a', 'b') }})
 {%- endmacro %}
 {% macro spark__meet_all(visibility_column) -%}
     {#- 'public' is the meet's identity, so the fold may start from it. -#}
-    aggregate(collect_list({{ visibility_column }}), array('public'), (a, b) -> {{ visibility_meet_pair('a', 'b') }})
+    aggregate(collect_set({{ visibility_column }}), array('public'), (a, b) -> {{ visibility_meet_pair('a', 'b') }})
 {%- endmacro %}
 
 {% macro spark__safe_cast(field, type) -%}

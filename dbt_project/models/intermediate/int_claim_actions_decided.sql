@@ -72,6 +72,14 @@ pairs as (
     inner join claims as y on y.claim_id = p.closer_claim_id
 ),
 
+-- When each closed claim was first closed, in its group's order of arrival, and where it stood:
+-- "x was open when y arrived" is then one comparison, not a search of x's closers.
+closed_claims as (
+    select p.scope, p.subject_id, p.predicate, p.claim_id, min(p.closed_arrival) as arrival, min(p.closer_arrival) as first_closer_arrival
+    from pairs as p
+    group by p.scope, p.subject_id, p.predicate, p.claim_id
+),
+
 -- The entries of rejections and erasures (both only appended: above the mark when incremental).
 entries as (
     select entry_id, seq, kind, scope, recorded_at, valid_at, source_ref, visibility, attributes
@@ -99,10 +107,9 @@ considered as (
         -- Not every prior value of a multi-valued predicate: a subject's thousands of mentions
         -- would make this join quadratic. How many are open is counted in open_values.
         and ((y.polarity = 'assert' and y.cardinality = 'functional') or x.object_key = y.object_key)
-    where not exists (
-        select 1 from pairs as p
-        where p.claim_id = x.claim_id and p.closer_arrival < y.arrival
-    )
+    -- still open when y arrived: no closer of x had arrived before y
+    left join closed_claims as c on c.claim_id = x.claim_id
+    where c.first_closer_arrival is null or c.first_closer_arrival >= y.arrival
 ),
 
 considered_by_claim as (
@@ -136,14 +143,14 @@ arrival as (
 open_on_arrival as (
     select
         y.claim_id,
-        y.prior_assertions - count(distinct p.claim_id) as open_values
+        y.prior_assertions - count(c.claim_id) as open_values
     from arrival as y
-    left join pairs as p
-        on p.scope = y.scope
-        and p.subject_id = y.subject_id
-        and p.predicate = y.predicate
-        and p.closer_arrival < y.arrival
-        and p.closed_arrival < y.arrival
+    left join closed_claims as c
+        on c.scope = y.scope
+        and c.subject_id = y.subject_id
+        and c.predicate = y.predicate
+        and c.first_closer_arrival < y.arrival
+        and c.arrival < y.arrival
     group by y.claim_id, y.prior_assertions
 ),
 
@@ -152,16 +159,16 @@ closed_on_arrival as (
         p.closer_claim_id as claim_id,
         list(p.claim_id order by p.claim_id) as changed_ids,
         min(case p.reason when 'retracted' then 1 when 'corrected' then 2 when 'outranked' then 3 else 4 end) as reason_rank
-    from pairs as p
+    from (
+        -- the soonest end that x's closers arriving before this one had given it
+        select
+            *,
+            min(close_at) over (partition by claim_id order by closer_arrival rows between unbounded preceding and 1 preceding) as earlier_close_at
+        from pairs
+    ) as p
     where p.closed_arrival < p.closer_arrival
       and (p.closed_key <> p.closer_key or p.closer_polarity = 'retract')
-      and p.close_at < coalesce(
-          (
-              select min(q.close_at) from pairs as q
-              where q.claim_id = p.claim_id and q.closer_arrival < p.closer_arrival
-          ),
-          'infinity'::timestamptz
-      )
+      and p.close_at < coalesce(p.earlier_close_at, 'infinity'::timestamptz)
     group by p.closer_claim_id
 ),
 
