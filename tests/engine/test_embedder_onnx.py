@@ -52,6 +52,20 @@ def test_the_export_gives_torchs_vectors_within_float_rounding(exported, monkeyp
     assert onnx.encode([]).shape == (0, 384)
 
 
+def test_many_texts_are_tokenized_a_chunk_at_a_time_with_the_same_vectors(exported, monkeypatch):
+    """encode tokenizes TOKENIZE_CHUNK texts at a time (1.6M texts at once took a 1M-entry build
+    past 12 GB): the vectors and their order are those of one pass."""
+    import views.embedder_onnx as module
+
+    onnx = OnnxEmbedder(exported["path"])
+    texts = [f"{s} ({i})" for i in range(7) for s in SENTENCES]  # 35 texts of mixed lengths
+    whole = onnx.encode(texts)
+    monkeypatch.setattr(module, "TOKENIZE_CHUNK", 4)  # nine chunks, the last one short
+    chunked = onnx.encode(texts)
+    assert chunked.shape == whole.shape and np.abs(chunked - whole).max() <= 1e-6
+    assert np.abs(chunked[5] - onnx.encode([texts[5]])[0]).max() <= TOLERANCE
+
+
 def test_questions_take_the_onnx_model_when_it_is_exported(exported, monkeypatch, tmp_path):
     monkeypatch.setenv("MEMC_ONNX_DIR", os.path.dirname(exported["path"]))
     monkeypatch.delenv("MEMC_EMBED_RUNTIME", raising=False)
