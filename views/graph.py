@@ -167,12 +167,12 @@ class KuzuGraphStore:
     def exists(self) -> bool:
         return self.db_file.exists()
 
-    def _open_db(self, file: Path) -> tuple[Any, Any]:
+    def _open_db(self, file: Path, buffer_pool_size: int | None = None) -> tuple[Any, Any]:
         import kuzu  # lazy: importing views loads no engine (tests/engine/test_vectors.py holds every views module to it)
 
         db = kuzu.Database(
             str(file),
-            buffer_pool_size=self.buffer_pool_size,
+            buffer_pool_size=buffer_pool_size or self.buffer_pool_size,
             max_num_threads=self.max_num_threads,
             compression=self.compression,
             read_only=False,
@@ -286,7 +286,7 @@ class KuzuGraphStore:
         with self._lock:
             try:
                 fresh.mkdir()
-                db, conn = self._open_db(fresh / self.DB_FILE)
+                db, conn = self._open_db(fresh / self.DB_FILE, load_pool_size(tables, self.buffer_pool_size))
                 try:
                     for ddl in self._DDL:
                         self._run(conn, ddl)
@@ -495,6 +495,28 @@ class KuzuGraphStore:
                 return self._rows(conn, query, params)
 
             return walk(entity_ids, hop, depth=depth, scope=scope, principals=principals)
+
+
+# Kùzu's buffer pool for a bulk load, per byte of the Arrow input: a COPY holds its table's pages
+# and primary-key index in the pool. Loads of synthetic graphs failed at about 1x their input
+# (100k entries: 30 MB of Arrow failed in 32 MB, loaded in 64 MB; 1M: 304 MB failed in 128 MB),
+# and the 1M-entry bench home's graph failed in the fixed 256 MB pool. Kùzu maps the pool and
+# touches only what it uses, so the margin costs address space, not memory.
+LOAD_POOL_PER_INPUT_BYTE = 3
+LOAD_POOL_MAX_SHARE_OF_RAM = 0.4
+
+
+def load_pool_size(tables: dict[str, pa.Table], floor: int) -> int:
+    """The buffer pool a rebuild opens its fresh database with: ``floor`` (the store's own pool),
+    or LOAD_POOL_PER_INPUT_BYTE times the input's Arrow size when that is more, up to
+    LOAD_POOL_MAX_SHARE_OF_RAM of this machine's memory."""
+    need = LOAD_POOL_PER_INPUT_BYTE * sum(t.nbytes for t in tables.values())
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        ram = 0
+    cap = int(ram * LOAD_POOL_MAX_SHARE_OF_RAM) if ram else need
+    return max(floor, min(need, cap))
 
 
 def check_pagerank(scope: str, damping: float, max_iterations: int, tolerance: float) -> None:
