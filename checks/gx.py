@@ -41,6 +41,10 @@ VISIBILITY_REGEX = rf"^{_PRINCIPAL}(?:,{_PRINCIPAL})*$"
 SEQ_STEP = "seq_step"  # seq minus the previous row's seq (the first row: minus 0); gap-free means 1
 VISIBILITY_TEXT = "visibility_text"  # the list joined by commas; None when the list is null
 QUOTE_IN_SOURCE = "quote_in_source"  # the quote occurs verbatim in the source entry's content
+# The source entry is in the ledger. A derived column, not the ledger's ids as a suite parameter:
+# GX handles a parameter's value set as an object of its own, and with the 1M ids of a 1M-entry
+# ledger it took 63.5 s for 50k claims against 3.6 s (the 1M-entry bench build's suite: 529 s).
+SOURCE_IN_LEDGER = "source_in_ledger"
 
 ID_COLUMN = {LEDGER_SUITE: "entry_id", CLAIMS_SUITE: "claim_id"}
 MAX_IDS = 50  # failing ids kept per expectation (the count is always exact)
@@ -70,7 +74,7 @@ def _ledger_expectations(gx) -> list:
 
 def _claims_expectations(gx) -> list:
     E = gx.expectations
-    cols = [*CLAIM_SCHEMA.names, VISIBILITY_TEXT, QUOTE_IN_SOURCE]
+    cols = [*CLAIM_SCHEMA.names, VISIBILITY_TEXT, SOURCE_IN_LEDGER, QUOTE_IN_SOURCE]
     out = [E.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True, description="schema: exactly the claims' columns")]
     out += [E.ExpectColumnValuesToNotBeNull(column=c, description=f"{c} is required") for c in _required(CLAIM_SCHEMA)]
     out += [
@@ -79,10 +83,7 @@ def _claims_expectations(gx) -> list:
         E.ExpectColumnValuesToBeInSet(column="polarity", value_set=["assert", "retract"], description="polarity assert or retract"),
         E.ExpectColumnValuesToNotBeNull(column=VISIBILITY_TEXT, description="visibility present"),
         E.ExpectColumnValuesToMatchRegex(column=VISIBILITY_TEXT, regex=VISIBILITY_REGEX, description="visibility well formed"),
-        # The ledger's entry ids change with every run: a suite parameter, bound at validation.
-        E.ExpectColumnValuesToBeInSet(
-            column="source_entry_id", value_set={"$PARAMETER": "ledger_entry_ids"}, description="source entry resolvable in the ledger"
-        ),
+        E.ExpectColumnValuesToBeInSet(column=SOURCE_IN_LEDGER, value_set=[True], description="source entry resolvable in the ledger"),
         E.ExpectColumnValuesToBeInSet(column=QUOTE_IN_SOURCE, value_set=[True], description="quote present in the source entry"),
     ]
     return out
@@ -139,6 +140,7 @@ def claims_frame(claims: pa.Table, sources: dict[str, str]):
     df = claims.to_pandas()
     rows = claims.select([c for c in ("source_entry_id", "quote") if c in claims.column_names]).to_pylist()
     df[VISIBILITY_TEXT] = _visibility_text(claims.column("visibility").to_pylist()) if "visibility" in claims.column_names else None
+    df[SOURCE_IN_LEDGER] = [r.get("source_entry_id") in sources for r in rows]
     df[QUOTE_IN_SOURCE] = [
         bool(r.get("quote")) and r.get("source_entry_id") in sources and r["quote"] in (sources[r["source_entry_id"]] or "")
         for r in rows
@@ -228,6 +230,5 @@ def validate_ledger(table: pa.Table) -> SuiteReport:
 
 def validate_claims(claims: pa.Table, ledger_entries: pa.Table) -> SuiteReport:
     """``ledger_entries`` needs ``entry_id`` and ``content`` (the entries the claims may cite)."""
-    ids = ledger_entries.column("entry_id").to_pylist()
-    sources = dict(zip(ids, ledger_entries.column("content").to_pylist()))
-    return _run(CLAIMS_SUITE, claims_frame(claims, sources), {"ledger_entry_ids": ids})
+    sources = dict(zip(ledger_entries.column("entry_id").to_pylist(), ledger_entries.column("content").to_pylist()))
+    return _run(CLAIMS_SUITE, claims_frame(claims, sources))
