@@ -500,8 +500,9 @@ class KuzuGraphStore:
 # Kùzu's buffer pool for a bulk load, per byte of the Arrow input: a COPY holds its table's pages
 # and primary-key index in the pool. Loads of synthetic graphs failed at about 1x their input
 # (100k entries: 30 MB of Arrow failed in 32 MB, loaded in 64 MB; 1M: 304 MB failed in 128 MB),
-# and the 1M-entry bench home's graph failed in the fixed 256 MB pool. Kùzu maps the pool and
-# touches only what it uses, so the margin costs address space, not memory.
+# and the 1M-entry bench home's graph failed in the fixed 256 MB pool. The pool is an upper
+# bound on what the load may hold, and the database is closed when the load is done; queries
+# then open the store's own, smaller pool.
 LOAD_POOL_PER_INPUT_BYTE = 3
 LOAD_POOL_MAX_SHARE_OF_RAM = 0.4
 
