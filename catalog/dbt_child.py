@@ -77,6 +77,19 @@ def main() -> None:
 def run_in_zygote(path: str, argv: list[str]) -> int | None:
     """Run dbt ``argv`` in the zygote at ``path``; its exit code, or None when the zygote could not
     start it (not there, not answering): the caller runs dbt itself."""
+    # Installed before the run exists: a SIGTERM or SIGINT that comes first is held for it (or, if
+    # the zygote never starts it, ends memc-dbt), never lost between the fork and the pid's arrival.
+    run: list[int] = []
+    held: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        if run:
+            os.kill(run[0], signum)
+        else:
+            held.append(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, forward)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(path)
@@ -85,14 +98,18 @@ def run_in_zygote(path: str, argv: list[str]) -> int | None:
         replies = sock.makefile("rb")
         started = replies.readline()  # after the zygote's imports: a zygote starting up is waited for
     except OSError:
-        sock.close()
-        return None
+        started = b""
     if not started:
         sock.close()
-        return None  # the zygote ended before it forked the run
+        if held:
+            return 128 + held[0]  # told to stop before any dbt ran
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, signal.SIG_DFL)
+        return None  # no zygote, or it ended before it forked the run: dbt runs here
     pid = json.loads(started)["pid"]
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, _frame: os.kill(pid, signum))
+    run.append(pid)
+    for signum in held:
+        os.kill(pid, signum)
     ended = replies.readline()
     sock.close()
     if not ended:

@@ -11,20 +11,20 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
 import pytest
 
 from catalog.dbt_child import ZYGOTE_ENV, start_zygote
+from procfs import children, until  # tests/ is on sys.path
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfd, SCM_RIGHTS and PR_SET_PDEATHSIG")
 
 MEMC_DBT = str(Path(sys.executable).with_name("memc-dbt"))
-# A model that runs for minutes: DuckDB hashes a hundred billion numbers (a count alone it answers
-# from the range's size at once).
-SLOW = "select sum(hash(i)) as n from range(100000000000) as t(i)"
+# A model that runs for minutes: a table of DuckDB's hash of a hundred billion numbers (a view
+# would be created at once, and a count alone DuckDB answers from the range's size).
+SLOW = "{{ config(materialized='table') }} select sum(hash(i)) as n from range(100000000000) as t(i)"
 
 
 def _project(root: Path, sql: str) -> Path:
@@ -44,22 +44,15 @@ def _dbt(project: Path, *args: str, zygote: str | None, **kw) -> subprocess.Pope
     return subprocess.Popen(cmd, env=env, cwd=project if project.exists() else project.parent, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(k) for k in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
-
-
 def _zygote_pid(socket_path: str) -> int:
-    mine = _children(os.getpid())
+    mine = children(os.getpid())
     return next(p for p in mine if f"--zygote\0{socket_path}".encode() in Path(f"/proc/{p}/cmdline").read_bytes())
 
 
 def _run_of(zygote_pid: int) -> int | None:
     """The dbt run the zygote forked: the child of its handler (the zygote's child)."""
-    for handler in _children(zygote_pid):
-        if runs := _children(handler):
+    for handler in children(zygote_pid):
+        if runs := children(handler):
             return runs[0]
     return None
 
@@ -68,15 +61,6 @@ def _gone(pid: int) -> bool:
     """Reaped, not only a zombie: a process whose main thread has exited shows as a zombie while
     its other threads (DuckDB's) still end, and until they have, its file locks are held."""
     return not Path(f"/proc/{pid}").exists()
-
-
-def _until(check, timeout: float, what: str):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if value := check():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")
@@ -112,11 +96,11 @@ def test_a_killed_memc_dbt_takes_its_run_with_it(zygote, tmp_path):
     project = _project(tmp_path / "slow", SLOW)
     client = _dbt(project, "run", zygote=zygote)
     zygote_pid = _zygote_pid(zygote)
-    run = _until(lambda: _run_of(zygote_pid), 120, "the run forked by the zygote")
-    _until(lambda: (project / "warm.duckdb").exists(), 120, "the run to open its DuckDB file")
+    run = until(lambda: _run_of(zygote_pid), 120, "the run forked by the zygote")
+    until(lambda: (project / "warm.duckdb").exists(), 120, "the run to open its DuckDB file")
     client.send_signal(signal.SIGKILL)
     client.wait(30)
-    _until(lambda: _gone(run), 20, f"the run (pid {run}) to end with its memc-dbt")
+    until(lambda: _gone(run), 20, f"the run (pid {run}) to end with its memc-dbt")
     with duckdb.connect(str(project / "warm.duckdb")) as con:  # the write lock is free again
         con.execute("select 1").fetchall()
     assert not _gone(zygote_pid), "the zygote serves the next run"
@@ -125,7 +109,7 @@ def test_a_killed_memc_dbt_takes_its_run_with_it(zygote, tmp_path):
 def test_sigterm_to_memc_dbt_reaches_its_run(zygote, tmp_path):
     project = _project(tmp_path / "slow", SLOW)
     client = _dbt(project, "run", zygote=zygote)
-    _until(lambda: (project / "warm.duckdb").exists(), 120, "the run to open its DuckDB file")
+    until(lambda: (project / "warm.duckdb").exists(), 120, "the run to open its DuckDB file")
     client.send_signal(signal.SIGTERM)  # what a build's death sends it (PR_SET_PDEATHSIG)
     assert client.wait(30) == 128 + signal.SIGTERM
     with duckdb.connect(str(project / "warm.duckdb")) as con:
