@@ -15,11 +15,13 @@ import os
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from api import local
 from memc.home import MemcHome
+from procfs import until  # tests/ is on sys.path
 
 ORCHESTRATION = ("dagster", "dagster_dbt", "dbt", "great_expectations")
 MODEL_AND_STORES = ("torch", "sentence_transformers", "transformers", "lancedb", "kuzu", "fastapi", "uvicorn")
@@ -59,6 +61,9 @@ def home(tmp_path):
 def serving():
     """A live process whose argv names `serve`, as a `memc serve` does (stopped at the end)."""
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "serve"])
+    # Until it has exec'd: between fork and exec /proc shows pytest's own command line (ci87 read
+    # the record in that window and found no server).
+    until(lambda: b"serve" in Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0"), 30, "the stand-in server to start")
     yield proc
     proc.kill()
     proc.wait()
