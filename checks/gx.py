@@ -140,10 +140,10 @@ def claims_frame(claims: pa.Table, sources: dict[str, str]):
     df = claims.to_pandas()
     rows = claims.select([c for c in ("source_entry_id", "quote") if c in claims.column_names]).to_pylist()
     df[VISIBILITY_TEXT] = _visibility_text(claims.column("visibility").to_pylist()) if "visibility" in claims.column_names else None
-    df[SOURCE_IN_LEDGER] = [r.get("source_entry_id") in sources for r in rows]
+    in_ledger = [r.get("source_entry_id") in sources for r in rows]
+    df[SOURCE_IN_LEDGER] = in_ledger
     df[QUOTE_IN_SOURCE] = [
-        bool(r.get("quote")) and r.get("source_entry_id") in sources and r["quote"] in (sources[r["source_entry_id"]] or "")
-        for r in rows
+        found and bool(r.get("quote")) and r["quote"] in (sources[r["source_entry_id"]] or "") for found, r in zip(in_ledger, rows)
     ]
     return df
 
