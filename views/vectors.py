@@ -128,6 +128,13 @@ VECTOR_INDEX_MAX_UNINDEXED = 0.10
 # 0.997 and all of the top 10 (16.6 ms), 4 all of it (21.6 ms).
 VECTOR_REFINE_FACTOR = 2
 
+# Rows embedded and committed together by a sync: each commit is a LanceDB version, so a build
+# that stops (killed, out of memory) keeps what it embedded and the next sync embeds only the
+# rest. At ~200 texts/s on two cores one commit is ~2.5 min of embedding: a 1M-entry home's first
+# build (~1.6M rows, 70-90 min) lost everything when it stopped before this. MEMC_SYNC_COMMIT_ROWS
+# overrides it.
+SYNC_COMMIT_ROWS = 32_768
+
 
 class EmbeddingModelMismatch(ValueError):
     """A query vector from one embedding model against a table embedded with another: the scores
@@ -253,7 +260,7 @@ class LanceVectorStore:
     One writer at a time (the Dagster asset); readers may run alongside: LanceDB versions every commit.
     """
 
-    def __init__(self, uri: str | Path, *, vector_index_min_rows: int | None = None) -> None:
+    def __init__(self, uri: str | Path, *, vector_index_min_rows: int | None = None, commit_rows: int | None = None) -> None:
         self.uri = str(uri)
         self.in_memory = self.uri.startswith("memory://")
         self._db: Any = None
@@ -261,6 +268,11 @@ class LanceVectorStore:
         if vector_index_min_rows is None:
             vector_index_min_rows = int(os.environ.get("MEMC_VECTOR_INDEX_MIN_ROWS", VECTOR_INDEX_MIN_ROWS))
         self.vector_index_min_rows = vector_index_min_rows
+        if commit_rows is None:
+            commit_rows = int(os.environ.get("MEMC_SYNC_COMMIT_ROWS", SYNC_COMMIT_ROWS))
+        if commit_rows < 1:
+            raise ValueError(f"commit_rows must be at least 1, got {commit_rows}")
+        self.commit_rows = commit_rows
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
@@ -409,12 +421,17 @@ class LanceVectorStore:
                 found.setdefault(h, v)
         return found
 
-    def _materialize(self, rows: pa.Table, embedder: Any, source: Any | None, dim: int) -> tuple[pa.Table, int, int]:
-        """``rows`` plus row_hash and vector columns; vectors come from ``source`` by content hash when
-        known, else from the embedder (one call, each new text once). Returns (table, embedded, reused)."""
+    def _materialize(
+        self, rows: pa.Table, embedder: Any, source: Any | None, dim: int, prior: dict[str, np.ndarray] | None = None
+    ) -> tuple[pa.Table, int, int]:
+        """``rows`` plus row_hash and vector columns; vectors come from ``prior`` or ``source`` by
+        content hash when known, else from the embedder (one call, each new text once). Returns
+        (table, embedded, reused)."""
         hashes = rows.column("content_hash").to_pylist()
         texts = rows.column("text").to_pylist()
-        known = self._vectors_for(source, sorted(set(hashes)), dim)
+        prior = prior or {}
+        known = {h: prior[h] for h in set(hashes) & prior.keys()}
+        known.update(self._vectors_for(source, sorted(set(hashes) - known.keys()), dim))
         new_hashes: dict[str, str] = {}
         for h, t in zip(hashes, texts):
             if h not in known and h not in new_hashes:
@@ -465,9 +482,7 @@ class LanceVectorStore:
             stats["model_changed"] = True
             return stats
         if tbl is None:
-            stats = self._rebuild(rows, embedder, table, reuse=False)
-            stats["model_changed"] = False
-            return stats
+            return self._fill(rows, embedder, table)
         if not same_fields(tbl.schema, lance_schema(dim, model, version)):
             # The row layout changed (a column added by a memc upgrade): the stored rows cannot take
             # new ones. Rebuild into a fresh table, reusing every vector of the same model by hash.
@@ -487,14 +502,21 @@ class LanceVectorStore:
         add_idx = [n for n, i in enumerate(ids) if i not in have or have[i] != wanted[i]]
 
         to_add = rows.take(pa.array(add_idx, pa.int64())) if add_idx else rows.slice(0, 0)
-        batch, embedded, reused_added = self._materialize(to_add, embedder, tbl, dim)
 
         # Delete by opaque id only: LanceDB writes a delete's predicate text into its manifests.
+        # Deletes first (a replaced row's new version may be in any commit below), so the vectors
+        # the deleted rows hold for texts that stay are read before (re-chunked texts embed nothing).
+        prior: dict[str, np.ndarray] = {}
+        if gone or replaced:
+            prior = self._vectors_for(tbl, sorted(set(to_add.column("content_hash").to_pylist())), dim)
         for part in chunks(gone + replaced):
             tbl.delete(ids_filter(part))
-        if batch.num_rows:
+        embedded = reused_added = 0
+        for start in range(0, to_add.num_rows, self.commit_rows):
+            batch, e, r = self._materialize(to_add.slice(start, self.commit_rows), embedder, tbl, dim, prior)
             tbl.add(batch.cast(tbl.schema))
-        changed = bool(gone or replaced or batch.num_rows)
+            embedded, reused_added = embedded + e, reused_added + r
+        changed = bool(gone or replaced or to_add.num_rows)
         reindexed = self._ensure_fts(tbl, force=changed)
         self._ensure_scalar(tbl, force=changed)
         vector_indexed = self._ensure_vector_index(tbl, force=changed)
@@ -502,17 +524,56 @@ class LanceVectorStore:
         return {
             "table": table,
             "rows": total,
-            "added": batch.num_rows - len(replaced),
+            "added": to_add.num_rows - len(replaced),
             "deleted": len(gone),
             "replaced": len(replaced),
             "unchanged": len(ids) - len(add_idx),
             "newly_embedded": embedded,
-            "reused": total - (batch.num_rows - reused_added),
+            "reused": total - (to_add.num_rows - reused_added),
             "fts_reindexed": reindexed,
             "vector_indexed": vector_indexed,
             "model_changed": False,
             "version": tbl.version,
         }
+
+    def _fill(self, rows: pa.Table, embedder: Any, table: str) -> dict[str, Any]:
+        """The first sync of ``table``: created from the first ``commit_rows`` rows, the rest added
+        a commit at a time, then indexed. Nothing is swapped out, so nothing is staged: a sync that
+        stops leaves a table of the commits made, and the next sync finds it and adds the rest
+        (the view's watermark moves only after a sync returns)."""
+        model, version, dim = embedder_info(embedder)
+        schema = lance_schema(dim, model, version)
+        tbl = None
+        embedded = reused = 0
+        for start in range(0, max(rows.num_rows, 1), self.commit_rows):
+            batch, e, r = self._materialize(rows.slice(start, self.commit_rows), embedder, tbl, dim)
+            embedded, reused = embedded + e, reused + r
+            if tbl is None:
+                tbl = self._create(table, batch.cast(schema), schema)
+            else:
+                tbl.add(batch.cast(schema))
+        assert tbl is not None
+        self._ensure_fts(tbl, force=True)
+        self._ensure_scalar(tbl, force=True)
+        vector_indexed = self._ensure_vector_index(tbl, force=True)
+        return {
+            "table": table,
+            "rows": tbl.count_rows(),
+            "added": rows.num_rows,
+            "deleted": 0,
+            "replaced": 0,
+            "unchanged": 0,
+            "newly_embedded": embedded,
+            "reused": reused,
+            "fts_reindexed": True,
+            "vector_indexed": vector_indexed,
+            "model_changed": False,
+            "version": tbl.version,
+        }
+
+    def _create(self, table: str, batch: pa.Table, schema: pa.Schema) -> Any:
+        """A new table under ``table``'s name holding ``batch`` (the first commit of :meth:`_fill`)."""
+        return self.db.create_table(table, data=batch, schema=schema)
 
     def rebuild(self, rows: pa.Table, embedder: "TextEmbedder", *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
         """Write ``rows`` into a fresh table directory and swap it in for the old one, whose files are

@@ -176,13 +176,22 @@ class S3LanceVectorStore(LanceVectorStore):
         return sorted(n for n in names if self._physical(n) is not None)
 
     def _swap_in(self, table: str, batch: Any, schema: Any) -> Any:
+        return self._point_at_new(table, batch, schema, indexed=True)
+
+    def _create(self, table: str, batch: Any, schema: Any) -> Any:
+        # The first build's first commit is pointed at at once, so that a build that stops is
+        # found and completed by the next sync (LanceVectorStore._fill); it has no watermark yet.
+        return self._point_at_new(table, batch, schema, indexed=False)
+
+    def _point_at_new(self, table: str, batch: Any, schema: Any, *, indexed: bool) -> Any:
         physical = f"{table}{PHYSICAL_SEP}{uuid.uuid4().hex[:12]}"
         check_literal(physical, TABLE_RE, "physical table name")
         db = self._connection()
         tbl = db.create_table(physical, data=batch, schema=schema)
-        self._ensure_fts(tbl, force=True)
-        self._ensure_scalar(tbl, force=True)
-        self._ensure_vector_index(tbl, force=True)
+        if indexed:
+            self._ensure_fts(tbl, force=True)
+            self._ensure_scalar(tbl, force=True)
+            self._ensure_vector_index(tbl, force=True)
         # The commit point: from here readers open the new table.
         self._put_json(self._pointer_key(table), {"table": physical})
         _POINTERS[(self.uri, table)] = (physical, time.monotonic())

@@ -7,6 +7,7 @@ import random
 import secrets
 import subprocess
 import sys
+import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -413,6 +414,74 @@ def test_compact_keeps_rows_and_drops_old_versions(tmp_path, counting, corpus_ro
     assert len(store.db.open_table("evidence").list_versions()) == 1
     assert store.count() == len(CORPUS)
     assert store.search(text="ORD-99812", principals=[], scope=None, k=1)[0]["text"] == CORPUS[1]
+
+
+_STOPPED_SYNC = """
+import sys, time
+import pyarrow.parquet as pq
+from views.embedder import Embedder
+from views.vectors import LanceVectorStore
+
+inner = Embedder()
+
+class StopsAtTheThirdCommit:
+    model_name, model_version, dim = inner.model_name, inner.model_version, inner.dim
+    calls = 0
+
+    def encode(self, texts):
+        type(self).calls += 1
+        if type(self).calls == 3:  # two commits made: the parent kills this process here
+            open(sys.argv[3], "w").write("two commits")
+            time.sleep(600)
+        return inner.encode(texts)
+
+LanceVectorStore(sys.argv[1], commit_rows=2).sync(pq.read_table(sys.argv[2]), StopsAtTheThirdCommit())
+"""
+
+
+def test_a_first_sync_killed_midway_keeps_its_commits_and_the_next_embeds_only_the_rest(tmp_path, embedder, counting, corpus_rows) -> None:
+    import pyarrow.parquet as pq
+
+    rows = evidence_table(corpus_rows)
+    pq.write_table(rows, tmp_path / "rows.parquet")
+    marker = tmp_path / "stopped"
+    child = subprocess.Popen([sys.executable, "-c", _STOPPED_SYNC, str(tmp_path / "vectors"), str(tmp_path / "rows.parquet"), str(marker)], cwd=REPO)
+    try:
+        for _ in range(1200):
+            if marker.exists() or child.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert marker.exists(), f"the sync ended (exit {child.poll()}) before its third commit"
+    finally:
+        child.kill()
+        child.wait()
+
+    store = LanceVectorStore(tmp_path / "vectors", commit_rows=2)
+    kept = store._scan(store._open("evidence"), ["text"]).column("text").to_pylist()
+    assert len(kept) == 4  # two commits of two rows
+    # Readers meanwhile see the rows committed, by vector and by words (searched flat: the
+    # full-text index is built after the last commit).
+    q = embedder.encode([kept[0]])[0]
+    assert store.search(vector=q, principals=[], scope=None, k=1)[0]["text"] == kept[0]
+    assert CORPUS[1] in kept and store.search(text="ORD-99812", principals=[], scope=None, k=1)[0]["text"] == CORPUS[1]
+
+    done = store.sync(rows, counting)
+    assert sorted(counting.encoded) == sorted(set(CORPUS) - set(kept))  # only what the killed sync had not committed
+    assert done["newly_embedded"] == 4 and done["rows"] == len(CORPUS) and done["fts_reindexed"]
+    assert sorted(store.ids()) == sorted(rows.column("id").to_pylist())
+    assert store.search(text="ORD-99812", principals=[], scope=None, k=1)[0]["text"] == CORPUS[1]
+
+
+def test_a_first_sync_commits_every_commit_rows(tmp_path, counting, corpus_rows) -> None:
+    store = LanceVectorStore(tmp_path / "vectors", commit_rows=3)
+    first = store.sync(evidence_table(corpus_rows), counting)
+    assert first["rows"] == first["added"] == first["newly_embedded"] == len(CORPUS)
+    assert len(store.db.open_table("evidence").list_versions()) >= 3  # 3 + 3 + 2 rows, then its indexes
+    plus = corpus_rows + [row(100 + i, f"Note {i} about the Oslo office move.") for i in range(5)]
+    more = store.sync(evidence_table(plus), counting)
+    assert more["added"] == more["newly_embedded"] == 5 and more["rows"] == len(plus)
+    with pytest.raises(ValueError, match="commit_rows"):
+        LanceVectorStore(tmp_path / "other", commit_rows=0)
 
 
 # -- claim rows, entity filters, model and layout changes, health -----------------------------------------
