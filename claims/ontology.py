@@ -51,6 +51,8 @@ ONTOLOGY: dict[str, Predicate] = {
         Predicate("attended", "multi", "person", "text", "an event or place the subject went to"),
         Predicate("has_relative", "multi", "person", "person", "a family member (relation in the quote)"),
         Predicate("has_friend", "multi", "person", "person", "a friend of the subject"),
+        # Multi: "from Sweden" and "grew up in Malmo" are both true; a move changes lives_in, not this.
+        Predicate("comes_from", "multi", "person", "place", "where the subject comes from (home country or town)"),
         # From the clause extractor (rules 0.3.0) on: what people say they do, make and feel.
         Predicate("studies", "multi", "person", "text", "a subject or skill the subject studies or learns"),
         Predicate("has_partner", "multi", "person", "person", "the subject's partner or spouse"),

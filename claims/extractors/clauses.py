@@ -294,7 +294,7 @@ def prepare() -> None:
     of a 1M-entry build (each day's entries go to a new pool of workers) against ~0.2 s of work."""
     pipeline()
     forms("be")  # the lemma table and its inverse
-    for load in (_matcher, _word_lists, _relation_pattern, _owned_patterns, _praise, _is_my, _made_by_me, _owned_words, _lead_words):
+    for load in (_matcher, _word_lists, _relation_pattern, _pet_nouns, _owned_patterns, _praise, _is_my, _made_by_me, _owned_words, _lead_words):
         load()
 
 
@@ -337,6 +337,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
             if p is not None and start == obj_start and (after := re.match(r",\s+[Mm]y [\w\- ]+", text[obj_end:])):
                 p = p.model_copy(update={"quote": text[start : obj_end + after.end()]})  # "Pip, my hamster": the quote says what Oscar is
             yield from once(p)
+            if pred == "has_pet":
+                yield from once(_pet_kind(entry, base, text, start, obj_start, obj_end))  # "Oscar, my guinea pig"
     if speaker:
         for predicate, obj_start, obj_end, start, end in _statements(text):
             p = _claim(entry, base, text, min(start, obj_start), (obj_start, obj_end), speaker, predicate, "assert")
@@ -346,6 +348,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
     if speaker:
         for predicate, obj_start, obj_end, start in _names_given(text):
             yield from once(_claim(entry, base, text, start, (obj_start, obj_end), speaker, predicate, "assert"))
+            if predicate == "has_pet":
+                yield from once(_pet_kind(entry, base, text, start, obj_start, obj_end))  # "we got a puppy named Bella"
     if speaker and listener:
         yield from once(_encouragement(entry, base, text, speaker, listener))
     doc = pipeline()(text)
@@ -493,6 +497,35 @@ def _names_given(text: str) -> Iterator[tuple[str, int, int, int]]:
         yield predicate(o.group("noun")), m.start("obj"), m.end("obj"), o.start()
 
 
+def _pet_kind(entry: dict[str, Any], base: dict[str, Any], text: str, start: int, name_start: int, name_end: int) -> Proposal | None:
+    """What kind of animal a pet named in a has_pet statement is, said of the pet by its name
+    (`described_as`): "my guinea pig Oscar", "my dog named Rex", "Oscar, my guinea pig". None
+    for "my pet Oscar" (no kind) and for plurals ("my dogs Rex and Bo": which is which is not said)."""
+    alt = _pet_nouns()
+    if start < name_start:
+        m = re.search(rf"\b(?P<noun>{alt})(?:,\s*|\s+(?:named|called)\s+|\s+)$", text[start:name_start])
+        span = (start + m.start("noun"), start + m.end("noun"), start, name_end) if m else None
+    else:
+        m = re.match(rf",\s+[Mm]y (?:(?:little|older|younger|new|sweet|baby) )?(?P<noun>{alt})\b", text[name_end:])
+        span = (name_end + m.start("noun"), name_end + m.end("noun"), name_start, name_end + m.end("noun")) if m else None
+    if span is None or text[span[0] : span[1]].lower() in _NOT_KINDS:
+        return None
+    noun_start, noun_end, quote_start, quote_end = span
+    p = rules._proposal_at(entry, base, text, quote_start, quote_end, noun_start, noun_end, text[name_start:name_end], "described_as", "assert")
+    if p is not None and p.quote in text[quote_start:quote_end]:
+        p = p.model_copy(update={"quote": text[quote_start:quote_end]})  # the quote names the pet: "a cat named Bailey"
+    return p
+
+
+# Pet nouns that say no kind ("my pet Oscar") or many animals.
+_NOT_KINDS = frozenset({"pet", "pets", "dogs", "cats", "puppies", "kittens"})
+
+
+@functools.cache
+def _pet_nouns() -> str:
+    return "|".join(re.escape(w) for w in _word_lists()["relations"]["has_pet"])
+
+
 def _relations(text: str) -> Iterator[tuple[str, int, int, int]]:
     for pred, pattern in _relation_pattern():
         for m in pattern.finditer(text):
@@ -557,8 +590,14 @@ _CAUSE = r"(?:^|(?<=[.!?;]\s))(?:[^.!?;]{0,80}?\s)?"  # the quote keeps the caus
 _MAKES_ME = re.compile(_CAUSE + r"(?:makes?|made|making)\s+me\s+(?:feel\s+)?(?:so\s+|really\s+|super\s+|very\s+|extremely\s+|incredibly\s+)?(?P<obj>[a-z]+(?:\s+and\s+[a-z]+)?)\b")
 _TOUCHED_ME = re.compile(_CAUSE + r"(?P<obj>touched|moved|inspired|amazed|humbled)\s+me\b")
 
+# "a gift from my grandma in my home country, Sweden", "my hometown of Porto": where the speaker comes from.
+_HOME_COUNTRY = re.compile(
+    rf"\b[Mm]y (?:home (?:country|town)|hometown|native (?:country|land)|homeland|country of origin)(?:,\s*|\s+of\s+|\s+(?:is|was)\s+)(?P<obj>{rules._CAP}(?:\s+{rules._CAP}){{0,2}})"
+)
+
 # What the whole turn may say of the speaker, beside its clauses.
 _STATEMENTS = (
+    ("comes_from", (_HOME_COUNTRY,)),
     ("likes", (_FAVOURITE_BEFORE, _FAVOURITE_AFTER, _JOY, _SPEAKS_TO_ME)),
     ("values", (_VALUES_IT, _VALUES_X, _VALUES_BARE)),
     ("appreciates", (_THANKS_FOR, _APPRECIATED)),
@@ -568,6 +607,7 @@ _STATEMENTS = (
 # statements are a fifth of the pass, and most turns hold none of them.
 _IMPORTANT_WORDS = ("important", "crucial", "key", "essential", "vital", "precious", "special")
 _NEEDS: dict[re.Pattern[str], tuple[str, ...]] = {
+    _HOME_COUNTRY: ("home", "native", "country of origin"),
     _FAVOURITE_BEFORE: ("fav", "top pick", "go-to", "top of my list", "of mine"),
     _FAVOURITE_AFTER: ("fav", "top pick", "go-to"),
     _JOY: ("joy", "happiness", "peace", "comfort", "calm"),

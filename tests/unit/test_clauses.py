@@ -651,6 +651,30 @@ def test_what_an_audit_of_the_fourth_pass_found() -> None:
     assert said("I thought it'd help my shop grow.") == set()
 
 
+def test_where_the_speaker_comes_from() -> None:
+    assert ("Ana", "comes_from", "Sweden", "assert") in said("I'm originally from Sweden and moved here four years ago.")
+    assert ("Ana", "comes_from", "Porto", "assert") in said("I grew up in Porto.")
+    # said in passing, without a verb: "my home country, Sweden", "my hometown of Porto"
+    assert ("Ana", "comes_from", "Sweden", "assert") in said("This necklace is a gift from my grandma in my home country, Sweden.")
+    assert ("Ana", "comes_from", "Porto", "assert") in said("I miss my hometown of Porto so much.")
+    # not a place: no name after the frame; a move changes where one lives, not where one is from
+    assert not {c for c in said("I'm from work, sorry.") if c[1] == "comes_from"}
+    assert not {c for c in said("I moved from Berlin to Lisbon.") if c[1] == "comes_from"}
+    assert ONTOLOGY["comes_from"].object_type == "place"
+
+
+def test_what_kind_of_animal_a_named_pet_is() -> None:
+    assert {("Ana", "has_pet", "Oscar", "assert"), ("Oscar", "described_as", "guinea pig", "assert")} <= said("And yup, I do- Oscar, my guinea pig. He's been great.")
+    assert ("Rex", "described_as", "dog", "assert") in said("I took my dog Rex to the vet.")
+    assert ("Bella", "described_as", "puppy", "assert") in said("We got a puppy named Bella.")
+    # no kind said, or which is which not said
+    assert not {c for c in said("My pet Oscar is sweet.") if c[2] == "pet"}
+    assert not {c for c in said("I walked my dogs Rex and Bo.") if c[1] == "described_as"}
+    kinds = [p for p in clauses.propose(entry("We got another cat named Bailey too.")) if p.predicate == "described_as"]
+    assert [(p.subject, p.object, p.quote) for p in kinds] == [("Bailey", "cat", "We got another cat named Bailey")]
+    assert first_failure(kinds[0], entry("We got another cat named Bailey too.")) is None
+
+
 def test_what_rules_0_2_0_read_of_named_people_the_clauses_read_too() -> None:
     """A name that lives or works somewhere, in rules-0.2.0's third-person statements, is a person
     for the clause reader whether or not the scope has met it: "Dana works at Helio Labs" said by
