@@ -12,5 +12,5 @@
         without its target. -#}
     select action_id, action, rule
     from {{ model }}
-    where action in ('UPDATE', 'DELETE') and coalesce(len({{ column_name }}), 0) = 0
+    where action in ('UPDATE', 'DELETE') and coalesce({{ list_size(column_name) }}, 0) = 0
 {% endtest %}

@@ -1,17 +1,29 @@
-"""The fold's dbt unit tests on a distributed engine: the same models and the same tests on
-dbt-spark (a local Spark session) as on dbt-duckdb, with adapter.dispatch where the dialects
-differ (dbt_project/macros/dialect.sql). tests/dbt_spark.py says how the lane works.
+"""The state models on a distributed engine: the same models and the same tests on dbt-spark
+(a local Spark session) as on dbt-duckdb, with adapter.dispatch where the dialects differ
+(dbt_project/macros/dialect.sql): the fold's dbt unit tests, and a whole `dbt build --target
+spark` over a home's Parquet whose tables hold the rows dbt-duckdb's marts hold, after a first
+build and after an incremental one. tests/dbt_spark.py says how the lane works.
 
-Cost: a Spark session to create the relations (~12 s) and one for dbt (~35 s).
+Cost: a Spark session to create the relations (~12 s) and one for dbt (~35 s); two whole builds
+on Spark (~45-60 s each) and one incremental `memc build`.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+from datetime import datetime, timezone
+from pathlib import Path
 
 import pytest
 
 import dbt_spark
+from claims.extractors.registry import active_extractor_key
+from conftest import relocate_warehouse
+from ledger import Ledger
+from ledger.schema import NewEntry
+from memc.home import MemcHome
+from orchestration.runner import build
 
 pytestmark = pytest.mark.spark
 
@@ -27,10 +39,71 @@ def test_the_fold_unit_tests_pass_on_dbt_spark_as_on_dbt_duckdb(built_home, tmp_
     target = tmp_path / "target"
     r = dbt_spark.run_unit_tests(home.root, spark_dir, target)
     results = json.loads((target / "run_results.json").read_text())["results"]
-    status = {x["unique_id"].split(".")[-1]: x["status"] for x in results}
+    # (the on-run-start hook that registers the sources runs too, and is in the results)
+    status = {x["unique_id"].split(".")[-1]: x["status"] for x in results if x["unique_id"].startswith("unit_test.")}
     assert sorted(status) == expected, r.stdout[-3000:]
     failed = {k: v for k, v in status.items() if v != "pass"}
     assert not failed and r.returncode == 0, (failed, r.stdout[-4000:])
     assert "Registered adapter: spark=" in r.stdout  # run by dbt-spark, not the profile's default
     for scenario in ("move", "correction", "conflict", "retraction", "own_word", "entities"):
         assert any(name.startswith(scenario) for name in status), scenario
+
+
+def _models_built_as_tables(manifest: dict) -> list[str]:
+    """Every model a build leaves as rows: the marts (dbt-duckdb's Parquet exports) and the
+    intermediate tables; not the staging views or state_as_of (a view over the marts)."""
+    return sorted(n["name"] for n in manifest["nodes"].values()
+                  if n["resource_type"] == "model" and n["config"]["materialized"] in ("external", "table", "incremental"))
+
+
+def _duckdb_rows(home: MemcHome, name: str, tmp_path: Path) -> Path:
+    """A model's rows as dbt-duckdb built them: the mart's export, or the warehouse table's."""
+    mart = home.root / "warehouse" / "marts" / f"{name}.parquet"
+    if mart.exists():
+        return mart
+    import duckdb
+
+    out = tmp_path / f"duck-{name}.parquet"
+    with duckdb.connect(str(home.warehouse_db), read_only=True) as con:
+        con.execute(f"copy (select * from {name}) to '{out}' (format parquet)")
+    return out
+
+
+def _same_rows_on_both(home: MemcHome, spark_dir, tmp_path) -> dict[str, int]:
+    manifest = json.loads((dbt_spark.DBT_PROJECT / "target" / "manifest.json").read_text())
+    compared, wrong = {}, {}
+    for name in _models_built_as_tables(manifest):
+        only_duck, only_spark, n = dbt_spark.differences(_duckdb_rows(home, name, tmp_path), dbt_spark.spark_table_files(spark_dir, name))
+        compared[name] = n
+        if only_duck or only_spark:
+            wrong[name] = (only_duck[:2], only_spark[:2])
+    assert not wrong, wrong
+    return compared
+
+
+def test_a_whole_build_on_spark_holds_the_rows_dbt_duckdb_builds_first_and_incrementally(built_home, tmp_path):
+    src, _ = built_home
+    shutil.copytree(src.root, tmp_path / "home", symlinks=True)
+    relocate_warehouse(tmp_path / "home", src.root)
+    home = MemcHome.resolve(tmp_path / "home")
+    spark_dir, key = tmp_path / "spark", active_extractor_key()
+
+    r = dbt_spark.build(home.root, spark_dir, tmp_path / "target", key)
+    assert r.returncode == 0, r.stdout[-4000:]
+    assert "Registered adapter: spark=" in r.stdout
+    results = json.loads((tmp_path / "target" / "run_results.json").read_text())["results"]
+    assert {x["status"] for x in results} <= {"success", "pass"}, [(x["unique_id"], x["status"]) for x in results if x["status"] not in ("success", "pass")]
+    assert sum(x["unique_id"].startswith("test.") for x in results) >= 70  # the data tests ran on Spark too
+    first = _same_rows_on_both(home, spark_dir, tmp_path)
+    assert first["state_current"] > 0 and first["memory_actions"] > 0 and first["timeline"] > 0, first
+
+    # One new message, then each engine's incremental build: the incremental models append on
+    # Spark as on DuckDB, and every table still holds the same rows.
+    Ledger(home.ledger).append([NewEntry(kind="message", scope="team", actor="Elena", session_id="elena-tomasz:S9",
+                                         content="I moved to Potsdam last week and I love it.",
+                                         valid_at=datetime(2026, 5, 2, 9, 0, tzinfo=timezone.utc))])
+    assert build(home).success
+    r = dbt_spark.build(home.root, spark_dir, tmp_path / "target", key)
+    assert r.returncode == 0, r.stdout[-4000:]
+    second = _same_rows_on_both(home, spark_dir, tmp_path)
+    assert second["int_claims_joined_to_entries"] > first["int_claims_joined_to_entries"]

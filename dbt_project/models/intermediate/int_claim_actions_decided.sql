@@ -34,7 +34,8 @@
 -- refresh would write. Rejections and erasures are one row per entry and only get appended.
 -- A new extractor, an erasure or new fold rules make assets/state.py run a full refresh, as
 -- for the other incremental models.
-{{ config(materialized='incremental', incremental_strategy='delete+insert', unique_key='action_id', on_schema_change='append_new_columns') }}
+-- On Spark (dbt-spark's Parquet tables have no delete+insert) it is a table, decided whole.
+{{ config(materialized=('table' if target.type == 'spark' else 'incremental'), incremental_strategy='delete+insert', unique_key='action_id', on_schema_change='append_new_columns') }}
 {% if is_incremental() %}
 {% set mark = "(select coalesce(max(source_seq), -1) from " ~ this ~ ")" %}
 {% endif %}
@@ -115,8 +116,8 @@ considered as (
 considered_by_claim as (
     select
         claim_id,
-        list(candidate_id order by candidate_id) as considered,
-        list(candidate_id order by candidate_id) filter (where same_value) as same_value_ids
+        {{ list_sorted(list_agg('candidate_id')) }} as considered,
+        {{ list_sorted(list_agg_where('candidate_id', 'same_value')) }} as same_value_ids
     from considered
     group by claim_id
 ),
@@ -132,7 +133,7 @@ considered_by_claim as (
 arrival as (
     select
         claim_id, scope, subject_id, predicate, arrival,
-        count(*) filter (where polarity = 'assert') over (
+        count(case when polarity = 'assert' then 1 end) over (
             partition by scope, subject_id, predicate
             order by arrival
             rows between unbounded preceding and 1 preceding
@@ -157,7 +158,7 @@ open_on_arrival as (
 closed_on_arrival as (
     select
         p.closer_claim_id as claim_id,
-        list(p.claim_id order by p.claim_id) as changed_ids,
+        {{ list_sorted(list_agg('p.claim_id')) }} as changed_ids,
         min(case p.reason when 'retracted' then 1 when 'corrected' then 2 when 'outranked' then 3 else 4 end) as reason_rank
     from (
         -- the soonest end that x's closers arriving before this one had given it
@@ -168,34 +169,41 @@ closed_on_arrival as (
     ) as p
     where p.closed_arrival < p.closer_arrival
       and (p.closed_key <> p.closer_key or p.closer_polarity = 'retract')
-      and p.close_at < coalesce(p.earlier_close_at, 'infinity'::timestamptz)
+      and p.close_at < coalesce(p.earlier_close_at, {{ timestamp_infinity() }})
     group by p.closer_claim_id
 ),
 
 -- Claims that arrived closed: a closer recorded before them (a newer value already known).
 closed_before_arrival as (
-    select claim_id, list(distinct closer_claim_id order by closer_claim_id) as closed_by
+    select claim_id, {{ list_sorted(list_agg('closer_claim_id', distinct=true)) }} as closed_by
     from pairs
     where closer_arrival < closed_arrival
     group by claim_id
 ),
 
+-- Claims that met a candidate of another value stated for the same valid and transaction time.
+ties as (
+    select y.claim_id, true as ties_other_value
+    from considered as k
+    inner join claims as y on y.claim_id = k.claim_id
+    inner join claims as o on o.claim_id = k.candidate_id
+    where o.valid_at = y.valid_at and o.recorded_at = y.recorded_at and o.object_key <> y.object_key
+    group by y.claim_id
+),
+
 claim_actions as (
     select
         c.*,
-        coalesce(k.considered, []::varchar[]) as considered,
-        coalesce(a.changed_ids, []::varchar[]) as changed_ids,
-        coalesce(k.same_value_ids, []::varchar[]) as same_value_ids,
-        coalesce(b.closed_by, []::varchar[]) as closed_by,
+        coalesce(k.considered, {{ empty_text_list() }}) as considered,
+        coalesce(a.changed_ids, {{ empty_text_list() }}) as changed_ids,
+        coalesce(k.same_value_ids, {{ empty_text_list() }}) as same_value_ids,
+        coalesce(b.closed_by, {{ empty_text_list() }}) as closed_by,
         o.open_values,
         a.reason_rank,
-        exists (
-            select 1 from claims as o
-            where o.claim_id in (select unnest(k.considered))
-              and o.valid_at = c.valid_at and o.recorded_at = c.recorded_at and o.object_key <> c.object_key
-        ) as ties_other_value
+        coalesce(t.ties_other_value, false) as ties_other_value
     from claims as c
     left join considered_by_claim as k using (claim_id)
+    left join ties as t using (claim_id)
     left join open_on_arrival as o using (claim_id)
     left join closed_on_arrival as a using (claim_id)
     left join closed_before_arrival as b using (claim_id)
@@ -205,19 +213,19 @@ decided as (
     select
         *,
         case
-            when polarity = 'retract' and len(changed_ids) > 0 then 'DELETE'
+            when polarity = 'retract' and {{ list_size('changed_ids') }} > 0 then 'DELETE'
             when polarity = 'retract' then 'NONE'
-            when len(changed_ids) > 0 then 'UPDATE'
-            when len(same_value_ids) > 0 then 'NONE'
+            when {{ list_size('changed_ids') }} > 0 then 'UPDATE'
+            when {{ list_size('same_value_ids') }} > 0 then 'NONE'
             else 'ADD'
         end as action,
         case
-            when polarity = 'retract' and len(changed_ids) > 0 then 'retraction'
+            when polarity = 'retract' and {{ list_size('changed_ids') }} > 0 then 'retraction'
             when polarity = 'retract' then 'nothing_to_retract'
-            when len(changed_ids) > 0 then
+            when {{ list_size('changed_ids') }} > 0 then
                 case reason_rank when 2 then 'correction' when 3 then 'own_word_outranks_report' else 'newer_value' end
-            when len(same_value_ids) > 0 then 'duplicate'
-            when len(closed_by) > 0 then 'history'
+            when {{ list_size('same_value_ids') }} > 0 then 'duplicate'
+            when {{ list_size('closed_by') }} > 0 then 'history'
             when open_values = 0 then 'first_value'
             when cardinality = 'multi' then 'accumulate'
             when ties_other_value then 'conflict'
@@ -238,11 +246,11 @@ select
     object,
     polarity,
     cardinality,
-    case when action in ('UPDATE', 'DELETE') then changed_ids else []::varchar[] end as closes,
-    case when action = 'NONE' then same_value_ids else []::varchar[] end as duplicate_of,
+    case when action in ('UPDATE', 'DELETE') then changed_ids else {{ empty_text_list() }} end as closes,
+    case when action = 'NONE' then same_value_ids else {{ empty_text_list() }} end as duplicate_of,
     closed_by,
     considered,
-    null::varchar as detail,
+    cast(null as string) as detail,
     valid_at,
     recorded_at,
     source_entry_id,
@@ -266,15 +274,15 @@ select
     'rejected' as rule,
     r.scope,
     r.subject,
-    null::varchar as subject_id,
+    cast(null as string) as subject_id,
     r.predicate,
     r.object,
     r.polarity,
-    null::varchar as cardinality,
-    []::varchar[] as closes,
-    []::varchar[] as duplicate_of,
-    []::varchar[] as closed_by,
-    []::varchar[] as considered,
+    cast(null as string) as cardinality,
+    {{ empty_text_list() }} as closes,
+    {{ empty_text_list() }} as duplicate_of,
+    {{ empty_text_list() }} as closed_by,
+    {{ empty_text_list() }} as considered,
     r.validator || ': ' || r.reason as detail,
     coalesce(r.valid_at, e.valid_at) as valid_at,
     e.recorded_at,
@@ -282,7 +290,7 @@ select
     r.source_seq,
     r.source_ref,
     e.kind as source_kind,
-    null::varchar as quote,
+    cast(null as string) as quote,
     e.visibility,
     r.extractor,
     r.extractor_version,
@@ -300,28 +308,28 @@ select
     'DELETE' as action,
     'erasure' as rule,
     t.scope,
-    null::varchar as subject,
-    null::varchar as subject_id,
-    null::varchar as predicate,
-    null::varchar as object,
+    cast(null as string) as subject,
+    cast(null as string) as subject_id,
+    cast(null as string) as predicate,
+    cast(null as string) as object,
     'retract' as polarity,
-    null::varchar as cardinality,
-    list_sort(coalesce(cast(json_extract_string(t.attributes, '$.entry_ids[*]') as varchar[]), []::varchar[])) as closes,
-    []::varchar[] as duplicate_of,
-    []::varchar[] as closed_by,
-    []::varchar[] as considered,
-    json_extract_string(t.attributes, '$.reason') as detail,
+    cast(null as string) as cardinality,
+    {{ list_sorted("coalesce(" ~ json_text_list('t.attributes', '$.entry_ids') ~ ", " ~ empty_text_list() ~ ")") }} as closes,
+    {{ empty_text_list() }} as duplicate_of,
+    {{ empty_text_list() }} as closed_by,
+    {{ empty_text_list() }} as considered,
+    {{ json_text('t.attributes', '$.reason') }} as detail,
     t.valid_at,
     t.recorded_at,
     t.entry_id as source_entry_id,
     t.seq as source_seq,
     t.source_ref,
     t.kind as source_kind,
-    null::varchar as quote,
+    cast(null as string) as quote,
     t.visibility,
-    null::varchar as extractor,
-    null::varchar as extractor_version,
+    cast(null as string) as extractor,
+    cast(null as string) as extractor_version,
     '{{ var("fold_version") }}' as fold_version
 from entries as t
 -- A tombstone proper lists entry_ids; the stub an erasure leaves of an erased row does not.
-where t.kind = 'erasure' and json_exists(t.attributes, '$.entry_ids')
+where t.kind = 'erasure' and {{ json_has('t.attributes', '$.entry_ids') }}

@@ -17,10 +17,7 @@ days as (
     select
         *,
         regexp_extract(extractor_key, '^(.*)-[0-9]', 1) as extractor_name,
-        list_transform(
-            string_split(regexp_extract(extractor_key, '-([0-9]+(\.[0-9]+)*)', 1), '.'),
-            lambda x: try_cast(x as integer)
-        ) as version_parts
+        {{ version_parts("regexp_extract(extractor_key, '-([0-9]+([.][0-9]+)*)', 1)") }} as version_parts
     from {{ ref('stg_memc__claims_days') }}
 ),
 
@@ -29,7 +26,8 @@ compared as (
     from days as a
     inner join days as b
         on b.ledger_day = a.ledger_day
-        and (a.extractor_name, a.version_parts, a.extractor_key) < (b.extractor_name, b.version_parts, b.extractor_key)
+        and {{ struct_of({'name': 'a.extractor_name', 'parts': 'a.version_parts', 'key': 'a.extractor_key'}) }}
+            < {{ struct_of({'name': 'b.extractor_name', 'parts': 'b.version_parts', 'key': 'b.extractor_key'}) }}
 ),
 
 facts as (
@@ -74,7 +72,7 @@ unmatched as (
         row_number() over (
             partition by f.from_extractor, f.to_extractor, f.is_newer, f.scope, f.source_entry_id, f.subject_id, f.predicate
             order by f.object_key, f.polarity
-        ) as n
+        ) as pair_no  -- not `n`: on Spark the join below's USING column would shadow the alias n
     from facts as f
     anti join kept as k
         using (from_extractor, to_extractor, ledger_day, scope, source_entry_id, subject_id, predicate, object_key, polarity)
@@ -101,7 +99,7 @@ paired as (
         coalesce(o.visibility, n.visibility) as visibility
     from (select * from unmatched where not is_newer) as o
     full outer join (select * from unmatched where is_newer) as n
-        using (from_extractor, to_extractor, scope, source_entry_id, subject_id, predicate, n)
+        using (from_extractor, to_extractor, scope, source_entry_id, subject_id, predicate, pair_no)
 )
 
 select

@@ -49,10 +49,10 @@ select
     src,
     dst,
     scope,
-    count(*)::bigint as weight,
+    cast(count(*) as bigint) as weight,
     min(valid_at) as first_at,
     max(valid_at) as last_at,
-    list_sort(list(entry_id)) as evidence,
+    {{ list_sorted(list_agg('entry_id')) }} as evidence,
     {{ visibility_meet('visibility') }} as visibility
 from pairs
 group by src, dst, scope

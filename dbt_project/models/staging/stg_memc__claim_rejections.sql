@@ -14,23 +14,23 @@ select
     extractor_version,
     scope,
     source_entry_id,
-    source_seq::bigint as source_seq,
+    cast(source_seq as bigint) as source_seq,
     source_ref,
     validator,
     reason,
-    json_extract_string(proposal, '$.subject') as subject,
-    json_extract_string(proposal, '$.predicate') as predicate,
-    json_extract_string(proposal, '$.object') as object,
-    coalesce(json_extract_string(proposal, '$.polarity'), 'assert') as polarity,
-    try_cast(json_extract_string(proposal, '$.valid_at') as timestamptz) as valid_at
-from read_parquet('{{ files }}', union_by_name = true, hive_partitioning = false)
+    {{ json_text('proposal', '$.subject') }} as subject,
+    {{ json_text('proposal', '$.predicate') }} as predicate,
+    {{ json_text('proposal', '$.object') }} as object,
+    coalesce({{ json_text('proposal', '$.polarity') }}, 'assert') as polarity,
+    {{ try_cast_to(json_text('proposal', '$.valid_at'), 'timestamptz') }} as valid_at
+from {{ claims_files('rejections.parquet', files) }}
 where {{ within_watermark('source_seq') }}
 {% else %}
 select
-    null::varchar as proposal_id, null::varchar as extractor, null::varchar as extractor_version,
-    null::varchar as scope, null::varchar as source_entry_id, null::bigint as source_seq,
-    null::varchar as source_ref, null::varchar as validator, null::varchar as reason,
-    null::varchar as subject, null::varchar as predicate, null::varchar as object,
-    null::varchar as polarity, null::timestamptz as valid_at
+    cast(null as string) as proposal_id, cast(null as string) as extractor, cast(null as string) as extractor_version,
+    cast(null as string) as scope, cast(null as string) as source_entry_id, cast(null as bigint) as source_seq,
+    cast(null as string) as source_ref, cast(null as string) as validator, cast(null as string) as reason,
+    cast(null as string) as subject, cast(null as string) as predicate, cast(null as string) as object,
+    cast(null as string) as polarity, cast(null as {{ sql_type('timestamptz') }}) as valid_at
 where false
 {% endif %}

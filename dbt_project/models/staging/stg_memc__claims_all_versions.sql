@@ -6,7 +6,7 @@
 -- assertion (what every claim was before).
 select
     {{ claims_path_extractor('filename') }} as extractor_key,
-    coalesce({{ claims_path_day('filename') }}, (recorded_at::timestamptz at time zone 'UTC')::date) as ledger_day,
+    coalesce({{ claims_path_day('filename') }}, {{ utc_date('recorded_at') }}) as ledger_day,
     claim_id,
     extractor,
     extractor_version,
@@ -21,13 +21,13 @@ select
     time_phrase,
     asserted_by,
     asserted_by_id,
-    valid_at::timestamptz as valid_at,
-    recorded_at::timestamptz as recorded_at,
+    cast(valid_at as {{ sql_type('timestamptz') }}) as valid_at,
+    cast(recorded_at as {{ sql_type('timestamptz') }}) as recorded_at,
     source_entry_id,
-    source_seq::bigint as source_seq,
+    cast(source_seq as bigint) as source_seq,
     source_ref,
     quote,
     visibility,
-    confidence::double as confidence
+    cast(confidence as double) as confidence
 from {{ with_optional_columns(source('memc', 'claims'), {'polarity': 'varchar', 'time_phrase': 'varchar', 'object_id': 'varchar', 'asserted_by': 'varchar', 'asserted_by_id': 'varchar'}) }}
 where {{ within_watermark('source_seq') }}

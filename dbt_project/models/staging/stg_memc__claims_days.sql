@@ -7,4 +7,4 @@
 select distinct
     {{ claims_path_extractor('file') }} as extractor_key,
     {{ claims_path_day('file') }} as ledger_day
-from glob('{{ env_var("MEMC_HOME") }}/claims/extractor=*/day=*/claims.parquet')
+from {{ claims_day_files(env_var('MEMC_HOME') ~ '/claims/extractor=*/day=*/claims.parquet') }}

@@ -1,9 +1,9 @@
 -- Rename and cast only; rows above the build's watermark are left for the next build.
 select
-    seq::bigint as seq,
+    cast(seq as bigint) as seq,
     entry_id,
-    recorded_at::timestamptz as recorded_at,
-    valid_at::timestamptz as valid_at,
+    cast(recorded_at as {{ sql_type('timestamptz') }}) as recorded_at,
+    cast(valid_at as {{ sql_type('timestamptz') }}) as valid_at,
     kind,
     scope,
     session_id,
@@ -13,12 +13,12 @@ select
     source_uri,
     source_ref,
     visibility,
-    confidence::double as confidence,
+    cast(confidence as double) as confidence,
     idempotency_key,
     attributes,
     derived_from,
     producer,
     producer_version,
-    watermark::bigint as derived_at_watermark
+    cast(watermark as bigint) as derived_at_watermark
 from {{ source('memc', 'ledger') }}
 where {{ within_watermark('seq') }}

@@ -9,7 +9,7 @@ select
     kind,
     session_id,
     case
-        when session_id is not null then 'ses_' || left(sha256(scope || chr(31) || session_id), 24)
+        when session_id is not null then 'ses_' || left({{ sha256_hex('scope || chr(31) || session_id') }}, 24)
     end as session_key,
     actor,
     source_ref,

@@ -2,7 +2,7 @@
 -- Which ledger entry mentions which entity: the entities mart's evidence lists, one row per pair,
 -- kept only where the entry is a graph node (so every edge has both ends).
 with mentions as (
-    select entity_id, scope, unnest(evidence) as entry_id
+    select entity_id, scope, {{ unnest_list('evidence') }} as entry_id
     from {{ ref('entities') }}
 )
 

@@ -12,8 +12,8 @@ select
     s.valid_from,
     s.recorded_at,
     s.claim_id,
-    1::bigint as weight,
-    [s.source_entry_id] as evidence,
+    cast(1 as bigint) as weight,
+    {{ list_of('s.source_entry_id') }} as evidence,
     s.visibility
 from {{ ref('state_current') }} as s
 inner join {{ ref('entities') }} as o

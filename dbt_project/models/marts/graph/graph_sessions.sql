@@ -4,7 +4,7 @@ select
     session_key,
     scope,
     session_id,
-    count(*)::bigint as entry_count,
+    cast(count(*) as bigint) as entry_count,
     min(valid_at) as first_at,
     max(valid_at) as last_at,
     {{ visibility_meet('visibility') }} as visibility
