@@ -34,7 +34,7 @@ FORKSERVER_PRELOAD = ["orchestration.definitions", "dagster_dbt"]
 
 def executor(execution: Execution) -> dg.ExecutorDefinition:
     """Dagster's executor for the setting, configured."""
-    kind = execution.executor
+    kind = execution.chosen_executor()
     if kind == "in_process":
         return dg.in_process_executor
     if kind == "multiprocess":

@@ -59,7 +59,22 @@ DEFAULT_SENSOR_INTERVAL = 30
 
 # What runs the steps of a run the daemon or the UI launched (`memc build` always runs in-process:
 # 33-43 s against 61-95 s multiprocess for a whole build on 2 cores, docs/stack-notes.md).
-EXECUTORS = ("in_process", "multiprocess", "celery", "k8s")
+EXECUTORS = ("auto", "in_process", "multiprocess", "celery", "k8s")
+
+# "auto" (the default) is Dagster's multiprocess executor on a node of this many usable cores or
+# more, and in-process below it. Multiprocess runs each step in a process of its own, so a native
+# crash in one step (Kùzu, LanceDB) fails that step, not the run worker, and independent steps
+# overlap; on two cores it made a run of every view 2.2x slower (265 s against 121 s: each step a
+# process that loads the code location, 11 s median even from a forkserver; docs/scale.md).
+MULTIPROCESS_MIN_CORES = 4
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, e.g. a container's cpuset)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -67,11 +82,8 @@ class Execution:
     """How launched runs execute (orchestration/execution.py turns this into Dagster's executor,
     instance concurrency and the claims' backfill policy)."""
 
-    # In-process by default under `memc up` too: on two cores the multiprocess executor made a run
-    # of every view 2.2x slower (265 s against 121 s, each step a process that loads the code
-    # location, 11 s median even from a forkserver; docs/scale.md). "multiprocess" is one line in
-    # memc.toml where cores are plenty.
-    executor: str = "in_process"
+    # "auto": multiprocess from MULTIPROCESS_MIN_CORES usable cores, in-process below (above).
+    executor: str = "auto"
     # Two step processes on the two-core machines this runs on; each imports the code location
     # (~0.5 GB with torch once the evidence index loads the model).
     max_concurrent: int = 2
@@ -85,6 +97,12 @@ class Execution:
     broker: str = "redis://127.0.0.1:6379/0"
     backend: str = "redis://127.0.0.1:6379/1"
     namespace: str = "memc"
+
+    def chosen_executor(self) -> str:
+        """The executor launched runs use: the setting, with "auto" decided by this node's cores."""
+        if self.executor != "auto":
+            return self.executor
+        return "multiprocess" if usable_cores() >= MULTIPROCESS_MIN_CORES else "in_process"
 
     def __post_init__(self) -> None:
         if self.executor not in EXECUTORS:
