@@ -47,6 +47,16 @@ def test_runs_read_the_same_through_dagsters_own_storage(instance, tmp_path):
     assert latest is not None and latest.run_id == runs[-1]  # the index shard was written too
 
 
+def test_event_log_files_are_in_wal_mode_and_commit_without_an_fsync_each(instance):
+    dg.materialize([fact], instance=instance)
+    storage = instance.event_log_storage
+    for shard, engine in storage._engines.items():
+        with engine.connect() as conn:
+            # journal WAL (Dagster's), synchronous 1 = NORMAL (ours): fsync at checkpoints
+            assert conn.exec_driver_sql("pragma journal_mode").scalar() == "wal", shard
+            assert conn.exec_driver_sql("pragma synchronous").scalar() == 1, shard
+
+
 def _materialize_in_child(instance, out) -> None:
     storage = instance.event_log_storage
     inherited = len(storage._engines)
