@@ -57,15 +57,19 @@ def expected_rows(home: MemcHome, watermark: int) -> pa.Table:
 
 def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: int = 0) -> dict[str, Any]:
     """Make ``<home>/vectors`` hold exactly the rows of the ledger's head. Incremental (``sync``)
-    unless an erasure was recorded since ``previous_watermark``: then a full ``rebuild`` into a
-    fresh directory, so the erased text leaves the disk (vectors are still reused by hash)."""
+    unless an erasure was recorded since ``previous_watermark`` (since the start, for a first
+    build that stopped and is resumed): then a full ``rebuild`` into a fresh directory, so the
+    erased text leaves the disk (vectors are still reused by hash)."""
 
     ledger = open_ledger(home.ledger, write=False)
     watermark = ledger.head()
     rows = expected_rows(home, watermark)
     kinds = ledger.read(["kind"], since_seq=previous_watermark, until_seq=watermark).column("kind")
-    erased = previous_watermark > 0 and "erasure" in set(kinds.to_pylist())
     store = vector_store(home)
+    # A first build that stopped left its commits (views/vectors.py) and no watermark: an erasure
+    # since, anywhere in the ledger, may have text in them, and deleting rows leaves their bytes.
+    resumed = previous_watermark == 0 and store.count() > 0
+    erased = (previous_watermark > 0 or resumed) and "erasure" in set(kinds.to_pylist())
     stats = store.rebuild(rows, embedder) if erased else store.sync(rows, embedder)
     claim_rows = int(pc.sum(pc.equal(rows.column("kind"), CLAIM_KIND)).as_py() or 0) if rows.num_rows else 0
     return {

@@ -72,3 +72,53 @@ def test_near_duplicates_take_one_slot_and_name_the_other_source(home):
     ledger = Ledger(home.ledger)
     other_id = next(r["entry_id"] for r in ledger.iter_entries() if r["source_ref"] == other)
     assert shown[0].duplicates == [other_id] or other_id in shown[0].entry_ids
+
+
+def test_a_stopped_first_index_build_resumed_after_an_erasure_keeps_no_erased_byte(tmp_path, monkeypatch):
+    """A first build of the evidence index that stopped keeps its commits (views/vectors.py) and
+    has no watermark; if an erasure lands before it is resumed, the resume rebuilds into a fresh
+    table (reusing the vectors by hash), since deleting the erased rows would leave their bytes."""
+    import secrets
+
+    from memc.home import MemcHome
+    from views.embedder import Embedder
+    from views.vectors import LanceVectorStore
+
+    home = MemcHome.resolve(tmp_path / "home").ensure()
+    ledger = Ledger(home.ledger)
+    canary = f"zq{secrets.token_hex(6)}"
+    ledger.append([NewEntry(kind="message", scope="team", session_id="s1", actor="Ana", source_ref="m:0",
+                            content=f"My locker code is {canary}, keep it to yourself.", valid_at=T0)])
+    ledger.append([NewEntry(kind="message", scope="team", session_id="s1", actor="Bo", source_ref=f"m:{i}",
+                            content=f"Note {i}: the standup moves to room {i}.", valid_at=T0 + timedelta(minutes=i)) for i in range(1, 6)])
+    secret_id = next(e["entry_id"] for e in ledger.iter_entries() if canary in e["content"])
+    real = Embedder()
+
+    class StopsAfterTheSecretsCommit:
+        model_name, model_version, dim = real.model_name, real.model_version, real.dim
+        secret_embedded = False
+
+        def encode(self, texts):
+            if type(self).secret_embedded:
+                raise RuntimeError("the build stopped here")
+            type(self).secret_embedded = any(canary in t for t in texts)
+            return real.encode(texts)
+
+    # One row a commit; the build stops at the commit after the secret's row (rows come in id
+    # order, so where that is varies). Had the secret's row been last, the sync ends with no
+    # watermark written (the asset writes it): to the next build, the same as a stop.
+    monkeypatch.setenv("MEMC_SYNC_COMMIT_ROWS", "1")
+    try:
+        build_evidence_index(home, StopsAfterTheSecretsCommit())
+    except RuntimeError as exc:
+        assert "stopped here" in str(exc)
+    vectors = home.root / "vectors"
+    held = lambda: any(canary.encode() in p.read_bytes() for p in vectors.rglob("*") if p.is_file())  # noqa: E731
+    assert LanceVectorStore(vectors).count() >= 1 and held()
+
+    tomb = ledger.append([NewEntry(kind="erasure", scope="team", actor="admin", content="erasure of 1 entry",
+                                   valid_at=T0 + timedelta(days=1), attributes={"entry_ids": [secret_id]})])
+    ledger.purge({secret_id: tomb.entry_ids[0]})
+    stats = build_evidence_index(home, real, previous_watermark=0)
+    assert stats["mode"] == "rebuild" and not held()
+    assert stats["newly_embedded"] == stats["rows"] - stats["reused"]  # the commit's vectors were reused, by hash
