@@ -21,6 +21,9 @@
     {%- if execute -%}
         {%- set home = env_var('MEMC_HOME') -%}
         {%- set ledger = env_var('MEMC_LEDGER_PARQUET', home ~ '/ledger/*.parquet') -%}
+        {%- for path in (home, ledger) if "'" in path or "\\" in path -%}
+            {{ exceptions.raise_compiler_error("MEMC_HOME / MEMC_LEDGER_PARQUET: a path with a quote or a backslash cannot be named in Spark SQL: " ~ path) }}
+        {%- endfor -%}
         {%- set statements = [
             "create database if not exists memc",
             "drop table if exists memc.ledger",
