@@ -90,9 +90,23 @@ _CONNECTIONS_LOCK = threading.Lock()
 # compile's searches select their hits' ids only and its windows read whole sessions from them
 # (at 100k entries: p50 56 -> 36 ms). One per (directory, table) in a process, of the newest
 # version only: (connection, physical table, its version, its row count, EvidenceRows or None). A table of more rows
-# than MEMC_EVIDENCE_ROWS_HELD (default EVIDENCE_ROWS_HELD; 0 turns it off) is read from LanceDB
-# each time: 161k rows (100k entries) hold ~55 MB of resident memory, so 1M rows ~350 MB a process.
+# than MEMC_EVIDENCE_ROWS_HELD (0 turns it off) is read from LanceDB each time. By default a
+# process holds as many rows as an eighth of the machine's memory takes at HELD_ROW_BYTES a row
+# (3.1M rows on 24 GB, 0.5M on 4 GB): 161k rows (100k entries) hold ~55 MB, the 1.6M rows of
+# the 1M-entry bench home 1.47 GB (longer texts), read in 4 s; held, that home's compile p50/p95
+# went 147/253 -> 85/124 ms (docs/benchmarks.md). EVIDENCE_ROWS_HELD is the default where the
+# machine's memory cannot be read.
 EVIDENCE_ROWS_HELD = 1_000_000
+HELD_ROW_BYTES = 1024
+HELD_SHARE_OF_MEMORY = 1 / 8
+
+
+def rows_held_by_default() -> int:
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - not on Linux
+        return EVIDENCE_ROWS_HELD
+    return int(memory * HELD_SHARE_OF_MEMORY / HELD_ROW_BYTES)
 
 _HELD: dict[tuple[str, str], tuple[Any, str, int, int, EvidenceRows | None]] = {}
 
@@ -927,14 +941,14 @@ class LanceVectorStore:
 
     def _held_rows(self, tbl: Any, table: str) -> EvidenceRows | None:
         """The rows of this version of ``table`` held in memory, or None for a table too large to
-        hold (see EVIDENCE_ROWS_HELD). Read on the first use of a version; a newer version, or a
+        hold (see rows_held_by_default). Read on the first use of a version; a newer version, or a
         table swapped in by an erasure rebuild, replaces them, so no row of a retired version is
         ever served. A swapped-in table is another connection here (a new directory, see
         :meth:`_connection`) and another physical table on object storage (views/vectors_s3.py:
         a new name, its versions counted from 1 again): both are part of what must match."""
         if self.in_memory:
             return None  # the twin's rows are in memory already (every patched tail's store is one)
-        limit = int(os.environ.get("MEMC_EVIDENCE_ROWS_HELD", EVIDENCE_ROWS_HELD))
+        limit = int(os.environ.get("MEMC_EVIDENCE_ROWS_HELD") or rows_held_by_default())
         key = (os.path.abspath(self.uri), table)
         conn, name, version = self.db, tbl.name, tbl.version
         with _HELD_LOCK:

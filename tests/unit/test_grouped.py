@@ -1,0 +1,22 @@
+"""views/grouped.py: an Arrow table's rows by a key, each group in table order."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+
+from views.grouped import Grouped
+
+
+def test_each_group_holds_its_rows_in_table_order_and_nothing_else():
+    rng = random.Random(7)
+    keys = [rng.choice(["a", "b", "c", "", None]) for _ in range(500)]
+    table = pa.table({"k": keys, "n": list(range(500)), "s": [f"row {i}" for i in range(500)]})
+    g = Grouped(table, "k")
+    assert set(g.keys()) == {"a", "b", "c"} and len(g) == 3  # null and empty keys are no group
+    for k in ("a", "b", "c"):
+        assert [r["n"] for r in g.rows_of([k])] == [i for i, x in enumerate(keys) if x == k]
+    both = [r["n"] for r in g.rows_of(["c", "a", "c", "missing"])]  # each group once, in the order asked
+    assert both == [i for i, x in enumerate(keys) if x == "c"] + [i for i, x in enumerate(keys) if x == "a"]
+    assert g.rows_of(["missing"]) == [] and g.rows is table  # the table itself is not copied
