@@ -30,7 +30,9 @@ class EvidenceRows:
     table order within it: callers sort what they show)."""
 
     def __init__(self, rows: pa.Table) -> None:
-        self._sessions = Grouped(rows, "session_id")
+        # One chunk: a LanceDB scan comes in a chunk per batch (~1,500 at 1.6M rows), and every
+        # search takes its hits' rows by position; combined once, a take is one gather.
+        self._sessions = Grouped(rows.combine_chunks(), "session_id")
         self.rows = self._sessions.rows
         self._at = {row_id: i for i, row_id in enumerate(self.rows.column("id").to_pylist())}
 
@@ -40,7 +42,7 @@ class EvidenceRows:
     def by_id(self, ids: Iterable[str]) -> list[dict[str, Any]]:
         """The rows of these ids, in their order (an id not held is skipped)."""
         at = [self._at[i] for i in ids if i in self._at]
-        return table_rows(self.rows.take(pa.array(at, pa.int64()))) if at else []
+        return table_rows(self._sessions.take(at)) if at else []
 
     def of_sessions(self, sessions: Iterable[str]) -> list[dict[str, Any]]:
         """Every row of these sessions, unfiltered (the store filters them for the asker)."""

@@ -6,7 +6,7 @@ at 100k ledger entries: 2.9 s for the first compile after each build)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -29,6 +29,11 @@ class Grouped:
         codes = encoded.indices.to_numpy(zero_copy_only=False)
         self.rows = rows
         self._order = np.argsort(codes, kind="stable")
+        # Where each chunk starts: a take over a table of many chunks (45 for state_closings read
+        # from its row groups, one per LanceDB batch for the evidence rows) concatenates every
+        # column first, 1.2 s for 50 rows of state_closings at 1M; taken chunk by chunk, 0.4 ms.
+        lengths = [len(c) for c in rows.column(0).chunks] if rows.num_columns else []
+        self._bounds = np.cumsum([0, *lengths])
         counts = np.bincount(codes, minlength=len(encoded.dictionary))
         starts = np.cumsum(counts) - counts
         self._spans = {k: span for k, span in zip(encoded.dictionary.to_pylist(), zip(starts.tolist(), counts.tolist())) if k}
@@ -42,7 +47,20 @@ class Grouped:
     def rows_of(self, keys: Iterable[str]) -> list[dict[str, Any]]:
         """Every row of these groups (each group once), as ``Table.to_pylist`` gives them."""
         parts = [self._order[start : start + count] for start, count in (self._spans[k] for k in dict.fromkeys(keys) if k in self._spans)]
-        return table_rows(self.rows.take(pa.array(np.concatenate(parts)))) if parts else []
+        return table_rows(self.take(np.concatenate(parts))) if parts else []
+
+    def take(self, positions: Sequence[int] | np.ndarray) -> pa.Table:
+        """The rows at ``positions`` of the table, in that order, taken chunk by chunk (see above)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        if len(positions) == 0:
+            return self.rows.slice(0, 0)
+        chunk = np.searchsorted(self._bounds, positions, side="right") - 1
+        parts = []
+        for run in np.split(np.arange(len(positions)), np.flatnonzero(np.diff(chunk)) + 1):
+            c = int(chunk[run[0]])
+            start, end = int(self._bounds[c]), int(self._bounds[c + 1])
+            parts.append(self.rows.slice(start, end - start).take(pa.array(positions[run] - start)))
+        return pa.concat_tables(parts)
 
 
 def table_rows(table: pa.Table) -> list[dict[str, Any]]:

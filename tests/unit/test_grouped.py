@@ -20,3 +20,13 @@ def test_each_group_holds_its_rows_in_table_order_and_nothing_else():
     both = [r["n"] for r in g.rows_of(["c", "a", "c", "missing"])]  # each group once, in the order asked
     assert both == [i for i, x in enumerate(keys) if x == "c"] + [i for i, x in enumerate(keys) if x == "a"]
     assert g.rows_of(["missing"]) == [] and g.rows is table  # the table itself is not copied
+
+
+def test_take_reads_rows_across_chunks_in_the_order_asked():
+    parts = [pa.table({"k": ["a", "b", "a"], "n": [3 * i, 3 * i + 1, 3 * i + 2]}) for i in range(5)]
+    table = pa.concat_tables(parts)  # five chunks
+    assert table.column("n").num_chunks == 5
+    g = Grouped(table, "k")
+    assert g.take([13, 0, 14, 1, 7]).column("n").to_pylist() == [13, 0, 14, 1, 7]
+    assert g.take([]).num_rows == 0
+    assert [r["n"] for r in g.rows_of(["b"])] == [1, 4, 7, 10, 13]
