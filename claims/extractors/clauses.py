@@ -565,8 +565,8 @@ _JOY = re.compile(
     r"|(?:so\s+much\s+|a\s+lot\s+of\s+|such\s+|great\s+|real\s+)?(?:joy|happiness|peace|comfort)\s+(?:to|into)\s+my\s+life)\b"
 )
 
-# "Improving education and infrastructure is particularly interesting to me", "Contemporary dance is
-# so expressive - it really speaks to me": what holds the speaker's interest is something they like.
+# "Restoring old bikes is particularly interesting to me", "Folk music is so raw - it really
+# speaks to me": what holds the speaker's interest is something they like.
 _SPEAKS_TO_ME = re.compile(
     r"(?:^|(?<=[.!?]\s))(?P<obj>[A-Z][\w'\- ]{2,50}?)\s+(?:(?:is|are|'s)\s+(?:(?:particularly|really|so|very|super|always)\s+)?(?:interesting|fascinating)\s+to\s+me"
     r"|(?:really\s+|truly\s+|always\s+)?(?:speaks|spoke|resonates|resonated)\s+(?:to|with)\s+me"

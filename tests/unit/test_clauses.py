@@ -592,8 +592,8 @@ def test_what_a_third_audit_of_this_pass_found() -> None:
 
 
 def test_a_time_phrase_inside_the_object_is_cut_out_and_the_thing_goes_on() -> None:
-    # "had an audition yesterday for a writing gig": the phrase dates the claim; the thing had is
-    # the audition for the gig, and the validator finds it in the quote with the phrase taken out.
+    # "had an interview yesterday for a design job": the phrase dates the claim; the thing had is
+    # the interview for the job, and the validator finds it in the quote with the phrase taken out.
     assert ("Ana", "has", "interview for a design job", "assert") in said("I had an interview yesterday for a design job.")
     assert ("Ana", "attended", "pottery class with my aunt", "assert") in said("I went to a pottery class last Friday with my aunt.")
     claims = extract([entry("I had an interview yesterday for a design job.")], CLAUSES).claims.to_pylist()
@@ -652,10 +652,10 @@ def test_what_an_audit_of_the_fourth_pass_found() -> None:
 
 
 def test_where_the_speaker_comes_from() -> None:
-    assert ("Ana", "comes_from", "Sweden", "assert") in said("I'm originally from Sweden and moved here four years ago.")
+    assert ("Ana", "comes_from", "Norway", "assert") in said("I'm originally from Norway and moved here six years ago.")
     assert ("Ana", "comes_from", "Porto", "assert") in said("I grew up in Porto.")
-    # said in passing, without a verb: "my home country, Sweden", "my hometown of Porto"
-    assert ("Ana", "comes_from", "Sweden", "assert") in said("This necklace is a gift from my grandma in my home country, Sweden.")
+    # said in passing, without a verb: "my home country, Norway", "my hometown of Porto"
+    assert ("Ana", "comes_from", "Norway", "assert") in said("This scarf is a gift from my aunt back in my home country, Norway.")
     assert ("Ana", "comes_from", "Porto", "assert") in said("I miss my hometown of Porto so much.")
     # not a place: no name after the frame; a move changes where one lives, not where one is from
     assert not {c for c in said("I'm from work, sorry.") if c[1] == "comes_from"}
@@ -664,15 +664,15 @@ def test_where_the_speaker_comes_from() -> None:
 
 
 def test_what_kind_of_animal_a_named_pet_is() -> None:
-    assert {("Ana", "has_pet", "Oscar", "assert"), ("Oscar", "described_as", "guinea pig", "assert")} <= said("And yup, I do- Oscar, my guinea pig. He's been great.")
+    assert {("Ana", "has_pet", "Pip", "assert"), ("Pip", "described_as", "guinea pig", "assert")} <= said("Yes, I do- Pip, my guinea pig. He's a handful.")
     assert ("Rex", "described_as", "dog", "assert") in said("I took my dog Rex to the vet.")
     assert ("Bella", "described_as", "puppy", "assert") in said("We got a puppy named Bella.")
     # no kind said, or which is which not said
     assert not {c for c in said("My pet Oscar is sweet.") if c[2] == "pet"}
     assert not {c for c in said("I walked my dogs Rex and Bo.") if c[1] == "described_as"}
-    kinds = [p for p in clauses.propose(entry("We got another cat named Bailey too.")) if p.predicate == "described_as"]
-    assert [(p.subject, p.object, p.quote) for p in kinds] == [("Bailey", "cat", "We got another cat named Bailey")]
-    assert first_failure(kinds[0], entry("We got another cat named Bailey too.")) is None
+    kinds = [p for p in clauses.propose(entry("We got another cat named Juniper too.")) if p.predicate == "described_as"]
+    assert [(p.subject, p.object, p.quote) for p in kinds] == [("Juniper", "cat", "We got another cat named Juniper")]
+    assert first_failure(kinds[0], entry("We got another cat named Juniper too.")) is None
 
 
 def test_what_rules_0_2_0_read_of_named_people_the_clauses_read_too() -> None:
