@@ -294,7 +294,7 @@ def prepare() -> None:
     of a 1M-entry build (each day's entries go to a new pool of workers) against ~0.2 s of work."""
     pipeline()
     forms("be")  # the lemma table and its inverse
-    for load in (_matcher, _word_lists, _relation_pattern, _pet_nouns, _owned_patterns, _praise, _is_my, _made_by_me, _owned_words, _lead_words):
+    for load in (_matcher, _word_lists, _relation_pattern, _pet_kind_patterns, _owned_patterns, _praise, _is_my, _made_by_me, _owned_words, _lead_words):
         load()
 
 
@@ -335,10 +335,10 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
         if speaker:
             p = rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert")
             if p is not None and start == obj_start and (after := re.match(r",\s+[Mm]y [\w\- ]+", text[obj_end:])):
-                p = p.model_copy(update={"quote": text[start : obj_end + after.end()]})  # "Pip, my hamster": the quote says what Oscar is
+                p = p.model_copy(update={"quote": text[start : obj_end + after.end()]})  # "Pip, my hamster": the quote says what Pip is
             yield from once(p)
             if pred == "has_pet":
-                yield from once(_pet_kind(entry, base, text, start, obj_start, obj_end))  # "Oscar, my guinea pig"
+                yield from once(_pet_kind(entry, base, text, start, obj_start, obj_end))  # "Pip, my guinea pig"
     if speaker:
         for predicate, obj_start, obj_end, start, end in _statements(text):
             p = _claim(entry, base, text, min(start, obj_start), (obj_start, obj_end), speaker, predicate, "assert")
@@ -499,31 +499,37 @@ def _names_given(text: str) -> Iterator[tuple[str, int, int, int]]:
 
 def _pet_kind(entry: dict[str, Any], base: dict[str, Any], text: str, start: int, name_start: int, name_end: int) -> Proposal | None:
     """What kind of animal a pet named in a has_pet statement is, said of the pet by its name
-    (`described_as`): "my guinea pig Oscar", "my dog named Rex", "Oscar, my guinea pig". None
-    for "my pet Oscar" (no kind) and for plurals ("my dogs Rex and Bo": which is which is not said)."""
-    alt = _pet_nouns()
+    (`described_as`): "my guinea pig Pip", "my dog named Rex", "Pip, my guinea pig". None
+    for "my pet Pip" (no kind) and for plurals ("my dogs Rex and Bo": which is which is not said)."""
+    before, after = _pet_kind_patterns()
     if start < name_start:
-        m = re.search(rf"\b(?P<noun>{alt})(?:,\s*|\s+(?:named|called)\s+|\s+)$", text[start:name_start])
-        span = (start + m.start("noun"), start + m.end("noun"), start, name_end) if m else None
+        m = before.search(text, start, name_start)
+        span = (m.start("noun"), m.end("noun"), start, name_end) if m else None
     else:
-        m = re.match(rf",\s+[Mm]y (?:(?:little|older|younger|new|sweet|baby) )?(?P<noun>{alt})\b", text[name_end:])
-        span = (name_end + m.start("noun"), name_end + m.end("noun"), name_start, name_end + m.end("noun")) if m else None
+        m = after.match(text, name_end)
+        span = (m.start("noun"), m.end("noun"), name_start, m.end("noun")) if m else None
     if span is None or text[span[0] : span[1]].lower() in _NOT_KINDS:
         return None
     noun_start, noun_end, quote_start, quote_end = span
     p = rules._proposal_at(entry, base, text, quote_start, quote_end, noun_start, noun_end, text[name_start:name_end], "described_as", "assert")
     if p is not None and p.quote in text[quote_start:quote_end]:
-        p = p.model_copy(update={"quote": text[quote_start:quote_end]})  # the quote names the pet: "a cat named Bailey"
+        p = p.model_copy(update={"quote": text[quote_start:quote_end]})  # the quote names the pet: "a cat named Juniper"
     return p
 
 
-# Pet nouns that say no kind ("my pet Oscar") or many animals.
+# Pet nouns that say no kind ("my pet Pip") or many animals.
 _NOT_KINDS = frozenset({"pet", "pets", "dogs", "cats", "puppies", "kittens"})
 
 
 @functools.cache
-def _pet_nouns() -> str:
-    return "|".join(re.escape(w) for w in _word_lists()["relations"]["has_pet"])
+def _pet_kind_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The pet's noun closing the text before its name ("my guinea pig ", "a cat named "), and
+    after it ("Pip, my guinea pig")."""
+    alt = "|".join(re.escape(w) for w in _word_lists()["relations"]["has_pet"])
+    return (
+        re.compile(rf"\b(?P<noun>{alt})(?:,\s*|\s+(?:named|called)\s+|\s+)$"),
+        re.compile(rf",\s+[Mm]y (?:(?:little|older|younger|new|sweet|baby) )?(?P<noun>{alt})\b"),
+    )
 
 
 def _relations(text: str) -> Iterator[tuple[str, int, int, int]]:
@@ -590,7 +596,7 @@ _CAUSE = r"(?:^|(?<=[.!?;]\s))(?:[^.!?;]{0,80}?\s)?"  # the quote keeps the caus
 _MAKES_ME = re.compile(_CAUSE + r"(?:makes?|made|making)\s+me\s+(?:feel\s+)?(?:so\s+|really\s+|super\s+|very\s+|extremely\s+|incredibly\s+)?(?P<obj>[a-z]+(?:\s+and\s+[a-z]+)?)\b")
 _TOUCHED_ME = re.compile(_CAUSE + r"(?P<obj>touched|moved|inspired|amazed|humbled)\s+me\b")
 
-# "a gift from my grandma in my home country, Sweden", "my hometown of Porto": where the speaker comes from.
+# "a scarf from my aunt back in my home country, Norway", "my hometown of Porto": where the speaker comes from.
 _HOME_COUNTRY = re.compile(
     rf"\b[Mm]y (?:home (?:country|town)|hometown|native (?:country|land)|homeland|country of origin)(?:,\s*|\s+of\s+|\s+(?:is|was)\s+)(?P<obj>{rules._CAP}(?:\s+{rules._CAP}){{0,2}})"
 )
