@@ -100,13 +100,14 @@ def seed_partial_parse(target: Path) -> bool:
     return True
 
 
-# dbt's artifacts of the last few builds are kept for debugging (each ~6 MB, mostly the manifest
-# and dagster-dbt's copy of the partial-parse file).
+# dbt's artifacts of the last few builds are kept for debugging (each ~1 MB: dagster-dbt's copy of
+# the partial-parse file, the compiled SQL, a dbt.log of warnings and errors; ~6 MB more with the
+# JSON artifacts, see catalog.dbt_project.BUILD_DBT_DEFAULTS).
 KEEP_DBT_TARGETS = 5
 
 
 def dbt_target(home: MemcHome, run_id: str) -> Path:
-    """Where one build's dbt writes its target and its debug log (``DBT_LOG_PATH`` is the same
+    """Where one build's dbt writes its target and its log (``DBT_LOG_PATH`` is the same
     folder): ``<home>/warehouse/dbt/<run id>``, inside the folder dbt owns, so that an erasure
     drops it with the warehouse, and not in the installed project's ``target/``, which every
     memory home on the machine shared (dbt.log and run_results.json can quote a value, e.g. a

@@ -101,6 +101,9 @@ def dbt_home_env(home_root: Path) -> dict[str, str]:
     return {"MEMC_HOME": str(home_root), "MEMC_LEDGER_PARQUET": ledger_parquet(home_root)}
 
 
+BUILD_DBT_DEFAULTS = {"DBT_LOG_LEVEL_FILE": "warn", "DBT_WRITE_JSON": "false"}
+
+
 @contextlib.contextmanager
 def dbt_home_environ(home_root: Path, watermark: int | None = None, *, zygote: str | None = None) -> Iterator[None]:
     """Set :func:`dbt_home_env` (and ``MEMC_WATERMARK``, the highest ledger seq the build reads,
@@ -110,6 +113,11 @@ def dbt_home_environ(home_root: Path, watermark: int | None = None, *, zygote: s
     run (tests, ``memc build``) must not leave one home's ledger glob or watermark behind for the
     next dbt started from the same process."""
     values = dbt_home_env(home_root)
+    # dbt's debug log and its JSON artifacts (a 6 MB manifest.json written twice, run_results.json)
+    # are 0.4 s of a one-message build's 3.9 s dbt step (docs/benchmarks.md); what dagster-dbt
+    # reads comes from dbt's stdout. So by default a build's folder keeps a dbt.log of warnings
+    # and errors only; set DBT_LOG_LEVEL_FILE=debug and DBT_WRITE_JSON=true to get both back.
+    values |= {k: v for k, v in BUILD_DBT_DEFAULTS.items() if k not in os.environ}
     if watermark is not None:
         values["MEMC_WATERMARK"] = str(watermark)
     if zygote is not None:

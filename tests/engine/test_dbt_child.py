@@ -1,6 +1,7 @@
 """dbt started warm (catalog/dbt_child.py): `memc-dbt` hands its run to the process's zygote, which
 forks it with dbt already imported. Against a throwaway dbt project on DuckDB: the run's output,
-files and exit code are plain dbt's; a memc-dbt killed with SIGKILL mid-run takes its run with it
+files and exit code are plain dbt's (its DuckDB file checkpointed at the end, as plain dbt's exit
+does); a memc-dbt killed with SIGKILL mid-run takes its run with it
 (nothing left holding the DuckDB file); SIGTERM to memc-dbt reaches the run; a zygote that is
 gone makes memc-dbt run dbt itself."""
 
@@ -79,6 +80,9 @@ def test_a_warm_run_does_what_plain_dbt_does(zygote, tmp_path):
         assert proc.returncode == 0, err[-2000:] + out[-2000:]
         events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         assert any(e["info"]["name"] == "LogModelResult" for e in events)  # dbt's JSON log, on memc-dbt's stdout
+        # The run closed the database as plain dbt does at its exit, so DuckDB checkpointed: no
+        # write-ahead log left for every later open of the warehouse to replay.
+        assert not (project / "warm.duckdb.wal").exists()
         with duckdb.connect(str(project / "warm.duckdb"), read_only=True) as con:
             results[name] = con.execute("select answer from answer").fetchall()
         run = json.loads((project / "target" / "run_results.json").read_text())

@@ -604,7 +604,7 @@ def test_a_new_watermark_makes_dbt_parse_nothing_again(built_home, tmp_path):
     assert parses and ("no changes found" in parses[-1] or parses[-1].endswith(" 0 files changed.")), parses
 
 
-def test_a_second_build_of_a_home_parses_only_what_changed(built_home):
+def test_a_second_build_of_a_home_parses_only_what_changed(built_home, monkeypatch):
     """dbt parses the whole project again when its CLI vars or the profile differ from the
     parse it is given: each build's target folder gets the home's last parse
     (seed_partial_parse), and the watermark, which changes with every build, is an environment
@@ -614,6 +614,7 @@ def test_a_second_build_of_a_home_parses_only_what_changed(built_home):
     from orchestration.runner import build
 
     home, _ = built_home
+    monkeypatch.setenv("DBT_LOG_LEVEL_FILE", "debug")  # a build's dbt.log holds warnings and errors only by default
     # One staging model is enough: dbt parses the whole project before it selects anything.
     # Twice: this worker's home is a copy of the session's built home (conftest.built_once), so
     # its warehouse path, which is in the profile, differs from the one its parse was made for.
