@@ -46,6 +46,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str | None = None, inst_data: ConfigurableClassData | None = None):
         self._engines: OrderedDict[str, Engine] = OrderedDict()  # before the parent's init, which connects
         self._engines_pid = os.getpid()
+        self._tables: set[str] = set()  # tables of the index database seen to exist
         super().__init__(base_dir or default_base_dir(), inst_data)
 
     @classmethod
@@ -92,6 +93,18 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
             with engine.connect() as conn, conn.begin():
                 yield conn
 
+    def has_table(self, table_name: str) -> bool:
+        """Whether the index database has this table; a table once there is remembered. Dagster
+        asks before storing each asset check result and asset event (``supports_asset_checks``,
+        ...), each time with an engine and a schema query of its own: 250 times in a one-message
+        build of the sample home, 0.2 s. Migrations only add tables; a wipe forgets them."""
+        if table_name in self._tables:
+            return True
+        present = super().has_table(table_name)
+        if present:
+            self._tables.add(table_name)
+        return present
+
     def _close_engines(self) -> None:
         with self._db_lock:
             for engine in self._engines.values():
@@ -100,6 +113,7 @@ class PooledSqliteEventLogStorage(SqliteEventLogStorage):
 
     def wipe(self) -> None:
         self._close_engines()  # the run databases are unlinked: no connection may outlive them
+        self._tables.clear()
         super().wipe()
 
     def dispose(self) -> None:

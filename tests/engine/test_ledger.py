@@ -933,3 +933,42 @@ def test_compaction_killed_after_each_step(tmp_path, step):
     assert_clean_markers(root)
     assert len(batch_files(root)) == (30 if step == "journal" else 1)
     assert fresh.append(lw.batch_entries("x@1", 29)).duplicates == 1
+
+
+def test_columns_read_once_are_served_from_the_process_cache_until_their_file_changes(tmp_path, monkeypatch):
+    """ledger.store._ColumnCache: a second read of the same columns, through any handle of the
+    process, opens no batch file for them; a purge's new files are read again, and the old
+    files' columns leave the cache."""
+    from ledger import store
+
+    root = tmp_path / "ledger"
+    ledger = _small_ledger(root)
+    whole = ledger.read()
+    asked: list[list[str] | None] = []
+    real = store.read_batch
+    monkeypatch.setattr(store, "read_batch", lambda source, columns=None: asked.append(columns) or real(source, columns))
+
+    # A new handle learns each file's rows and keys and verifies it (its seqs); the columns asked
+    # for come from the cache.
+    other = Ledger(root)
+    assert other.read().equals(whole) and other.read(columns=["content"]).column("content").equals(whole.column("content"))
+    assert {tuple(columns) for columns in asked} == {("recorded_at", "idempotency_key"), ("seq",)}, asked
+    asked.clear()
+    assert ledger.read(columns=["entry_id"], since_seq=41).num_rows == 200 - 41 and asked == []
+
+    erased = whole.column("entry_id")[7].as_py()
+    assert ledger.purge({erased: "e_erasure"}).rows_stubbed == 1
+    keys = {k for k in store._COLUMNS._files if k[0] == str(root)}
+    assert keys == set(), keys  # dropped with the purge
+    after = Ledger(root).read(columns=["entry_id", "content"])
+    assert after.column("content")[7].as_py() != whole.column("content")[7].as_py()
+    assert ledger.read(columns=["content"]).column("content").equals(after.column("content"))
+    held = {k[1:3] for k in store._COLUMNS._files if k[0] == str(root)}
+    assert held == {(p.name, p.stat().st_ino) for p in batch_files(root).values()}  # the new files only
+
+    Ledger(root).read()
+    limit = store._COLUMNS._bytes // 2  # the five files whole, then room for two of them
+    monkeypatch.setenv("MEMC_LEDGER_CACHE_BYTES", str(limit))
+    store._COLUMNS.keep_only(str(root), set())
+    assert Ledger(root).read().column("entry_id").equals(after.column("entry_id"))
+    assert 0 < store._COLUMNS._bytes <= limit  # the least recently read went first

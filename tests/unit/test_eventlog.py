@@ -98,3 +98,25 @@ def test_the_base_dir_defaults_to_dagster_home(monkeypatch, tmp_path):
     storage = PooledSqliteEventLogStorage.from_config_value(None, {})
     assert storage._base_dir == str(tmp_path / "history" / "runs")
     storage.dispose()
+
+
+@dg.asset_check(asset=fact)
+def fact_is_one() -> dg.AssetCheckResult:
+    return dg.AssetCheckResult(passed=True)
+
+
+def test_a_table_seen_to_exist_is_not_looked_up_again(instance, monkeypatch):
+    """Dagster asks whether the asset check table exists before storing each check's result,
+    with a schema query on an engine of its own each time; the storage asks once."""
+    asked: list[str] = []
+    looked_up = SqliteEventLogStorage.has_table
+    monkeypatch.setattr(SqliteEventLogStorage, "has_table", lambda self, name: asked.append(name) or looked_up(self, name))
+    for _ in range(3):
+        result = dg.materialize([fact, fact_is_one], instance=instance)
+        assert result.success and len(result.get_asset_check_evaluations()) == 1
+    assert asked.count("asset_check_executions") == 1, asked
+    storage = instance.event_log_storage
+    assert not storage.has_table("no_such_table") and not storage.has_table("no_such_table")
+    assert asked.count("no_such_table") == 2  # a table not there may be created: asked each time
+    storage.wipe()
+    assert storage.has_table("asset_check_executions") and asked.count("asset_check_executions") == 2

@@ -115,8 +115,9 @@ def test_duckdb_and_kuzu_users_are_in_their_pools(tmp_path, clean_env):
     assert pools[keys.GRAPH_POOL] == {"entity_graph", "centrality", "entity_dossiers"}
 
 
-def test_the_generated_dagster_yaml_sets_the_run_queue_and_the_pools(tmp_path):
+def test_the_generated_dagster_yaml_sets_the_run_queue_and_the_pools(tmp_path, monkeypatch):
     """The instance memc writes for a home loads, with the limits the settings name."""
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))  # where its event log lives (orchestration/eventlog.py)
     (tmp_path / "dagster.yaml").write_text(dagster_yaml(Execution(max_concurrent_runs=3)))
     with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
         concurrency = instance.get_concurrency_config()
@@ -156,7 +157,7 @@ def test_dagsters_planner_fans_missing_days_out_by_days_per_run(tmp_path, clean_
     assert all(list(r.asset_selection) == [keys.CLAIMS] for r in requests)
 
 
-def test_a_killed_builds_pool_slot_is_freed_when_its_run_is_marked_failed(tmp_path):
+def test_a_killed_builds_pool_slot_is_freed_when_its_run_is_marked_failed(tmp_path, monkeypatch):
     """An in-process build killed mid-dbt holds the warehouse slot: every later run's dbt step
     would wait for it ("Step blocked by limit for pool duckdb_warehouse"). fail_dead_runs, which
     every build runs first, marks the run failed and gives the slot back."""
@@ -166,6 +167,7 @@ def test_a_killed_builds_pool_slot_is_freed_when_its_run_is_marked_failed(tmp_pa
 
     gone = subprocess.Popen(["true"])
     gone.wait()
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
     (tmp_path / "dagster.yaml").write_text(dagster_yaml(Execution()))
     with dg.DagsterInstance.from_config(str(tmp_path)) as instance:
         run = instance.create_run_for_job(dg.GraphDefinition("g").to_job(), tags={PID_TAG: str(gone.pid)})
