@@ -308,6 +308,8 @@ class Ledger(EntryReader):
 
     def __init__(self, root: str | os.PathLike[str], *, compression: str | None = None):
         self.root = Path(root)
+        # The folder as the column cache knows it: one key however a handle spells its path.
+        self._folder = os.path.realpath(self.root)
         self.tmp = self.root / "_tmp"
         # zstd by default; a forensic profile sets MEMC_PARQUET_COMPRESSION=none so that a byte
         # search over the files can prove an erasure.
@@ -724,7 +726,7 @@ class Ledger(EntryReader):
                 if problems:
                     raise LedgerCorruption("; ".join(problems))
                 self._replace_batch(f.first, path, new)
-                _COLUMNS.keep_only(str(self.root), set())  # this folder's columns: the next read lists the new files
+                _COLUMNS.keep_only(self._folder, set())  # this folder's columns: the next read lists the new files
                 report.files_rewritten.append(path.name)
                 report.rows_stubbed += n
         report.missing = sorted(set(erased) - found)
@@ -889,7 +891,7 @@ class Ledger(EntryReader):
         layout = self._layout(files)
         out: list[tuple[_File, int, tuple]] = []
         live: set[tuple] = set()
-        root = str(self.root)
+        root = self._folder
         expected = 1
         for f, rows, _ in layout.live:
             try:

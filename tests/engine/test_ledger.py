@@ -955,20 +955,25 @@ def test_columns_read_once_are_served_from_the_process_cache_until_their_file_ch
     assert {tuple(columns) for columns in asked} == {("recorded_at", "idempotency_key"), ("seq",)}, asked
     asked.clear()
     assert ledger.read(columns=["entry_id"], since_seq=41).num_rows == 200 - 41 and asked == []
+    alias = tmp_path / "alias"  # the same folder by another path: the same entries of the cache
+    alias.symlink_to(root)
+    assert Ledger(alias).read().equals(whole)
+    assert {tuple(columns) for columns in asked} == {("recorded_at", "idempotency_key"), ("seq",)}, asked
 
     erased = whole.column("entry_id")[7].as_py()
     assert ledger.purge({erased: "e_erasure"}).rows_stubbed == 1
-    keys = {k for k in store._COLUMNS._files if k[0] == str(root)}
+    folder = os.path.realpath(root)
+    keys = {k for k in store._COLUMNS._files if k[0] == folder}
     assert keys == set(), keys  # dropped with the purge
     after = Ledger(root).read(columns=["entry_id", "content"])
     assert after.column("content")[7].as_py() != whole.column("content")[7].as_py()
     assert ledger.read(columns=["content"]).column("content").equals(after.column("content"))
-    held = {k[1:3] for k in store._COLUMNS._files if k[0] == str(root)}
+    held = {k[1:3] for k in store._COLUMNS._files if k[0] == folder}
     assert held == {(p.name, p.stat().st_ino) for p in batch_files(root).values()}  # the new files only
 
     Ledger(root).read()
     limit = store._COLUMNS._bytes // 2  # the five files whole, then room for two of them
     monkeypatch.setenv("MEMC_LEDGER_CACHE_BYTES", str(limit))
-    store._COLUMNS.keep_only(str(root), set())
+    store._COLUMNS.keep_only(folder, set())
     assert Ledger(root).read().column("entry_id").equals(after.column("entry_id"))
     assert 0 < store._COLUMNS._bytes <= limit  # the least recently read went first
