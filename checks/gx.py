@@ -121,11 +121,23 @@ def _visibility_text(values: list[Any]) -> list[str | None]:
     return [None if v is None else ",".join(str(p) for p in v) for v in values]
 
 
+def _frame(table: pa.Table):
+    """``table`` as a pandas frame GX can fingerprint: list columns (visibility, derived_from) as
+    tuples. GX hashes each batch's frame (``hash_pandas_dataframe``) and, when a column holds
+    values pandas cannot hash (the numpy arrays ``to_pandas`` makes of lists), pickles the whole
+    frame instead, content and all: 1.08 of the ledger suite's 2.10 s at 100k entries."""
+    df = table.to_pandas()
+    for f in table.schema:
+        if pa.types.is_list(f.type) or pa.types.is_large_list(f.type):
+            df[f.name] = pd.Series([None if v is None else tuple(v) for v in table.column(f.name).to_pylist()], dtype=object, index=df.index)
+    return df
+
+
 def ledger_frame(table: pa.Table):
     """The ledger as GX validates it: in seq order, with the derived columns."""
     if "seq" in table.column_names:
         table = table.sort_by("seq")
-    df = table.to_pandas()
+    df = _frame(table)
     if "seq" in df.columns:
         previous = df["seq"].shift(1, fill_value=0)
         df[SEQ_STEP] = (df["seq"] - previous).astype("Int64")
@@ -137,7 +149,7 @@ def ledger_frame(table: pa.Table):
 
 def claims_frame(claims: pa.Table, sources: dict[str, str]):
     """The claims with the derived columns; ``sources`` maps ledger entry id -> content."""
-    df = claims.to_pandas()
+    df = _frame(claims)
     rows = claims.select([c for c in ("source_entry_id", "quote") if c in claims.column_names]).to_pylist()
     df[VISIBILITY_TEXT] = _visibility_text(claims.column("visibility").to_pylist()) if "visibility" in claims.column_names else None
     in_ledger = [r.get("source_entry_id") in sources for r in rows]

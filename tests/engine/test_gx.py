@@ -151,3 +151,19 @@ def test_claims_schema_and_required_values(good):
     failed = _failed(validate_claims(bad, table))
     for row, column in enumerate(required):
         assert _id(bad, row % claims.num_rows, "claim_id") in failed.get(f"{column} is required", []), (column, failed)
+
+
+def test_the_frames_are_hashed_by_pandas_not_pickled(good):
+    """GX fingerprints each batch with ``pd.util.hash_pandas_object`` and pickles the whole frame
+    when that raises (lists as numpy arrays are unhashable): half of the ledger suite's time at
+    100k entries. The frames hold the list columns as tuples, so the hash takes them."""
+    import pandas as pd
+
+    from checks.gx import claims_frame, ledger_frame
+
+    table, claims = good
+    sources = dict(zip(table.column("entry_id").to_pylist(), table.column("content").to_pylist()))
+    for frame in (ledger_frame(table), claims_frame(claims, sources)):
+        assert len(pd.util.hash_pandas_object(frame, index=True)) == len(frame)
+    frame = ledger_frame(table)
+    assert list(frame["visibility"]) == [tuple(v) for v in table.sort_by("seq").column("visibility").to_pylist()]
