@@ -20,7 +20,7 @@ from ledger import open_ledger, storage_uri
 from memc.home import MemcHome
 from memc.objectstore import where_is
 from views.dreaming import PRODUCER, dream, held_values, unchanged
-from views.evidence import CLAIM_KIND, index_rows
+from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, index_rows
 from views.graph import GraphStore, KuzuGraphStore
 from views.graph_tables import both_directions
 from views.marts import (
@@ -41,7 +41,7 @@ def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, p
     """(ledger entries up to ``watermark``, claims within it, entities mart) of one memory home."""
 
     ledger = open_ledger(home.ledger, write=False)
-    entries = ledger.iter_entries(until_seq=watermark)
+    entries = ledger.iter_entries(until_seq=watermark, columns=ENTRY_COLUMNS)
     claims = read_claims(home.claims, active_extractor_key())  # the claims dbt folds, too
     if claims.num_rows:
         claims = claims.filter(pc.less_equal(claims.column("source_seq"), watermark))

@@ -79,6 +79,14 @@ def mentions_from_entities(entities: pa.Table | None) -> dict[str, list[str]]:
     return {k: sorted(v) for k, v in out.items()}
 
 
+# The ledger columns evidence_rows (and render) read: a ledger read of these alone, not every
+# column, turned into dicts (``Ledger.iter_entries(columns=...)``).
+ENTRY_COLUMNS = [
+    "seq", "entry_id", "recorded_at", "valid_at", "kind", "scope", "session_id", "actor", "content",
+    "source_ref", "visibility", "attributes",
+]  # fmt: skip
+
+
 def evidence_rows(entries: Iterable[dict[str, Any]], mentions: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
     """One row per chunk of each retrievable entry. ``mentions`` (entry_id -> entity ids, see
     :func:`mentions_from_entities`) fills ``entity_ids``; without it a message is tagged with its
