@@ -14,7 +14,7 @@ from memc.ids import entity_id
 from memc.watermark import write_watermark
 from query import compile_context
 from query.entities import related_entities as _related_entities
-from views_home import T0, make_home, write_marts
+from views_home import T0, make_home, write_claims, write_marts
 from views.build import build_evidence_index, build_graph
 
 
@@ -122,3 +122,27 @@ def test_a_stopped_first_index_build_resumed_after_an_erasure_keeps_no_erased_by
     stats = build_evidence_index(home, real, previous_watermark=0)
     assert stats["mode"] == "rebuild" and not held()
     assert stats["newly_embedded"] == stats["rows"] - stats["reused"]  # the commit's vectors were reused, by hash
+
+
+def test_expected_rows_are_made_once_per_version_of_their_inputs(tmp_path, monkeypatch):
+    """The evidence index and its check ask for the same expected rows in one build: made once,
+    and again whenever a ledger file, a claims file or the entities mart changes."""
+    import views.build as vb
+
+    home = make_home(tmp_path / "home", n=40)
+    made = []
+    real = vb.read_inputs
+    monkeypatch.setattr(vb, "read_inputs", lambda h, w: made.append(w) or real(h, w))
+    ledger = Ledger(home.ledger)
+    head = ledger.head()
+    first = vb.expected_rows(home, head)
+    assert vb.expected_rows(home, head) is first and made == [head]
+    ledger.append([NewEntry(kind="message", scope="team", actor="Ana", session_id="s9", content="A new turn.", valid_at=T0)])
+    assert vb.expected_rows(home, head).equals(first) and made == [head, head]  # a new ledger file
+    write_marts(home)  # the entities mart written again
+    vb.expected_rows(home, head)
+    assert made == [head, head, head]
+    write_claims(home)  # the claims file written again
+    vb.expected_rows(home, head)
+    assert made == [head, head, head, head]
+    assert vb.expected_rows(home, head + 1).num_rows == first.num_rows + 1 and made[-1] == head + 1
