@@ -38,6 +38,9 @@ from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 ZYGOTE_ENV = "MEMC_DBT_ZYGOTE"
+# The pid of the memc process that starts memc-dbt (catalog/dbt_project.dbt_home_environ and
+# start_zygote set it): the parent memc-dbt must still have once it has asked to die with it.
+PARENT_ENV = "MEMC_DBT_PARENT"
 # What a run imports beyond `dbt.cli.main` (a dbtRunner build's new modules, less the stdlib's).
 _WARM_IMPORTS = (
     "dbt.cli.main", "dbt.adapters.duckdb", "dbt.task.build", "dbt.task.run", "dbt.task.test", "dbt.compilation",
@@ -46,6 +49,17 @@ _WARM_IMPORTS = (
 _LEN = struct.Struct("!I")
 # Seconds a run may take to end after SIGTERM once its memc-dbt is gone, before SIGKILL.
 _TERM_GRACE_S = 10.0
+
+
+def _starting_parent() -> int:
+    """The process that started this one. Not ``os.getppid()`` read at start-up alone: a build
+    killed while this interpreter was still starting (its first ~0.1-0.5 s, longer on a busy
+    machine) has already handed it to the reaper, whose pid getppid() then returns, and the
+    check in :func:`_die_with_parent` passed: a dbt started that way ran to its end, 9-15 s of
+    holding DuckDB's write lock after its build was gone. So the starting process names itself
+    in ``MEMC_DBT_PARENT``; without it (memc-dbt run by hand) the parent is whichever it is now."""
+    named = os.environ.get(PARENT_ENV, "").strip()
+    return int(named) if named.isdigit() else os.getppid()
 
 
 def _die_with_parent(parent: int) -> None:
@@ -58,7 +72,8 @@ def _die_with_parent(parent: int) -> None:
 
 
 def main() -> None:
-    parent = os.getppid()
+    parent = _starting_parent()
+    os.environ.pop(PARENT_ENV, None)  # it names this process's parent, not that of dbt's children
     _die_with_parent(parent)
     if len(sys.argv) == 3 and sys.argv[1] == "--zygote":
         serve(sys.argv[2])
@@ -269,7 +284,8 @@ def start_zygote() -> str | None:
         return None
     folder = tempfile.mkdtemp(prefix="memc-dbt-")  # 0700, and short: a socket path has ~100 bytes
     path = os.path.join(folder, "zygote.sock")
-    proc = subprocess.Popen([str(exe), "--zygote", path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([str(exe), "--zygote", path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, PARENT_ENV: str(os.getpid())})
     _zygote[os.getpid()] = (proc, path)
 
     def stop() -> None:

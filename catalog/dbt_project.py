@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from catalog.dbt_child import ZYGOTE_ENV
+from catalog.dbt_child import PARENT_ENV, ZYGOTE_ENV
 
 DBT_PROJECT_DIR = Path(__file__).resolve().parent.parent / "dbt_project"
 MANIFEST = DBT_PROJECT_DIR / "target" / "manifest.json"
@@ -107,11 +107,12 @@ BUILD_DBT_DEFAULTS = {"DBT_LOG_LEVEL_FILE": "warn", "DBT_WRITE_JSON": "false"}
 @contextlib.contextmanager
 def dbt_home_environ(home_root: Path, watermark: int | None = None, *, zygote: str | None = None) -> Iterator[None]:
     """Set :func:`dbt_home_env` (and ``MEMC_WATERMARK``, the highest ledger seq the build reads,
-    when given; ``MEMC_DBT_ZYGOTE``, the socket of a warm dbt, catalog/dbt_child.py) in this
-    process while a dbt child is started (dagster-dbt's ``cli`` copies ``os.environ`` into the
-    child and takes no environment of its own), then put the previous values back: an in-process
-    run (tests, ``memc build``) must not leave one home's ledger glob or watermark behind for the
-    next dbt started from the same process."""
+    when given; ``MEMC_DBT_ZYGOTE``, the socket of a warm dbt, and ``MEMC_DBT_PARENT``, this
+    process's pid, catalog/dbt_child.py) in this process while a dbt child is started
+    (dagster-dbt's ``cli`` copies ``os.environ`` into the child and takes no environment of its
+    own), then put the previous values back: an in-process run (tests, ``memc build``) must not
+    leave one home's ledger glob or watermark behind for the next dbt started from the same
+    process."""
     values = dbt_home_env(home_root)
     # dbt's debug log and its JSON artifacts (a 6 MB manifest.json written twice, run_results.json)
     # are 0.4 s of a one-message build's 3.9 s dbt step (docs/benchmarks.md); what dagster-dbt
@@ -122,6 +123,7 @@ def dbt_home_environ(home_root: Path, watermark: int | None = None, *, zygote: s
         values["MEMC_WATERMARK"] = str(watermark)
     if zygote is not None:
         values[ZYGOTE_ENV] = zygote
+    values[PARENT_ENV] = str(os.getpid())  # the dbt child's starting process (catalog/dbt_child.py)
     saved = {k: os.environ.get(k) for k in values}
     os.environ.update(values)
     try:

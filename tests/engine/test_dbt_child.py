@@ -127,3 +127,52 @@ def test_without_its_zygote_memc_dbt_runs_dbt_itself(tmp_path):
     assert proc.returncode == 0, err[-2000:]
     with duckdb.connect(str(project / "warm.duckdb"), read_only=True) as con:
         assert con.execute("select answer from answer").fetchall() == [(7,)]
+
+
+# A parent that starts memc-dbt on a slow project, the zygote's socket named or not, prints its
+# pid and is killed at once: while memc-dbt's interpreter is still starting, before it can ask
+# the kernel to end it with its parent.
+_KILLED_AT_ONCE = """
+import os, signal, subprocess, sys
+from catalog.dbt_child import PARENT_ENV
+cmd, env = sys.argv[1:-1], dict(os.environ, **{PARENT_ENV: str(os.getpid())})
+if sys.argv[-1]:
+    env[%r] = sys.argv[-1]
+child = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(child.pid, flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+""" % ZYGOTE_ENV
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_memc_dbt_whose_parent_died_while_it_started_runs_nothing(zygote, tmp_path, warm):
+    # Its parent was already the reaper when it asked who its parent was: dbt started that way
+    # ran to its end (9-15 s of a build's dbt on the sample home) holding the warehouse's lock.
+    project = _project(tmp_path / "slow", SLOW)
+    cmd = [MEMC_DBT, "run", "--project-dir", str(project), "--profiles-dir", str(project)]
+    parent = subprocess.run([sys.executable, "-c", _KILLED_AT_ONCE, *cmd, zygote if warm else ""],
+                            capture_output=True, text=True, cwd=project, timeout=60)
+    assert parent.returncode == -signal.SIGKILL, parent.stderr
+    child = int(parent.stdout)
+    # An orphan is reaped by whatever the container's pid 1 is: a zombie has ended too.
+    until(lambda: _gone(child) or _state(child) == "Z", 30, f"memc-dbt (pid {child}) to end with the parent it never knew alive")
+    if (project / "warm.duckdb").exists():
+        with duckdb.connect(str(project / "warm.duckdb")) as con:  # the write lock is free
+            con.execute("select 1").fetchall()
+
+
+def _state(pid: int) -> str | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def test_a_zygote_whose_process_died_while_it_started_ends():
+    # Left waiting on its socket for good before (two such zygotes were found five minutes on).
+    script = ("import os, signal\nfrom catalog.dbt_child import _zygote, start_zygote\nstart_zygote()\n"
+              "print(_zygote[os.getpid()][0].pid, flush=True)\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    parent = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert parent.returncode == -signal.SIGKILL, parent.stderr
+    zygote_pid = int(parent.stdout)
+    until(lambda: _gone(zygote_pid) or _state(zygote_pid) == "Z", 30, f"the zygote (pid {zygote_pid}) to end with its process")

@@ -26,8 +26,17 @@ ASK = {"question": "Where does Elena live now?", "scope": "team"}
 
 
 def _workers(pid: int) -> list[int]:
-    """The uvicorn workers of the server ``pid``: its spawned children (not the resource tracker)."""
-    return [c for c in children(pid) if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+    """The uvicorn workers of the server ``pid``: its spawned children (not the resource tracker).
+    A child that ends between the listing and the read of its command line (the killed worker,
+    reaped by the supervisor) is not a worker."""
+    out = []
+    for c in children(pid):
+        try:
+            if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes():
+                out.append(c)
+        except OSError:
+            continue
+    return out
 
 
 def _until_idle(pid: int, seconds: float = 120) -> None:
