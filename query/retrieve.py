@@ -27,7 +27,7 @@ from query.units import with_units
 from query.windows import join_stretch, narrowed, session_windows, turn_item, within_time
 from views.build import vector_store
 from views.embedder_onnx import question_embedder
-from views.evidence import CLAIM_KIND, evidence_rows
+from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, evidence_rows
 from views.profile import evidence_usage
 from views.units import load_units
 
@@ -301,7 +301,7 @@ def tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):
             _TAIL_STORES.move_to_end(key)
             return store
     store = vector_store()  # the in-memory twin
-    store.sync(evidence_rows(ledger.iter_entries(since_seq=since, until_seq=until)), embedder)
+    store.sync(evidence_rows(ledger.read(ENTRY_COLUMNS, since_seq=since, until_seq=until)), embedder)
     with _TAIL_LOCK:
         _TAIL_STORES[key] = store
         while len(_TAIL_STORES) > _TAIL_STORES_MAX:

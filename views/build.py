@@ -40,11 +40,11 @@ from views.vectors import LanceVectorStore, VectorStore
 from views.vectors_s3 import S3LanceVectorStore
 
 
-def read_inputs(home: MemcHome, watermark: int) -> tuple[Any, pa.Table | None, pa.Table | None]:
+def read_inputs(home: MemcHome, watermark: int) -> tuple[pa.Table, pa.Table | None, pa.Table | None]:
     """(ledger entries up to ``watermark``, claims within it, entities mart) of one memory home."""
 
     ledger = open_ledger(home.ledger, write=False)
-    entries = ledger.iter_entries(until_seq=watermark, columns=ENTRY_COLUMNS)
+    entries = ledger.read(ENTRY_COLUMNS, until_seq=watermark)
     claims = read_claims(home.claims, active_extractor_key())  # the claims dbt folds, too
     if claims.num_rows:
         claims = claims.filter(pc.less_equal(claims.column("source_seq"), watermark))

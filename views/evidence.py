@@ -16,7 +16,9 @@ from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from ledger.schema import LEDGER_SCHEMA
 from memc.ids import content_id, entity_id, text_hash
 from views.evidence_schema import EVIDENCE_SCHEMA
 
@@ -87,40 +89,58 @@ ENTRY_COLUMNS = [
 ]  # fmt: skip
 
 
-def evidence_rows(entries: Iterable[dict[str, Any]], mentions: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
-    """One row per chunk of each retrievable entry. ``mentions`` (entry_id -> entity ids, see
+# The ledger's types for the columns evidence_rows reads: entries given as dicts are read into them.
+ENTRY_SCHEMA = pa.schema([LEDGER_SCHEMA.field(c) for c in ENTRY_COLUMNS])
+
+
+def _column(table: pa.Table, name: str) -> pa.Array:
+    """One column of ``table`` as a single array (nulls where ``table`` lacks it)."""
+    if name not in table.column_names:
+        return pa.nulls(table.num_rows, EVIDENCE_SCHEMA.field(name).type)
+    return table.column(name).combine_chunks()
+
+
+def _assemble(passed: pa.Table, made: dict[str, list[Any]], renamed: Mapping[str, str] | None = None) -> pa.Table:
+    """The rows in EVIDENCE_SCHEMA's order: the columns ``made`` here, the others taken from
+    ``passed`` (one row of it per row made; a column of ``renamed`` from the one it names), cast to
+    the schema's types. Timestamps and lists pass in Arrow, never as Python objects: converting
+    them was most of the time at 100k entries."""
+    arrays = []
+    for f in EVIDENCE_SCHEMA:
+        if f.name in made:
+            arrays.append(pa.array(made[f.name], f.type))
+        else:
+            arrays.append(_column(passed, (renamed or {}).get(f.name, f.name)).cast(f.type))
+    visibility = EVIDENCE_SCHEMA.get_field_index("visibility")
+    if arrays[visibility].null_count:  # a row without a visibility list has an empty one
+        arrays[visibility] = pc.if_else(pc.is_null(arrays[visibility]), pa.scalar([], arrays[visibility].type), arrays[visibility])
+    return pa.Table.from_arrays(arrays, schema=EVIDENCE_SCHEMA)
+
+
+def evidence_rows(entries: pa.Table | Iterable[dict[str, Any]], mentions: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
+    """One row per chunk of each retrievable entry (``entries``: a ledger read holding
+    ENTRY_COLUMNS, or dicts with those keys). ``mentions`` (entry_id -> entity ids, see
     :func:`mentions_from_entities`) fills ``entity_ids``; without it a message is tagged with its
     speaker only."""
-    rows = []
-    for e in entries:
-        if e["kind"] not in RETRIEVABLE_KINDS:
-            continue
+    table = entries if isinstance(entries, pa.Table) else pa.Table.from_pylist(list(entries), schema=ENTRY_SCHEMA)
+    table = table.filter(pc.is_in(table.column("kind"), pa.array(RETRIEVABLE_KINDS)))
+    made: dict[str, list[Any]] = {"id": [], "text": [], "content_hash": [], "entity_ids": [], "claim_id": []}
+    take: list[int] = []
+    read = [table.column(c).to_pylist() for c in ("entry_id", "kind", "scope", "actor", "content", "attributes")]
+    for n, (eid, kind, scope, actor, content, attributes) in enumerate(zip(*read)):
         if mentions is not None:
-            ents = sorted(mentions.get(e["entry_id"], ()))
+            ents = sorted(mentions.get(eid, ()))
         else:
-            ents = [entity_id(e["scope"], e["actor"])] if e["kind"] == "message" and e["actor"] else []
-        for i, text in enumerate(chunk(render(e))):
+            ents = [entity_id(scope, actor)] if kind == "message" and actor else []
+        for i, text in enumerate(chunk(render({"attributes": attributes, "actor": actor, "content": content}))):
             h = text_hash(text)
-            rows.append(
-                {
-                    "id": content_id("ch", e["entry_id"], i, h),
-                    "entry_id": e["entry_id"],
-                    "seq": e["seq"],
-                    "kind": e["kind"],
-                    "scope": e["scope"],
-                    "session_id": e["session_id"],
-                    "actor": e["actor"],
-                    "source_ref": e["source_ref"],
-                    "visibility": list(e["visibility"] or []),
-                    "valid_at": e["valid_at"],
-                    "recorded_at": e["recorded_at"],
-                    "text": text,
-                    "content_hash": h,
-                    "entity_ids": ents,
-                    "claim_id": None,
-                }
-            )
-    return pa.Table.from_pylist(rows, schema=EVIDENCE_SCHEMA)
+            take.append(n)
+            made["id"].append(content_id("ch", eid, i, h))
+            made["text"].append(text)
+            made["content_hash"].append(h)
+            made["entity_ids"].append(ents)
+    made["claim_id"] = [None] * len(take)
+    return _assemble(table.take(pa.array(take, pa.int64())), made)
 
 
 def claim_sentence(claim: Mapping[str, Any]) -> str:
@@ -142,38 +162,38 @@ def claim_rows(claims: pa.Table | Iterable[Mapping[str, Any]], known_entities: I
     subject and, when the object is an entity too (``object_id``, or a name in
     ``known_entities``), the object."""
     known = set(known_entities)
-    records = claims.to_pylist() if isinstance(claims, pa.Table) else list(claims)
-    rows = []
-    for c in records:
-        if c["predicate"] == "mentions_identifier":
-            # The identifier is already in the source turn's text, where full text finds it.
-            continue
-        text = claim_sentence(c)
+    table = claims if isinstance(claims, pa.Table) else pa.Table.from_pylist(list(claims))
+    table = table.filter(pc.not_equal(table.column("predicate"), "mentions_identifier")) if table.num_rows else table
+    # (mentions_identifier: the identifier is already in the source turn's text, where full text finds it.)
+    n = table.num_rows
+    if n == 0:
+        return EVIDENCE_SCHEMA.empty_table()
+
+    def values(name: str, default: Any = None) -> list[Any]:
+        return table.column(name).to_pylist() if name in table.column_names else [default] * n
+
+    # The sentence's day, as claim_sentence renders a datetime's: its date in UTC, the zone claims keep.
+    when = table.column("valid_at")
+    days = pc.strftime(when, format="%Y-%m-%d").to_pylist() if pa.types.is_timestamp(when.type) else when.to_pylist()
+    made: dict[str, list[Any]] = {"id": [], "text": [], "content_hash": [], "entity_ids": []}
+    read = zip(values("claim_id"), values("predicate"), values("subject"), values("object"), values("polarity"),
+               values("cardinality", "functional"), days, values("subject_id"), values("object_id"), values("scope"))  # fmt: skip
+    for claim_id, predicate, subject, obj, polarity, cardinality, day, subject_id, object_id, scope in read:
+        claim = {"predicate": predicate, "subject": subject, "object": obj, "valid_at": day, "polarity": polarity, "cardinality": cardinality}
+        text = claim_sentence(claim)
         h = text_hash(text)
-        ents = {c["subject_id"]}
-        obj = c.get("object_id") or entity_id(c["scope"], c["object"])
-        if c.get("object_id") or obj in known:
-            ents.add(obj)
-        rows.append(
-            {
-                "id": content_id("cl", c["claim_id"], h),
-                "entry_id": c["source_entry_id"],
-                "seq": c["source_seq"],
-                "kind": CLAIM_KIND,
-                "scope": c["scope"],
-                "session_id": None,
-                "actor": None,
-                "source_ref": c.get("source_ref"),
-                "visibility": list(c["visibility"] or []),
-                "valid_at": c["valid_at"],
-                "recorded_at": c["recorded_at"],
-                "text": text,
-                "content_hash": h,
-                "entity_ids": sorted(ents),
-                "claim_id": c["claim_id"],
-            }
-        )
-    return pa.Table.from_pylist(rows, schema=EVIDENCE_SCHEMA)
+        ents = {subject_id}
+        other = object_id or entity_id(scope, obj)
+        if object_id or other in known:
+            ents.add(other)
+        made["id"].append(content_id("cl", claim_id, h))
+        made["text"].append(text)
+        made["content_hash"].append(h)
+        made["entity_ids"].append(sorted(ents))
+    made["kind"] = [CLAIM_KIND] * n
+    made["session_id"] = made["actor"] = [None] * n
+    made["claim_id"] = values("claim_id")
+    return _assemble(table, made, {"entry_id": "source_entry_id", "seq": "source_seq"})
 
 
 def index_rows(

@@ -520,6 +520,50 @@ def test_claim_rows_render_short_sentences_pointing_at_their_source() -> None:
     assert a.equals(b)
 
 
+def test_row_hashes_are_the_sha256_of_each_row_as_sorted_json() -> None:
+    # Stored beside every row: were the bytes hashed to change, each index would replace all its
+    # rows once. hash_rows makes timestamps' text in Arrow; this is the definition it must keep.
+    import hashlib
+    import json
+
+    from views.evidence_schema import hash_rows, normalize_rows
+
+    def reference(rows: pa.Table) -> list[str]:
+        return [hashlib.sha256(json.dumps(r, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()).hexdigest()[:32]
+                for r in rows.to_pylist()]  # fmt: skip
+
+    rows = normalize_rows(evidence_table([
+        dict(row(1, 'Élodie said "ciao"\nand left.'), valid_at=datetime(2024, 5, 14, 9, tzinfo=timezone.utc)),
+        dict(row(2, "Tomasz: 東京 next week."), valid_at=datetime(2024, 5, 14, 9, 0, 0, 120, tzinfo=timezone.utc), entity_ids=["ent_a", "ent_b"]),
+        dict(row(3, "No times at all."), valid_at=None, recorded_at=None, visibility=[], session_id=None),
+        dict(row(4, "Before the epoch."), valid_at=datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=timezone.utc)),
+    ]))  # fmt: skip
+    assert hash_rows(rows) == reference(rows)
+    assert len(set(hash_rows(rows))) == 4
+
+
+def test_entry_rows_from_a_ledger_read_equal_those_from_dicts() -> None:
+    from ledger.schema import LEDGER_SCHEMA
+    from views.evidence import ENTRY_COLUMNS, evidence_rows
+
+    entries = [
+        {"seq": 1, "entry_id": "e_1", "recorded_at": T0, "valid_at": T0, "kind": "message", "scope": "team", "session_id": "s1",
+         "actor": "Elena", "content": "I moved to Berlin.", "source_ref": "S1:1", "visibility": ["public"], "attributes": '{"image_caption": "a flat"}'},
+        {"seq": 2, "entry_id": "e_2", "recorded_at": T0, "valid_at": T0, "kind": "derived_claim", "scope": "team", "session_id": None,
+         "actor": None, "content": "not evidence", "source_ref": None, "visibility": ["public"], "attributes": None},
+        {"seq": 3, "entry_id": "e_3", "recorded_at": T0, "valid_at": T0, "kind": "document", "scope": "team", "session_id": None,
+         "actor": None, "content": "A long note. " * 100, "source_ref": "doc.md", "visibility": ["elena", "priya"], "attributes": None},
+    ]  # fmt: skip
+    table = pa.Table.from_pylist(entries, schema=pa.schema([LEDGER_SCHEMA.field(c) for c in ENTRY_COLUMNS]))
+    from_dicts, from_table = evidence_rows(entries), evidence_rows(table)
+    assert from_dicts.equals(from_table)
+    assert from_table.column("entry_id").to_pylist()[:1] == ["e_1"] and "e_2" not in from_table.column("entry_id").to_pylist()
+    assert from_table.num_rows > 2  # the document is chunked, each chunk with its entry's columns
+    assert set(from_table.filter(pa.compute.equal(from_table.column("entry_id"), "e_3")).column("source_ref").to_pylist()) == {"doc.md"}
+    assert from_table.column("text").to_pylist()[0] == "Elena: I moved to Berlin. [shared a photo: a flat]"
+    assert evidence_rows([dict(entries[0], visibility=None)]).column("visibility").to_pylist() == [[]]
+
+
 def test_entity_filter_is_a_prefilter(store, embedder, counting) -> None:
     rows = [dict(row(n, f"Weekly sync notes number {n} about the roadmap."), entity_ids=["ent_a"] if n % 2 else ["ent_b"]) for n in range(20)]
     store.sync(evidence_table(rows), counting)
