@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 
 # The canonical JSON of digest: one encoder for every call (json.dumps with these options built a
@@ -15,6 +19,25 @@ _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_asci
 def digest(*parts: Any) -> str:
     """SHA-256 hex of a canonical JSON rendering of ``parts`` (stable across runs and machines)."""
     return hashlib.sha256(_CANONICAL.encode(parts).encode("utf-8")).hexdigest()
+
+
+def json_rows(table: pa.Table) -> Iterator[dict[str, Any]]:
+    """The rows of ``table`` as dicts that JSON with ``default=str`` encodes exactly as it encodes
+    ``table.to_pylist()``'s, made faster: microsecond timestamps (UTC or naive) arrive as the
+    str() of their datetime ("2024-05-14 09:00:00+00:00", with ".ffffff" when it has
+    microseconds), made in Arrow. A datetime built per value was a third of the time of hashing
+    every row of a 100k-entry evidence index or graph."""
+    names = table.column_names
+    yield from (dict(zip(names, values)) for values in zip(*(_json_values(table.column(n)) for n in names)))
+
+
+def _json_values(column: pa.ChunkedArray) -> list[Any]:
+    kind = column.type
+    if pa.types.is_timestamp(kind) and kind.unit == "us" and kind.tz in (None, "UTC", "+00:00"):
+        text = pc.strftime(column, format="%Y-%m-%d %H:%M:%S")  # Arrow's %S carries the microseconds
+        text = pc.replace_substring_regex(text, pattern=r"\.000000$", replacement="")
+        return (pc.binary_join_element_wise(text, "+00:00", "") if kind.tz else text).to_pylist()
+    return column.to_pylist()
 
 
 def content_id(prefix: str, *parts: Any, length: int = 24) -> str:

@@ -12,9 +12,8 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from memc.ids import text_hash
+from memc.ids import json_rows, text_hash
 from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
 from views.lance_filters import HASH_RE, ID_RE, check_literal
 
@@ -123,28 +122,12 @@ def normalize_rows(rows: pa.Table) -> pa.Table:
 _ROW_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
-def _json_values(column: pa.ChunkedArray | pa.Array) -> list[Any]:
-    """A column's values as hash_rows encodes them. A UTC timestamp becomes the str() of its
-    datetime ("2024-05-14 09:00:00+00:00", with ".ffffff" when it has microseconds), made here
-    in Arrow: building a datetime per value (two per row) was a third of hash_rows' time."""
-    if pa.types.is_timestamp(column.type) and column.type.tz in ("UTC", "+00:00") and column.type.unit == "us":
-        text = pc.strftime(column, format="%Y-%m-%d %H:%M:%S")  # Arrow's %S carries the microseconds
-        text = pc.replace_substring_regex(text, pattern=r"\.000000$", replacement="")
-        return pc.binary_join_element_wise(text, "+00:00", "").to_pylist()
-    return column.to_pylist()
-
-
 def hash_rows(rows: pa.Table) -> list[str]:
     """A fingerprint of every stored column of each row: a row whose id stays but whose metadata
     changes (visibility, scope...) is replaced, so the view always equals its input. The SHA-256
     of the row as a JSON object (keys sorted), cut to 32 hex digits; stored with the row, so the
     bytes hashed must never change (tests/engine/test_vectors.py pins them)."""
-    names = rows.column_names
-    out = []
-    for values in zip(*(_json_values(rows.column(n)) for n in names)):
-        payload = _ROW_JSON.encode(dict(zip(names, values)))
-        out.append(hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32])
-    return out
+    return [hashlib.sha256(_ROW_JSON.encode(r).encode("utf-8")).hexdigest()[:32] for r in json_rows(rows)]
 
 
 def same_fields(a: pa.Schema, b: pa.Schema) -> bool:

@@ -14,6 +14,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401  (pa.compute in prepare_graph)
 
+from memc.ids import json_rows
 from memc.visibility import PRINCIPAL_PATTERN, SCOPE_PATTERN
 
 # Only values matching memc.visibility's patterns are ever inlined into Cypher text.
@@ -197,6 +198,10 @@ def prepared_version(tables: dict[str, pa.Table]) -> str:
     return graph_version(*(tables[t] for t in ("Entity", "INTERACTS", "Session", "Entry", "RELATES", "MENTIONS")))
 
 
+# graph_version's JSON of a row: keys sorted, text as it is, what JSON cannot hold as str().
+_VERSION_JSON = json.JSONEncoder(sort_keys=True, default=str, ensure_ascii=False)
+
+
 def graph_version(*tables: pa.Table) -> str:
     """A content version of the graph's input (same input, same version): lineage for derived claims.
 
@@ -206,8 +211,8 @@ def graph_version(*tables: pa.Table) -> str:
     for i, t in enumerate(tables):
         if i >= 2 and t.num_rows == 0:
             continue
-        for r in t.to_pylist():
-            h.update(json.dumps(r, sort_keys=True, default=str, ensure_ascii=False).encode("utf-8"))
+        for r in json_rows(t):
+            h.update(_VERSION_JSON.encode(r).encode("utf-8"))
             h.update(b"\n")
         h.update(b"\x00")
     return "g_" + h.hexdigest()[:24]

@@ -47,6 +47,17 @@ def test_one_speakers_topic_across_sessions_is_one_unit():
     assert group_units(pa.Table.from_pylist(list(reversed(ROWS)))).equals(units), "the same rows in any order: the same units"
 
 
+def test_the_index_s_fixed_size_vectors_group_as_lists_do():
+    # The index stores vectors as fixed-size lists, read as one matrix (no Python list per vector);
+    # sliced into several chunks, as a scan of several fragments returns them.
+    lists = pa.Table.from_pylist(ROWS)
+    fixed = lists.set_column(lists.schema.get_field_index("vector"), "vector", lists.column("vector").cast(pa.list_(pa.float32(), 8)))
+    chunked = pa.concat_tables([fixed.slice(0, 3), fixed.slice(3)])
+    assert chunked.column("vector").num_chunks == 2
+    assert group_units(chunked).equals(group_units(lists))
+    assert group_units(fixed.slice(0, 0)).num_rows == 0
+
+
 def test_the_audit_names_a_unit_whose_turn_left_the_index():
     units = group_units(pa.Table.from_pylist(ROWS))
     audit = units_sound(units, {r["entry_id"] for r in ROWS} - {"m2"})
