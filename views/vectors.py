@@ -47,10 +47,12 @@ import pyarrow as pa
 from memc.watermark import FILE as WATERMARK_FILE
 from memc.watermark import read_watermark, watermark_record, write_watermark
 from views.evidence_schema import (
+    EVIDENCE_SCHEMA,
     HIT_COLUMNS,
     META_DIM,
     META_MODEL,
     META_VERSION,
+    differing_rows,
     embedder_info,
     fixed_vectors,
     hash_rows,
@@ -506,14 +508,7 @@ class LanceVectorStore:
             stats["layout_changed"] = True
             return stats
 
-        existing = self._scan(tbl, ["id", "row_hash"])
-        have = dict(zip(existing.column("id").to_pylist(), existing.column("row_hash").to_pylist()))
-        row_hashes = hash_rows(rows)
-        ids = rows.column("id").to_pylist()
-        wanted = dict(zip(ids, row_hashes))
-        gone = sorted(set(have) - set(wanted))
-        replaced = sorted(i for i, rh in wanted.items() if i in have and have[i] != rh)
-        add_idx = [n for n, i in enumerate(ids) if i not in have or have[i] != wanted[i]]
+        gone, replaced, add_idx = differing_rows(rows, self._scan(tbl, list(EVIDENCE_SCHEMA.names)))
 
         to_add = rows.take(pa.array(add_idx, pa.int64())) if add_idx else rows.slice(0, 0)
 
@@ -541,7 +536,7 @@ class LanceVectorStore:
             "added": to_add.num_rows - len(replaced),
             "deleted": len(gone),
             "replaced": len(replaced),
-            "unchanged": len(ids) - len(add_idx),
+            "unchanged": rows.num_rows - len(add_idx),
             "newly_embedded": embedded,
             "reused": total - (to_add.num_rows - reused_added),
             "fts_reindexed": reindexed,

@@ -521,8 +521,8 @@ def test_claim_rows_render_short_sentences_pointing_at_their_source() -> None:
 
 
 def test_row_hashes_are_the_sha256_of_each_row_as_sorted_json() -> None:
-    # Stored beside every row: were the bytes hashed to change, each index would replace all its
-    # rows once. hash_rows makes timestamps' text in Arrow; this is the definition it must keep.
+    # Stored beside every row as its fingerprint. hash_rows makes timestamps' text in Arrow;
+    # this is the definition it must keep.
     import hashlib
     import json
 
@@ -540,6 +540,27 @@ def test_row_hashes_are_the_sha256_of_each_row_as_sorted_json() -> None:
     ]))  # fmt: skip
     assert hash_rows(rows) == reference(rows)
     assert len(set(hash_rows(rows))) == 4
+
+
+def test_differing_rows_finds_every_changed_column_and_nothing_else() -> None:
+    from views.evidence_schema import differing_rows, normalize_rows
+
+    base = [dict(row(n, f"Note {n} on the move."), entity_ids=["ent_a"]) for n in range(8)]
+    stored = normalize_rows(evidence_table(base))
+    assert differing_rows(stored, stored) == ([], [], [])
+    wanted = [dict(r) for r in base[1:]] + [row(99, "A new note.")]  # base[0] gone, one new
+    wanted[0]["visibility"] = ["public", "elena"]  # base[1]
+    wanted[1]["entity_ids"] = []  # base[2]: [] is not ["ent_a"] ...
+    wanted[2]["entity_ids"] = [""]  # ... nor is [""] (base[3])
+    wanted[3]["valid_at"] = base[4]["valid_at"] + timedelta(microseconds=1)  # base[4]
+    wanted[4]["session_id"] = None  # base[5]: a null is a change
+    table = normalize_rows(evidence_table(wanted))
+    gone, replaced, add = differing_rows(table, stored)
+    assert gone == [base[0]["id"]]
+    assert replaced == sorted(base[n]["id"] for n in (1, 2, 3, 4, 5))
+    assert [table.column("id")[i].as_py() for i in add] == [r["id"] for r in wanted[:5]] + [wanted[-1]["id"]]
+    assert differing_rows(stored.slice(0, 0), stored) == (sorted(r["id"] for r in base), [], [])
+    assert differing_rows(stored, stored.slice(0, 0)) == ([], [], list(range(8)))
 
 
 def test_entry_rows_from_a_ledger_read_equal_those_from_dicts() -> None:
