@@ -18,7 +18,7 @@ from catalog.resources import MemcResource
 from claims import model as claim_model
 from claims import resolve as claim_resolve
 from claims.extract import Extractor, active_extractor
-from claims.resolve import ALIAS_COLUMNS, PARTICIPANT_COLUMNS, build_aliases, build_participants
+from claims.resolve import resolution_tables
 from claims.run import extract_days
 from claims.store import aliases_path, participants_path
 from memc.atomic import write_parquet
@@ -46,8 +46,7 @@ def entity_aliases(context: dg.AssetExecutionContext, memc: MemcResource) -> dg.
 
     ledger = memc.ledger()
     watermark = ledger.head()
-    table = build_aliases(ledger.iter_entries(until_seq=watermark, columns=ALIAS_COLUMNS))
-    participants = build_participants(ledger.iter_entries(until_seq=watermark, columns=PARTICIPANT_COLUMNS))
+    table, participants = resolution_tables(ledger, watermark)
     path = aliases_path(memc.home.claims)
     write_parquet(table, path)
     write_parquet(participants, participants_path(memc.home.claims))

@@ -102,6 +102,13 @@ ALIAS_COLUMNS = ["entry_id", "kind", "scope", "actor", "session_id", "content", 
 PARTICIPANT_COLUMNS = ["kind", "scope", "actor", "session_id"]
 
 
+def resolution_tables(ledger: Any, until_seq: int) -> tuple[pa.Table, pa.Table]:
+    """(aliases, participants) of the ledger's entries up to ``until_seq``: what the
+    entity_aliases asset writes, and what a build compares with the claims' resolver."""
+    aliases = build_aliases(ledger.iter_entries(until_seq=until_seq, columns=ALIAS_COLUMNS))
+    return aliases, build_participants(ledger.iter_entries(until_seq=until_seq, columns=PARTICIPANT_COLUMNS))
+
+
 def build_aliases(entries: Iterable[dict[str, Any]]) -> pa.Table:
     """The alias table of a ledger (rows sorted by scope, normalized alias)."""
     speakers: dict[tuple[str, str], _Name] = defaultdict(_Name)  # (scope, normalized) -> forms

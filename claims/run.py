@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 from claims.extract import extract, extract_workers
 from claims.extractors import Extractor
 from claims.ledger_days import day_column, entries_by_day, ledger_days
-from claims.resolve import Resolver, build_aliases, build_participants
+from claims.resolve import Resolver, resolution_tables
 from claims.store import days as stored_days
 from claims.store import extractor_dir, read_resolver, write_day, write_run_watermark
 from memc.home import MemcHome
@@ -103,8 +103,8 @@ def days_to_extract(home: MemcHome, ledger, extractor_key: str, every_day: Seque
     if mark is None or not days:
         return days
     head = ledger.head()
-    entries = list(ledger.iter_entries(until_seq=head))
-    resolver = Resolver(build_aliases(entries), build_participants(entries))
+    # The columns resolution reads, not every column as dicts (~3 s of a one-message build at 100k entries).
+    resolver = Resolver(*resolution_tables(ledger, head))
     if mark.get("resolver") != resolver.fingerprint():
         return days
     wanted = set(days_without_claims(home, ledger, extractor_key, days))
