@@ -30,6 +30,7 @@ from typing import Any, Iterable
 
 import pyarrow as pa
 
+from memc.filecache import latest
 from memc.ids import content_id, entity_id, normalize_name
 
 VERSION = "0.1.0"
@@ -103,10 +104,15 @@ PARTICIPANT_COLUMNS = ["kind", "scope", "actor", "session_id"]
 
 
 def resolution_tables(ledger: Any, until_seq: int) -> tuple[pa.Table, pa.Table]:
-    """(aliases, participants) of the ledger's entries up to ``until_seq``: what the
-    entity_aliases asset writes, and what a build compares with the claims' resolver."""
-    aliases = build_aliases(ledger.iter_entries(until_seq=until_seq, columns=ALIAS_COLUMNS))
-    return aliases, build_participants(ledger.iter_entries(until_seq=until_seq, columns=PARTICIPANT_COLUMNS))
+    """(aliases, participants) of the ledger's entries up to ``until_seq``: what a build compares
+    with the claims' resolver before its run, and what the run's entity_aliases asset writes. Made
+    once per version of the ledger's files (~1.6 s at 100k entries, asked twice a build)."""
+
+    def make() -> tuple[pa.Table, pa.Table]:
+        aliases = build_aliases(ledger.iter_entries(until_seq=until_seq, columns=ALIAS_COLUMNS))
+        return aliases, build_participants(ledger.iter_entries(until_seq=until_seq, columns=PARTICIPANT_COLUMNS))
+
+    return latest("resolution_tables", (str(ledger.root), until_seq, ledger.signature()), make)
 
 
 def build_aliases(entries: Iterable[dict[str, Any]]) -> pa.Table:

@@ -1,17 +1,19 @@
 """One value per version of a set of files, in a warm process: the compiler reads the marts'
 indexes, the entities and the dossiers on every compile, and rebuilding them per compile cost
-more than the rest of the compile at 100k entries (docs/benchmarks.md)."""
+more than the rest of the compile at 100k entries (docs/benchmarks.md). And the last value of a
+computation per version of its inputs, for what one build asks for twice (:func:`latest`)."""
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
 _lock = threading.Lock()
 _cache: dict[tuple[str, tuple[str, ...]], tuple[Any, Any]] = {}  # (kind, paths) -> (signature, value)
+_latest: dict[str, tuple[Hashable, Any]] = {}  # kind -> (version, value)
 
 
 def signature(path: Path) -> tuple[int, int, int] | None:
@@ -44,7 +46,25 @@ def cached(kind: str, paths: Sequence[Path], load: Callable[[], Any]) -> Any:
     return value
 
 
+def latest(kind: str, version: Hashable, load: Callable[[], Any], *, keep: Callable[[Any], bool] = lambda _: True) -> Any:
+    """``load()``, unless the last value of ``kind`` was loaded at this ``version`` of its
+    inputs (the caller's key: file signatures, a watermark...). One value per kind, replaced by
+    the next version's; a value ``keep`` refuses (too large to hold) is returned, not kept."""
+    with _lock:
+        hit = _latest.get(kind)
+    if hit is not None and hit[0] == version:
+        return hit[1]
+    value = load()
+    with _lock:
+        if keep(value):
+            _latest[kind] = (version, value)
+        else:
+            _latest.pop(kind, None)
+    return value
+
+
 def clear() -> None:
     """Forget every cached value (tests that count reads)."""
     with _lock:
         _cache.clear()
+        _latest.clear()

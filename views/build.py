@@ -10,7 +10,6 @@ next build without re-embedding anything (a tag change replaces the row, its vec
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
 import pyarrow as pa
@@ -19,7 +18,7 @@ import pyarrow.compute as pc
 from claims.extractors import active_extractor_key
 from claims.store import CLAIMS_FILE, day_dir, days, read_claims
 from ledger import open_ledger, storage_uri
-from memc.filecache import signature
+from memc.filecache import latest, signature
 from memc.home import MemcHome
 from memc.objectstore import where_is
 from views.dreaming import PRODUCER, dream, held_values, unchanged
@@ -53,13 +52,11 @@ def read_inputs(home: MemcHome, watermark: int) -> tuple[pa.Table, pa.Table | No
     return entries, claims, entities
 
 
-# expected_rows' last answer in this process, by the versions of the files it was made from: the
-# evidence_index asset and its check `evidence_index_matches_sources` each ask for the same rows in
-# one build, and at 100k entries making them takes ~6 s (every entry rendered and hashed). One
-# answer is kept, and none above this many rows (~300 bytes a row).
+# expected_rows' last answer in this process is kept per version of the files it was made from
+# (memc.filecache.latest): the evidence_index asset and its check `evidence_index_matches_sources`
+# each ask for the same rows in one build, and at 100k entries making them takes ~2.5 s (every
+# entry rendered). None is kept above this many rows (~300 bytes a row).
 EXPECTED_ROWS_KEPT = 500_000
-_expected: list[tuple[tuple, pa.Table]] = []
-_expected_lock = threading.Lock()
 
 
 def _inputs_version(home: MemcHome, watermark: int) -> tuple:
@@ -77,14 +74,8 @@ def _inputs_version(home: MemcHome, watermark: int) -> tuple:
 
 def expected_rows(home: MemcHome, watermark: int) -> pa.Table:
     """The rows the index must hold at ``watermark`` (rendering only: nothing is embedded)."""
-    version = _inputs_version(home, watermark)
-    with _expected_lock:
-        if _expected and _expected[0][0] == version:
-            return _expected[0][1]
-    rows = index_rows(*read_inputs(home, watermark))
-    with _expected_lock:
-        _expected[:] = [(version, rows)] if rows.num_rows <= EXPECTED_ROWS_KEPT else []
-    return rows
+    return latest("expected_rows", _inputs_version(home, watermark), lambda: index_rows(*read_inputs(home, watermark)),
+                  keep=lambda rows: rows.num_rows <= EXPECTED_ROWS_KEPT)  # fmt: skip
 
 
 def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: int = 0) -> dict[str, Any]:

@@ -215,3 +215,26 @@ def test_a_nickname_two_participants_could_bear_is_not_merged():
 def test_a_capitalised_word_at_a_sentence_start_is_not_a_nickname():
     ledger = [_msg("e1", "Carmen", "Car broke down again."), _msg("e2", "Bo", "Oh no.")]
     assert {r["rule"] for r in build_aliases(ledger).to_pylist()} == {"exact"}
+
+
+def test_resolution_tables_are_made_once_per_version_of_the_ledger(tmp_path, monkeypatch):
+    # A build asks for them twice (deciding the days to extract, then entity_aliases): made once
+    # while the ledger's files stay the same, again after an append.
+    from claims import resolve
+    from ledger import Ledger, NewEntry
+    from memc import filecache
+
+    filecache.clear()
+    when = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
+    turn = lambda who, session, text: NewEntry(kind="message", scope="team", actor=who, session_id=session, content=text, valid_at=when)  # noqa: E731
+    ledger = Ledger(tmp_path / "ledger")
+    ledger.append([turn("Elena Rossi", "s1", "Hi Tomasz!"), turn("Tomasz", "s1", "Hi Elena.")])
+    made = []
+    real = resolve.build_aliases
+    monkeypatch.setattr(resolve, "build_aliases", lambda entries: made.append(1) or real(entries))
+    first = resolve.resolution_tables(ledger, ledger.head())
+    assert resolve.resolution_tables(Ledger(tmp_path / "ledger"), ledger.head()) is first and made == [1]  # another handle
+    ledger.append([turn("Priya", "s2", "Morning, Elena.")])
+    second = resolve.resolution_tables(ledger, ledger.head())
+    assert made == [1, 1] and second[1].num_rows == first[1].num_rows + 1  # Priya speaks in s2
+    assert resolve.resolution_tables(ledger, 2) is not second and made == [1, 1, 1]  # another watermark
