@@ -7,7 +7,7 @@ from catalog.keys import SKILLS
 from catalog.resources import MemcResource
 from checks import audit_result
 from memc.atomic import read_parquet
-from views.skills import SKILLS_FILE, skills_sound
+from views.skills import SKILLS_FILE, event_rows, skills_sound
 
 
 @dg.asset_check(
@@ -18,8 +18,8 @@ from views.skills import SKILLS_FILE, skills_sound
 )
 def skills_sound_check(memc: MemcResource) -> dg.AssetCheckResult:
     home = memc.home
-    rows = memc.ledger().read(["seq", "entry_id", "kind", "scope", "valid_at", "visibility", "attributes"]).to_pylist()
-    return audit_result(skills_sound(read_parquet(home.skills / SKILLS_FILE), rows))
+    events, _ = event_rows(memc.ledger())  # a trajectory is an event: skills_sound reads no other row
+    return audit_result(skills_sound(read_parquet(home.skills / SKILLS_FILE), events))
 
 
 CHECKS = [skills_sound_check]
