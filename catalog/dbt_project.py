@@ -142,13 +142,14 @@ def dbt_command(home_root: Path, args: list[str], folder: Path, *, warehouse: Pa
     ``folder/logs``: the project's own ``target/`` holds the manifest Dagster loads, which a
     ``dbt docs generate`` or a scratch ``dbt run`` there would rewrite under a running code
     server. ``warehouse`` names another DuckDB file than the home's (``MEMC_WAREHOUSE_DB`` in
-    profiles.yml)."""
+    profiles.yml). The calling process starts the command: it is named as memc-dbt's parent."""
     cmd = [
         dbt_executable(), *args,
         "--project-dir", str(DBT_PROJECT_DIR), "--profiles-dir", str(DBT_PROJECT_DIR),
         "--target-path", str(folder / "target"), "--log-path", str(folder / "logs"),
     ]  # fmt: skip
     env = {**os.environ, "DO_NOT_TRACK": "1", "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", **dbt_home_env(home_root)}
+    env[PARENT_ENV] = str(os.getpid())  # this process starts it (catalog/dbt_child.py)
     if warehouse is not None:
         env["MEMC_WAREHOUSE_DB"] = str(warehouse)
     return cmd, env

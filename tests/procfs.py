@@ -15,6 +15,22 @@ def _stat_fields(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
+def state(pid: int) -> str | None:
+    """The process's state letter (proc(5): R, S, D, Z for a zombie...), or None once it is gone."""
+    try:
+        return _stat_fields(pid)[0]
+    except OSError:
+        return None
+
+
+def cmdline(pid: int) -> list[bytes]:
+    """The process's arguments, or none once it is gone (ended since it was listed)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return []
+
+
 def children(pid: int) -> list[int]:
     """The processes whose parent is ``pid``."""
     out = []

@@ -197,7 +197,7 @@ def claim_rows(claims: pa.Table | Iterable[Mapping[str, Any]], known_entities: I
 
 
 def index_rows(
-    entries: Iterable[dict[str, Any]],
+    entries: pa.Table | Iterable[dict[str, Any]],
     claims: pa.Table | None = None,
     entities: pa.Table | None = None,
 ) -> pa.Table:

@@ -18,7 +18,7 @@ import duckdb
 import pytest
 
 from catalog.dbt_child import ZYGOTE_ENV, start_zygote
-from procfs import children, until  # tests/ is on sys.path
+from procfs import children, state, until  # tests/ is on sys.path
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pidfd, SCM_RIGHTS and PR_SET_PDEATHSIG")
 
@@ -155,17 +155,10 @@ def test_memc_dbt_whose_parent_died_while_it_started_runs_nothing(zygote, tmp_pa
     assert parent.returncode == -signal.SIGKILL, parent.stderr
     child = int(parent.stdout)
     # An orphan is reaped by whatever the container's pid 1 is: a zombie has ended too.
-    until(lambda: _gone(child) or _state(child) == "Z", 30, f"memc-dbt (pid {child}) to end with the parent it never knew alive")
+    until(lambda: _gone(child) or state(child) == "Z", 30, f"memc-dbt (pid {child}) to end with the parent it never knew alive")
     if (project / "warm.duckdb").exists():
         with duckdb.connect(str(project / "warm.duckdb")) as con:  # the write lock is free
             con.execute("select 1").fetchall()
-
-
-def _state(pid: int) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
 
 
 def test_a_zygote_whose_process_died_while_it_started_ends():
@@ -175,4 +168,4 @@ def test_a_zygote_whose_process_died_while_it_started_ends():
     parent = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert parent.returncode == -signal.SIGKILL, parent.stderr
     zygote_pid = int(parent.stdout)
-    until(lambda: _gone(zygote_pid) or _state(zygote_pid) == "Z", 30, f"the zygote (pid {zygote_pid}) to end with its process")
+    until(lambda: _gone(zygote_pid) or state(zygote_pid) == "Z", 30, f"the zygote (pid {zygote_pid}) to end with its process")

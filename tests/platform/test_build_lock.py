@@ -19,7 +19,7 @@ import pytest
 
 from memc.home import MemcHome
 from memc.locks import holder
-from procfs import children, until  # tests/ is on sys.path
+from procfs import children, cmdline, state, until  # tests/ is on sys.path
 
 MEMC = str(Path(sys.executable).with_name("memc"))
 
@@ -30,25 +30,18 @@ def _memc(home: MemcHome, *args: str, **kw) -> subprocess.Popen:
 
 def _dbt_child(pid: int) -> int | None:
     for child in children(pid):
-        try:
-            cmd = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
+        cmd = cmdline(child)
         if any(part.endswith((b"/dbt", b"/memc-dbt")) for part in cmd) and b"build" in cmd:
             return child
     return None
 
 
 def _gone(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return True
-    return state == "Z"
+    return state(pid) in (None, "Z")
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc and relies on PR_SET_PDEATHSIG")
-def test_one_build_at_a_time_and_a_killed_build_leaves_nothing_behind(built_home, tmp_path):
+def test_one_build_at_a_time_and_a_killed_build_leaves_nothing_behind(built_home, tmp_path, monkeypatch):
     # A copy of the built sample home and one new conversation on a new day: the builds are
     # incremental ones (a cold build of the corpus is ~90 s of this test's time spent on nothing
     # it checks), and each still reaches the dbt child the kill needs.
@@ -82,6 +75,9 @@ def test_one_build_at_a_time_and_a_killed_build_leaves_nothing_behind(built_home
             first.wait()
 
     # The killed build's run is still STARTED in the run storage; the next build fails it first.
+    # (The pooled event log finds its folder by DAGSTER_HOME, as memc sets it: set here, not left
+    # to an earlier test of the same worker.)
+    monkeypatch.setenv("DAGSTER_HOME", str(home.dagster))
     instance = dg.DagsterInstance.from_config(str(home.dagster))
     started = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
     assert [r.tags.get("memc/pid") for r in started] == [str(first.pid)]

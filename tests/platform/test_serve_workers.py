@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from procfs import children, cpu_ticks, until  # tests/ is on sys.path
+from procfs import children, cmdline, cpu_ticks, until  # tests/ is on sys.path
 
 ASK = {"question": "Where does Elena live now?", "scope": "team"}
 
@@ -29,14 +29,7 @@ def _workers(pid: int) -> list[int]:
     """The uvicorn workers of the server ``pid``: its spawned children (not the resource tracker).
     A child that ends between the listing and the read of its command line (the killed worker,
     reaped by the supervisor) is not a worker."""
-    out = []
-    for c in children(pid):
-        try:
-            if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes():
-                out.append(c)
-        except OSError:
-            continue
-    return out
+    return [c for c in children(pid) if any(b"spawn_main" in part for part in cmdline(c))]
 
 
 def _until_idle(pid: int, seconds: float = 120) -> None:
