@@ -24,7 +24,7 @@ from query.facts import event_lookup
 from query.plan import PlanRecorder
 from query.timewindow import TimeWindow, question_window
 from query.units import with_units
-from query.windows import join_stretch, narrowed, session_windows, turn_item, within_time
+from query.windows import join_stretch, later_span, later_window, session_windows, turn_item, within_time
 from views.build import vector_store
 from views.embedder_onnx import question_embedder
 from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, evidence_rows
@@ -178,7 +178,15 @@ def retrieve(
         decay(fused.values(), config.decay_half_life_days, config.decay_weight, when[0], usage=evidence_usage(home))
     ranked = sorted(fused.values(), key=lambda s: (-s["score"], s["hit"]["entry_id"]))
     recorder.add("fusion", method="weighted_rrf", rrf_k=config.rrf_k, decay=config.decay_weight, candidates=len(ranked), entry_ids=[s["hit"]["entry_id"] for s in ranked])
-    windows = session_windows(store, ranked[: config.k * 3], principals, scope, config, when)
+    # Windows for the hits an item may show with its neighbours: the first ``wide_items`` items'
+    # (among the first hits) and later hits that show more than themselves (a question with its
+    # reply). A later statement is shown alone, so its session is not read: at 100k entries the
+    # session windows' read took 5.8 ms for 60 hits and 9.2 ms for 90 (docs/benchmarks.md). A hit
+    # further down that still becomes one of the first items reads its session when it does.
+    scan = ranked[: config.k * 3]
+    early = config.wide_items * 5
+    windows = session_windows(store, [s for i, s in enumerate(scan) if i < early or any(later_span(s["hit"], config))], principals, scope, config, when)
+    scanned = {s["hit"]["entry_id"] for s in scan}
 
     items: list[ContextItem] = []
     covered: set[str] = set()
@@ -205,10 +213,15 @@ def retrieve(
             folded.append(hit["entry_id"])
             continue
         # the hit with its neighbours, less the turns an earlier item already shows; after the
-        # first ``wide_items`` items, the narrower window (QueryConfig.wide_items)
-        around = windows.get(hit["entry_id"]) or [hit]
+        # first ``wide_items`` items, the narrower window, by whether the hit asks or states
+        # (QueryConfig.wide_items, narrow_after_statement)
+        around = windows.get(hit["entry_id"])
+        if around is None and hit["entry_id"] in scanned and len(items) < config.wide_items:
+            windows |= session_windows(store, [s], principals, scope, config, when)
+            around = windows.get(hit["entry_id"])
+        around = around or [hit]
         if len(items) >= config.wide_items:
-            around = narrowed(around, hit["entry_id"], config.narrow_before, config.narrow_after)
+            around = later_window(around, hit, config)
         turns = [t for t in around if t["entry_id"] not in covered]
         covered.update(t["entry_id"] for t in turns)
         joined = join_stretch(items, stretches, turns, limit=2 * (config.window_before + config.window_after + 1))
@@ -227,7 +240,7 @@ def retrieve(
             break
     recorder.add(
         "items", k=config.k, window=[config.window_before, config.window_after], wide_items=config.wide_items,
-        narrow=[config.narrow_before, config.narrow_after], considered=considered, entry_ids=[it.entry_id for it in items],
+        narrow=[config.narrow_before, config.narrow_after, config.narrow_after_statement], considered=considered, entry_ids=[it.entry_id for it in items],
         in_windows=inside, joined=joins, duplicates=folded,
     )  # fmt: skip
     units = load_units(home) if config.unit_seeds and embedding is not None else None

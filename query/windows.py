@@ -108,6 +108,24 @@ def narrowed(window: list[dict[str, Any]], entry_id: str, before: int, after: in
     return window if at is None else window[max(0, at - before) : at + after + 1]
 
 
+def asks(text: str) -> bool:
+    """Whether a turn asks something ("How did the move go?"): what a question about it needs is
+    then most often the reply (QueryConfig.narrow_after_statement)."""
+    return "?" in text
+
+
+def later_span(hit: dict[str, Any], config: QueryConfig) -> tuple[int, int]:
+    """Turns before and after ``hit`` that an item after the first ``wide_items`` shows:
+    ``narrow_before``, then ``narrow_after`` when the hit asks something and
+    ``narrow_after_statement`` when it only states."""
+    return config.narrow_before, config.narrow_after if asks(hit.get("text") or "") else config.narrow_after_statement
+
+
+def later_window(window: list[dict[str, Any]], hit: dict[str, Any], config: QueryConfig) -> list[dict[str, Any]]:
+    """The turns of ``window`` that a later item for ``hit`` shows (:func:`later_span`)."""
+    return narrowed(window, hit["entry_id"], *later_span(hit, config))
+
+
 def within_time(row: dict[str, Any], when: tuple[datetime | None, datetime | None]) -> bool:
     """A time-travel ask sees only evidence valid by ``as_of`` and recorded by ``known_at``."""
     as_of, known_at = when

@@ -121,3 +121,20 @@ def test_a_narrowed_window_keeps_the_turns_around_the_hit_that_it_asks_for():
     assert [t["entry_id"] for t in narrowed(window, "e0", 1, 1)] == ["e0", "e1"]
     assert [t["entry_id"] for t in narrowed(window, "e4", 1, 2)] == ["e3", "e4"]
     assert narrowed(window, "elsewhere", 0, 0) == window  # not a window around that hit: unchanged
+
+
+def test_a_later_hit_that_asks_shows_its_reply_and_one_that_states_shows_itself():
+    from query.config import QueryConfig
+    from query.windows import asks, later_window
+
+    said = ["Elena: We landed in Berlin.", "Tomasz: How was the flight?", "Elena: Long, but the view was great.", "Tomasz: Nice!"]
+    window = [{"entry_id": f"e{i}", "text": t} for i, t in enumerate(said)]
+    config = QueryConfig()
+    assert asks(said[1]) and not asks(said[2])
+    # the question's reply is what a question about it needs; a statement is its own answer
+    assert [t["entry_id"] for t in later_window(window, window[1], config)] == ["e1", "e2"]
+    assert [t["entry_id"] for t in later_window(window, window[2], config)] == ["e2"]
+    # the old behaviour, the reply after every later hit, is one setting away
+    both = QueryConfig(narrow_after_statement=1)
+    assert [t["entry_id"] for t in later_window(window, window[2], both)] == ["e2", "e3"]
+    assert [t["entry_id"] for t in later_window(window, window[1], QueryConfig(narrow_before=1))] == ["e0", "e1", "e2"]
