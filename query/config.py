@@ -18,9 +18,10 @@ EVIDENCE_KINDS = ("message", "document", "event", "observation", "correction")
 class QueryConfig(BaseModel):
     """How much each route retrieves, how they are fused, and how much context is packed."""
 
-    # Items at most: the budget decides how many are packed (about 20 at 2,000 tokens with the
-    # narrow windows below); 10 cut LoCoMo dev at 2,000 tokens to 0.834 from 0.861, and 20 left
-    # the budget unfilled once a later hit that states something is shown alone (docs/context.md).
+    # Items at most: the budget decides how many are packed (a median of 20 at 2,000 tokens on
+    # LoCoMo dev with the narrow windows below, 15 when every later hit showed its next turn); 10
+    # cut dev at 2,000 tokens to 0.834 from 0.861, and 20 left the budget unfilled once a later
+    # hit that states something is shown alone (docs/context.md).
     k: int = Field(default=30, ge=1, le=200)
     # Hits per route and the reciprocal rank fusion constant (Cormack et al.'s 60). Deeper routes
     # and a sharper fusion rank an entry that both routes found well above one that only one
