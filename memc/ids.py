@@ -16,9 +16,15 @@ import pyarrow.compute as pc
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def canonical_json(value: Any) -> str:
+    """``value`` as canonical JSON: keys sorted, no spaces, text as it is, and what JSON cannot
+    hold as its str(). What ids and the views' row fingerprints hash: these bytes never change."""
+    return _CANONICAL.encode(value)
+
+
 def digest(*parts: Any) -> str:
     """SHA-256 hex of a canonical JSON rendering of ``parts`` (stable across runs and machines)."""
-    return hashlib.sha256(_CANONICAL.encode(parts).encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(parts).encode("utf-8")).hexdigest()
 
 
 def json_rows(table: pa.Table) -> Iterator[dict[str, Any]]:

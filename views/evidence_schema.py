@@ -6,7 +6,6 @@ passes before it is stored (views/vectors.py stores them).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memc.ids import json_rows, text_hash
+from memc.ids import canonical_json, json_rows, text_hash
 from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
 from views.lance_filters import HASH_RE, ID_RE, check_literal
 
@@ -119,15 +118,11 @@ def normalize_rows(rows: pa.Table) -> pa.Table:
     return out
 
 
-# hash_rows' JSON: keys sorted, no spaces, text as it is; what JSON cannot hold as itself, as str().
-_ROW_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
 def hash_rows(rows: pa.Table) -> list[str]:
     """A fingerprint of every stored column of each row, stored beside it (``row_hash``): the
     SHA-256 of the row as a JSON object (keys sorted), cut to 32 hex digits. ``sync`` tells a
     changed row by its columns (:func:`differing_rows`), so only the rows written are hashed."""
-    return [hashlib.sha256(_ROW_JSON.encode(r).encode("utf-8")).hexdigest()[:32] for r in json_rows(rows)]
+    return [hashlib.sha256(canonical_json(r).encode("utf-8")).hexdigest()[:32] for r in json_rows(rows)]
 
 
 def _same_values(a: pa.Array, b: pa.Array) -> pa.Array:
