@@ -12,7 +12,7 @@ LanceDB retrieval in the same process; and the LoCoMo dev evaluation, when its d
 2. Latency: one warm process (embedder loaded once, a few warm-up compiles), ``n`` compiles of
    varied questions (entities, identifiers, times) as different askers, p50/p95/mean. Then the
    same questions again with the stages timed by wrapping module functions from here (nothing
-   in ``query/`` is changed for it): embed, full text, vector, session windows, state facts, ACL
+   in ``query/`` is changed for it): embed, full text, vector, session windows, the learned order, state facts, ACL
    recheck, packing, query log, and the fixed costs (ledger open and head, watermarks,
    staleness).
 3. Baseline: the bare LanceDB calls alone on a table handle opened once, one full-text and one
@@ -429,6 +429,7 @@ def stages(embedder: Any) -> Iterator[StageTimer]:
     t.wrap(LanceVectorStore, "search", _search_stage)
     t.wrap(LanceVectorStore, "session_rows", "session windows")
     t.wrap(query.retrieve, "named_entities", "named entities")
+    t.wrap(query.retrieve, "rerank", "learned order")
     t.wrap(qc, "state_facts", "state facts")
     t.wrap(views.marts, "read_parquet", "mart reads (parquet)")
     t.wrap(qc, "_recheck_visibility", "ACL recheck")

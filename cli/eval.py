@@ -43,12 +43,7 @@ def locomo(data_dir, ks, out, conversations, preset, budgets, work_dir, reuse_ho
     from evaluation.locomo import render_sweep, run_locomo_sweep  # lazy: loads Dagster and dbt (cli/__init__.py)
 
     cutoffs = tuple(sorted({int(k) for k in ks.split(",") if k.strip()}))
-    try:
-        sweep = tuple(int(b) for b in budgets.split(",") if b.strip()) if budgets else ()
-    except ValueError:
-        raise click.BadParameter(f"a comma-separated list of token counts, got {budgets!r}", param_hint="--budget") from None
-    if any(b < 50 for b in sweep):
-        raise click.BadParameter("a context budget is at least 50 tokens", param_hint="--budget")
+    sweep = _budgets(budgets)
     if reuse_homes and work_dir is None:
         raise click.BadParameter("--reuse-homes needs --work-dir", param_hint="--reuse-homes")
     overrides = {}
@@ -82,6 +77,39 @@ def locomo(data_dir, ks, out, conversations, preset, budgets, work_dir, reuse_ho
         click.echo(results[0].render())
     else:
         click.echo("\n\n".join([render_sweep(results), *(r.render() for r in results)]))
+
+
+def _budgets(budgets: str | None) -> tuple[int, ...]:
+    try:
+        sweep = tuple(int(b) for b in budgets.split(",") if b.strip()) if budgets else ()
+    except ValueError:
+        raise click.BadParameter(f"a comma-separated list of token counts, got {budgets!r}", param_hint="--budget") from None
+    if any(b < 50 for b in sweep):
+        raise click.BadParameter("a context budget is at least 50 tokens", param_hint="--budget")
+    return sweep
+
+
+@eval_group.command("ranker")
+@click.argument("data_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The ranker's JSON, e.g. query/rankers/linear-1.json.")
+@click.option("--budget", "budgets", default="500,1000,2000", show_default=True, metavar="N[,N...]", help="Budgets the cross-validation compiles at.")
+@click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), help="Keep the per-conversation memory homes here.")
+@click.option("--reuse-homes", is_flag=True, help="With --work-dir: use the homes an earlier run built there (as `memc eval locomo --reuse-homes`).")
+@click.option("--json", "as_json", is_flag=True)
+def ranker(data_dir, out, budgets, work_dir, reuse_homes, as_json):
+    """Fit the compiler's learned order of the fused hits (query/rerank.py) on DATA_DIR (LoCoMo
+    format), report it cross-validated over the conversations against the fused order at each
+    budget, and write it to OUT with those figures."""
+    from evaluation.ranker import train_ranker  # lazy: loads Dagster and dbt (cli/__init__.py)
+
+    sweep = _budgets(budgets)
+    if reuse_homes and work_dir is None:
+        raise click.BadParameter("--reuse-homes needs --work-dir", param_hint="--reuse-homes")
+    try:
+        report = train_ranker(data_dir, out=out, work_dir=work_dir, budgets=sweep or (2000,), reuse=reuse_homes, on_progress=lambda msg: click.echo(msg, err=True))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(json.dumps(report.__dict__, indent=2) if as_json else report.render())
 
 
 @eval_group.command("observations")

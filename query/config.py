@@ -105,6 +105,11 @@ class QueryConfig(BaseModel):
     # share of the budget). 0: off. A question that names no task matches none, so this costs
     # nothing elsewhere.
     max_skills: int = Field(default=2, ge=0, le=10)
+    # The learned order of the fused hits after the first ``wide_items`` (query/rerank.py): a
+    # ranker in query/rankers/ by name, or a path to one; None keeps the fused order. Fitted on
+    # the balanced preset's routes by `memc eval ranker` (evaluation/ranker.py), so the presets
+    # with other routes and fusion keep the fused order. Measured in docs/context.md.
+    ranker: str | None = Field(default="linear-1", pattern=r"^[\w./-]+$")
 
     @classmethod
     def preset(cls, name: str) -> "QueryConfig":
@@ -116,13 +121,13 @@ class QueryConfig(BaseModel):
 
 PRESETS: dict[str, QueryConfig] = {
     # fast and thorough keep the fusion and the windows they were measured with (every window wide).
-    "fast": QueryConfig(k=5, vector_k=15, fulltext_k=15, rrf_k=60, max_state_facts=8, budget_tokens=800, window_before=1, window_after=1, wide_items=5),
+    "fast": QueryConfig(k=5, vector_k=15, fulltext_k=15, rrf_k=60, max_state_facts=8, budget_tokens=800, window_before=1, window_after=1, wide_items=5, ranker=None),
     "balanced": QueryConfig(),
     # Memory units on at 4,000 tokens: LoCoMo dev 0.917 -> 0.921, multi-hop 0.716 -> 0.728; at
     # 1,000 and 2,000 they cost more single-hop evidence than they add (docs/context.md). The facts
     # route too, over the clause extractor's claims: 0.919 -> 0.927, multi-hop 0.735 -> 0.741 (at
     # 1,000 tokens it costs 0.02 overall, so balanced keeps it off).
-    "thorough": QueryConfig(k=20, vector_k=100, fulltext_k=100, rrf_k=60, max_state_facts=40, budget_tokens=4000, unit_seeds=5, wide_items=20, facts_weight=0.3),
+    "thorough": QueryConfig(k=20, vector_k=100, fulltext_k=100, rrf_k=60, max_state_facts=40, budget_tokens=4000, unit_seeds=5, wide_items=20, facts_weight=0.3, ranker=None),
 }
 # The preset names as a type, for the API's and MCP's schemas (the CLI offers ``list(PRESETS)``).
 PresetName = Literal["fast", "balanced", "thorough"]

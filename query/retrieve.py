@@ -22,6 +22,7 @@ from query.context import ContextItem, iso
 from query.entities import named_entities, related_entities
 from query.facts import event_lookup
 from query.plan import PlanRecorder
+from query.rerank import FEATURE_DEPTH, load_ranker, rerank, wants_features
 from query.timewindow import TimeWindow, question_window
 from query.units import with_units
 from query.windows import join_stretch, later_span, later_window, session_windows, turn_item, within_time
@@ -174,6 +175,7 @@ def retrieve(
                 continue  # another chunk of the same entry already counted on this route
             slot["score"] += plan[route][0] / (config.rrf_k + rank + 1)
             slot["routes"].append(route)
+            slot.setdefault("ranks", {})[route] = rank
     if config.decay_weight:
         decay(fused.values(), config.decay_half_life_days, config.decay_weight, when[0], usage=evidence_usage(home))
     ranked = sorted(fused.values(), key=lambda s: (-s["score"], s["hit"]["entry_id"]))
@@ -183,9 +185,20 @@ def retrieve(
     # reply). A later statement is shown alone, so its session is not read: at 100k entries the
     # session windows' read took 5.8 ms for 60 hits and 9.2 ms for 90 (docs/benchmarks.md). A hit
     # further down that still becomes one of the first items reads its session when it does.
+    if config.ranker or wants_features():
+        # The learned order (query/rerank.py): its neighbour features come from the sessions of
+        # the first FEATURE_DEPTH hits (deeper hits have them only when they share such a session).
+        windows = session_windows(store, ranked[:FEATURE_DEPTH], principals, scope, config, when)
+        ranker = load_ranker(config.ranker) if config.ranker else None
+        ranked = rerank(ranked, windows, named, ranker=ranker, keep=config.wide_items, rrf_k=config.rrf_k)
+        if ranker is not None:
+            recorder.add("rerank", ranker=ranker.name[:100], kept=min(config.wide_items, len(ranked)), entry_ids=[s["hit"]["entry_id"] for s in ranked])
+    else:
+        windows = {}
     scan = ranked[: config.k * 3]
     early = config.wide_items * 5
-    windows = session_windows(store, [s for i, s in enumerate(scan) if i < early or any(later_span(s["hit"], config))], principals, scope, config, when)
+    wanted = [s for i, s in enumerate(scan) if s["hit"]["entry_id"] not in windows and (i < early or any(later_span(s["hit"], config)))]
+    windows |= session_windows(store, wanted, principals, scope, config, when)
     scanned = {s["hit"]["entry_id"] for s in scan}
 
     items: list[ContextItem] = []

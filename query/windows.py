@@ -96,6 +96,7 @@ def session_windows(
                 unique.append(r)
         for i, r in enumerate(unique):
             r["turn_no"] = i  # its place in the session as this asker sees it
+            r["session_turns"] = len(unique)
         for i, r in enumerate(unique):
             out[r["entry_id"]] = unique[max(0, i - config.window_before) : i + config.window_after + 1]
     return out

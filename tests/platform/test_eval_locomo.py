@@ -30,15 +30,7 @@ def test_eval_locomo_sweeps_budgets_over_one_build(tmp_path):
     from cli.main import cli
 
     data = tmp_path / "data"
-    data.mkdir()
-    (data / "conversations.jsonl").write_text("".join(
-        json.dumps({"conversation_id": "c1", "session_id": f"c1:{s}", "turn_id": t, "speaker": who, "text": text, "timestamp": ts}) + "\n"
-        for s, t, who, text, ts in TURNS
-    ))  # fmt: skip
-    (data / "questions.jsonl").write_text("".join(
-        json.dumps({"conversation_id": "c1", "question_id": q, "question": text, "evidence": ev, "category": cat, "answer": ""}) + "\n"
-        for q, text, ev, cat in QUESTIONS
-    ))  # fmt: skip
+    write_conversations(data, {"c1": {}})
     out = tmp_path / "run.jsonl"
     homes = tmp_path / "homes"
     res = CliRunner().invoke(cli, ["eval", "locomo", str(data), "--budget", "60,2000", "--out", str(out), "--work-dir", str(homes), "--json"], obj={})
@@ -56,7 +48,7 @@ def test_eval_locomo_sweeps_budgets_over_one_build(tmp_path):
     assert large["recall"]["overall"]["context"] > 0
     for b in (60, 2000):
         lines = (tmp_path / f"run.b{b}.jsonl").read_text().splitlines()
-        assert [json.loads(line)["question_id"] for line in lines] == [q for q, *_ in QUESTIONS]
+        assert [json.loads(line)["question_id"] for line in lines] == [f"c1:{q}" for q, *_ in QUESTIONS]
     bad = CliRunner().invoke(cli, ["eval", "locomo", str(data), "--budget", "lots"], obj={})
     assert bad.exit_code != 0 and "--budget" in bad.output
 
@@ -82,3 +74,54 @@ def test_eval_locomo_sweeps_budgets_over_one_build(tmp_path):
         args = ["eval", "locomo", str(data), *wrong] + (["--work-dir", str(homes)] if wrong[0] == "--set" else [])
         refused = CliRunner().invoke(cli, args, obj={})
         assert refused.exit_code != 0 and wrong[0] in refused.output, refused.output
+
+
+def write_conversations(data, convs: dict[str, dict[str, str]]) -> None:
+    """TURNS and QUESTIONS once per conversation id, each with its own names (``renames``)."""
+
+    def said(text: str, renames: dict[str, str]) -> str:
+        for old, new in renames.items():
+            text = text.replace(old, new)
+        return text
+
+    data.mkdir()
+    (data / "conversations.jsonl").write_text("".join(
+        json.dumps({"conversation_id": c, "session_id": f"{c}:{s}", "turn_id": t, "speaker": said(who, r), "text": said(text, r), "timestamp": ts}) + "\n"
+        for c, r in convs.items() for s, t, who, text, ts in TURNS
+    ))  # fmt: skip
+    (data / "questions.jsonl").write_text("".join(
+        json.dumps({"conversation_id": c, "question_id": f"{c}:{q}", "question": said(text, r), "evidence": ev, "category": cat, "answer": ""}) + "\n"
+        for c, r in convs.items() for q, text, ev, cat in QUESTIONS
+    ))  # fmt: skip
+
+
+def test_eval_ranker_cross_validates_over_conversations_and_writes_a_ranker_the_compiler_uses(tmp_path):
+    from cli.main import cli
+    from query.rerank import FEATURES, load_ranker
+
+    data = tmp_path / "data"
+    write_conversations(data, {"c1": {}, "c2": {"Elena": "Mira", "Tomasz": "Jonas", "Lisbon": "Porto", "Berlin": "Vienna"}})
+    homes, out = tmp_path / "homes", tmp_path / "ranker-t.json"
+    res = CliRunner().invoke(cli, ["eval", "ranker", str(data), "--out", str(out), "--budget", "2000", "--work-dir", str(homes), "--json"], obj={})
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output[res.output.index("{") :])
+    assert report["conversations"] == ["c1", "c2"] and report["questions"] == 2 * len(QUESTIONS)
+    assert 0 < report["positives"] < report["candidates"]
+    fused, ranked = report["cross_validated"]["2000"]["fused"], report["cross_validated"]["2000"]["ranked"]
+    assert 0 < fused["overall"] <= 1 and 0 < ranked["overall"] <= 1
+    written = json.loads(out.read_text())
+    assert written["fitted"]["conversations"] == ["c1", "c2"] and written["ranker"]["features"] == list(FEATURES)
+    assert load_ranker(str(out)).name == "ranker-t"
+
+    # the written ranker orders a compile's hits, and the plan names it
+    again = CliRunner().invoke(cli, ["eval", "locomo", str(data), "--work-dir", str(homes), "--reuse-homes", "--set", f"ranker={out}", "--json"], obj={})
+    assert again.exit_code == 0, again.output
+    plans = [json.loads(line).get("plan", {}).get("steps", []) for log in (homes / "c1" / "querylog").glob("*.jsonl") for line in log.read_text().splitlines()]
+    assert any(step["step"] == "rerank" and step["ranker"] == "ranker-t" for steps in plans for step in steps)
+
+    # one conversation cannot be cross-validated
+    single = tmp_path / "single"
+    write_conversations(single, {"c1": {}})
+    refused = CliRunner().invoke(cli, ["eval", "ranker", str(single), "--out", str(tmp_path / "x.json"), "--work-dir", str(homes), "--reuse-homes"], obj={})
+    assert refused.exit_code != 0 and "at least two" in refused.output
+    assert not (tmp_path / "x.json").exists()
