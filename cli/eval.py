@@ -46,16 +46,7 @@ def locomo(data_dir, ks, out, conversations, preset, budgets, work_dir, reuse_ho
     sweep = _budgets(budgets)
     if reuse_homes and work_dir is None:
         raise click.BadParameter("--reuse-homes needs --work-dir", param_hint="--reuse-homes")
-    overrides = {}
-    for pair in settings:
-        field, eq, value = pair.partition("=")
-        if not eq or field.strip() not in QueryConfig.model_fields:
-            raise click.BadParameter(f"FIELD=VALUE with a QueryConfig field, got {pair!r}", param_hint="--set")
-        overrides[field.strip()] = value.strip()
-    try:
-        QueryConfig.model_validate(overrides)
-    except ValidationError as e:
-        raise click.BadParameter(str(e), param_hint="--set") from None
+    overrides = _settings(settings)
     outs: tuple[Path, ...] = ()
     if out:
         outs = (out,) if len(sweep) <= 1 else tuple(out.with_name(f"{out.stem}.b{b}{out.suffix}") for b in sweep)
@@ -79,6 +70,21 @@ def locomo(data_dir, ks, out, conversations, preset, budgets, work_dir, reuse_ho
         click.echo("\n\n".join([render_sweep(results), *(r.render() for r in results)]))
 
 
+def _settings(settings: tuple[str, ...]) -> dict[str, str]:
+    """``--set FIELD=VALUE`` pairs as QueryConfig fields, validated."""
+    overrides = {}
+    for pair in settings:
+        field, eq, value = pair.partition("=")
+        if not eq or field.strip() not in QueryConfig.model_fields:
+            raise click.BadParameter(f"FIELD=VALUE with a QueryConfig field, got {pair!r}", param_hint="--set")
+        overrides[field.strip()] = value.strip()
+    try:
+        QueryConfig.model_validate(overrides)
+    except ValidationError as e:
+        raise click.BadParameter(str(e), param_hint="--set") from None
+    return overrides
+
+
 def _budgets(budgets: str | None) -> tuple[int, ...]:
     try:
         sweep = tuple(int(b) for b in budgets.split(",") if b.strip()) if budgets else ()
@@ -95,8 +101,9 @@ def _budgets(budgets: str | None) -> tuple[int, ...]:
 @click.option("--budget", "budgets", default="500,1000,2000", show_default=True, metavar="N[,N...]", help="Budgets the cross-validation compiles at.")
 @click.option("--work-dir", type=click.Path(file_okay=False, path_type=Path), help="Keep the per-conversation memory homes here.")
 @click.option("--reuse-homes", is_flag=True, help="With --work-dir: use the homes an earlier run built there (as `memc eval locomo --reuse-homes`).")
+@click.option("--set", "settings", multiple=True, metavar="FIELD=VALUE", help="A QueryConfig field over the balanced preset's, for the compiles it is fitted and measured on (repeatable).")
 @click.option("--json", "as_json", is_flag=True)
-def ranker(data_dir, out, budgets, work_dir, reuse_homes, as_json):
+def ranker(data_dir, out, budgets, work_dir, reuse_homes, settings, as_json):
     """Fit the compiler's learned order of the fused hits (query/rerank.py) on DATA_DIR (LoCoMo
     format), report it cross-validated over the conversations against the fused order at each
     budget, and write it to OUT with those figures."""
@@ -106,7 +113,10 @@ def ranker(data_dir, out, budgets, work_dir, reuse_homes, as_json):
     if reuse_homes and work_dir is None:
         raise click.BadParameter("--reuse-homes needs --work-dir", param_hint="--reuse-homes")
     try:
-        report = train_ranker(data_dir, out=out, work_dir=work_dir, budgets=sweep or (2000,), reuse=reuse_homes, on_progress=lambda msg: click.echo(msg, err=True))
+        report = train_ranker(
+            data_dir, out=out, work_dir=work_dir, budgets=sweep or (2000,), reuse=reuse_homes, settings=_settings(settings),
+            on_progress=lambda msg: click.echo(msg, err=True),
+        )  # fmt: skip
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     click.echo(json.dumps(report.__dict__, indent=2) if as_json else report.render())

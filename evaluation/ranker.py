@@ -76,9 +76,12 @@ def train_ranker(
     work_dir: Path | None = None,
     budgets: tuple[int, ...] = (500, 1000, 2000),
     reuse: bool = False,
+    settings: dict[str, Any] | None = None,
     on_progress: Callable[[str], None] | None = None,
 ) -> RankerReport:
-    """Fit, cross-validate and write a ranker (see the module's docstring); ``out`` is its JSON."""
+    """Fit, cross-validate and write a ranker (see the module's docstring); ``out`` is its JSON.
+    ``settings``: QueryConfig fields over the balanced preset's, for every compile (the ranker is
+    fitted on the routes and fusion they give, and should be used with them)."""
     data_dir = Path(data_dir)
     turns = read_jsonl(data_dir / "conversations.jsonl")
     questions = [q for q in read_jsonl(data_dir / "questions.jsonl") if q.get("evidence")]
@@ -88,7 +91,8 @@ def train_ranker(
     convs = sorted(by_conv)
     if len(convs) < 2:
         raise ValueError(f"{data_dir}: cross-validation over conversations needs at least two, found {len(convs)}")
-    fused = QueryConfig.preset("balanced").model_copy(update={"ranker": None})
+    base = QueryConfig.preset("balanced")
+    fused = QueryConfig.model_validate({**base.model_dump(), **(settings or {}), "ranker": None})
     embedder = Embedder()
     tmp = tempfile.TemporaryDirectory(prefix="memc-ranker-")
     root = Path(work_dir) if work_dir is not None else Path(tmp.name) / "homes"
@@ -143,6 +147,7 @@ def train_ranker(
                         "candidates": report.candidates,
                         "positives": report.positives,
                         "preset": "balanced",
+                        "settings": dict(settings or {}),
                         "on": dt.date.today().isoformat(),
                         "categories": sorted({CATEGORIES.get(q["category"], str(q["category"])) for q in questions}),
                     },

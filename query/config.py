@@ -106,10 +106,11 @@ class QueryConfig(BaseModel):
     # nothing elsewhere.
     max_skills: int = Field(default=2, ge=0, le=10)
     # The learned order of the fused hits after the first ``wide_items`` (query/rerank.py): a
-    # ranker in query/rankers/ by name, or a path to one; None keeps the fused order. Fitted on
+    # ranker in query/rankers/ by name, or a path to one; None or "" keeps the fused order
+    # (`memc eval locomo --set ranker=`). Fitted on
     # the balanced preset's routes by `memc eval ranker` (evaluation/ranker.py), so the presets
     # with other routes and fusion keep the fused order. Measured in docs/context.md.
-    ranker: str | None = Field(default="linear-1", pattern=r"^[\w./-]+$")
+    ranker: str | None = Field(default="linear-1", pattern=r"^[\w./-]*$")
 
     @classmethod
     def preset(cls, name: str) -> "QueryConfig":

@@ -102,7 +102,7 @@ def test_eval_ranker_cross_validates_over_conversations_and_writes_a_ranker_the_
     data = tmp_path / "data"
     write_conversations(data, {"c1": {}, "c2": {"Elena": "Mira", "Tomasz": "Jonas", "Lisbon": "Porto", "Berlin": "Vienna"}})
     homes, out = tmp_path / "homes", tmp_path / "ranker-t.json"
-    res = CliRunner().invoke(cli, ["eval", "ranker", str(data), "--out", str(out), "--budget", "2000", "--work-dir", str(homes), "--json"], obj={})
+    res = CliRunner().invoke(cli, ["eval", "ranker", str(data), "--out", str(out), "--budget", "2000", "--work-dir", str(homes), "--set", "k=20", "--json"], obj={})
     assert res.exit_code == 0, res.output
     report = json.loads(res.output[res.output.index("{") :])
     assert report["conversations"] == ["c1", "c2"] and report["questions"] == 2 * len(QUESTIONS)
@@ -111,6 +111,7 @@ def test_eval_ranker_cross_validates_over_conversations_and_writes_a_ranker_the_
     assert 0 < fused["overall"] <= 1 and 0 < ranked["overall"] <= 1
     written = json.loads(out.read_text())
     assert written["fitted"]["conversations"] == ["c1", "c2"] and written["ranker"]["features"] == list(FEATURES)
+    assert written["fitted"]["settings"] == {"k": "20"}  # what it was fitted with, to be used with
     assert load_ranker(str(out)).name == "ranker-t"
 
     # the written ranker orders a compile's hits, and the plan names it
@@ -124,4 +125,6 @@ def test_eval_ranker_cross_validates_over_conversations_and_writes_a_ranker_the_
     write_conversations(single, {"c1": {}})
     refused = CliRunner().invoke(cli, ["eval", "ranker", str(single), "--out", str(tmp_path / "x.json"), "--work-dir", str(homes), "--reuse-homes"], obj={})
     assert refused.exit_code != 0 and "at least two" in refused.output
+    unknown = CliRunner().invoke(cli, ["eval", "ranker", str(data), "--out", str(tmp_path / "x.json"), "--set", "colour=red"], obj={})
+    assert unknown.exit_code != 0 and "--set" in unknown.output
     assert not (tmp_path / "x.json").exists()

@@ -93,6 +93,10 @@ def test_the_shipped_ranker_loads_and_only_the_balanced_preset_uses_it():
     assert data["fitted"]["preset"] == "balanced" and set(data["cross_validated"]) >= {"1000", "2000"}
     assert PRESETS["balanced"].ranker == QueryConfig().ranker
     assert PRESETS["fast"].ranker is None and PRESETS["thorough"].ranker is None
+    # `--set ranker=` turns it off; a name is a file name or path, nothing else
+    assert not QueryConfig.model_validate({"ranker": ""}).ranker
+    with pytest.raises(ValueError, match="ranker"):
+        QueryConfig.model_validate({"ranker": "linear 1; rm"})
 
 
 def test_a_ranker_file_is_checked_before_it_is_used(tmp_path):
