@@ -173,7 +173,7 @@ def run_locomo_sweep(
 
     tmp = tempfile.TemporaryDirectory(prefix="memc-eval-") if work_dir is None else None
     root = Path(tmp.name) if tmp else Path(work_dir)
-    runs = [_Run(EvalResult(ks=tuple(ks), budget=c.budget_tokens, conversations=conv_ids)) for c in configs]
+    runs = [BudgetRun(EvalResult(ks=tuple(ks), budget=c.budget_tokens, conversations=conv_ids)) for c in configs]
     try:
         for conv in conv_ids:
             home, seconds = conversation_home(root, conv, by_conv[conv], reuse=reuse and work_dir is not None)
@@ -196,7 +196,7 @@ def run_locomo_sweep(
 
 
 @dataclass
-class _Run:
+class BudgetRun:
     """What one budget's questions gave, while the sweep goes."""
 
     result: EvalResult

@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evaluation.locomo import CATEGORIES, EVAL_ASKER, EvalResult, _Run, conversation_home, read_jsonl
+from evaluation.locomo import CATEGORIES, EVAL_ASKER, BudgetRun, EvalResult, conversation_home, read_jsonl
 from ledger import Ledger
 from query import compile_context
 from query.config import QueryConfig
@@ -117,11 +117,11 @@ def train_ranker(
                 owners.append(np.full(len(ids), conv))
         x, y, owner = np.vstack(xs), np.concatenate(ys), np.concatenate(owners)
         report = RankerReport(conversations=convs, questions=len(xs), candidates=len(y), positives=int(y.sum()))
-        runs = {(b, how): _Run(EvalResult(ks=(10,), budget=b, conversations=convs)) for b in budgets for how in ("fused", "ranked")}
-        for conv in convs:
+        runs = {(b, how): BudgetRun(EvalResult(ks=(10,), budget=b, conversations=convs)) for b in budgets for how in ("fused", "ranked")}
+        for i, conv in enumerate(convs):
             held_out = owner == conv
-            ranker = fit(x[~held_out], y[~held_out], f"cv-{conv}")
-            path = Path(tmp.name) / f"cv-{len(report.cross_validated)}-{conv}.json"
+            ranker = fit(x[~held_out], y[~held_out], f"cv-{i}")
+            path = Path(tmp.name) / f"cv-{i}.json"  # by position: a conversation id is not a file name
             path.write_text(json.dumps(ranker.to_dict()))
             if on_progress:
                 on_progress(f"{conv}: compiled again with a ranker fitted on the other conversations")
