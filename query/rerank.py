@@ -43,7 +43,7 @@ FEATURES = (
     "asks_prev",  # the turn before it asks something: the hit may be its answer
     "words",  # log(1 + the hit's words)
     "speaker_named",  # the question names the hit's speaker
-    "other_named",  # the question names a speaker, not this one
+    "other_named",  # the question names a speaker, and this hit is another speaker's
     "position",  # the hit's place in its session, 0 (first turn) to 1
 )
 
@@ -143,7 +143,7 @@ def features(
             float(bool(prev) and asks(prev.get("text") or "")),
             math.log1p(len(text.split())),
             float(speaker in named_speakers),
-            float(bool(named_speakers) and speaker not in named_speakers),
+            float(bool(named_speakers) and speaker is not None and speaker not in named_speakers),
             position,
         )
     return out

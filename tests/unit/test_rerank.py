@@ -58,6 +58,9 @@ def test_no_speaker_named_is_neither_feature_and_a_hit_without_a_session_has_no_
     row = dict(zip(FEATURES, x[0]))
     assert row["prev"] == row["next"] == row["asks_prev"] == row["position"] == 0
     assert row["speaker_named"] == row["other_named"] == 0
+    # a document is nobody's turn: not the other speaker's when the question names one
+    x = features([slot(doc, 0.5, fulltext=3), slot(REPLY, 0.2, vector=1)], {}, {entity_id("c1", "Elena"): "Elena"}, rrf_k=30)
+    assert dict(zip(FEATURES, x[0]))["other_named"] == 0 and dict(zip(FEATURES, x[1]))["speaker_named"] == 1
 
 
 def ranker(coef: dict[str, float]) -> Ranker:
