@@ -29,7 +29,7 @@ from typing import Any, Iterator
 import numpy as np
 
 from memc.ids import entity_id
-from query.windows import asks
+from query.windows import asks, said
 
 # The features, in the order of a ranker's coefficients; a ranker file names them and is refused
 # when they differ (one fitted on other features would score nonsense without an error).
@@ -120,9 +120,7 @@ def features(
     for i, s in enumerate(ranked):
         hit, ranks = s["hit"], s.get("ranks", {})
         actor, eid = hit.get("actor"), hit["entry_id"]
-        text = hit.get("text") or ""
-        if actor and text.startswith(f"{actor}: "):
-            text = text[len(actor) + 2 :]  # the index prefixes the speaker (views/evidence.py)
+        text = said(hit)
         prev = nxt = None
         position = 0.0
         around = windows.get(eid)

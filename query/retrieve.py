@@ -25,7 +25,7 @@ from query.plan import PlanRecorder
 from query.rerank import FEATURE_DEPTH, load_ranker, rerank, wants_features
 from query.timewindow import TimeWindow, question_window
 from query.units import with_units
-from query.windows import join_stretch, later_span, later_window, session_windows, turn_item, within_time
+from query.windows import join_stretch, later_span, later_window, said, session_windows, turn_item, within_time
 from views.build import vector_store
 from views.embedder_onnx import question_embedder
 from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, evidence_rows
@@ -212,11 +212,8 @@ def retrieve(
         if hit["entry_id"] in covered:
             inside.append(hit["entry_id"])
             continue  # already shown inside an earlier item's window
-        text = hit.get("text") or ""
-        if hit.get("actor") and text.startswith(f"{hit['actor']}: "):
-            text = text[len(hit["actor"]) + 2 :]  # the index prefixes the speaker (views/evidence.py)
-        said = normalised(text)
-        twin = next((it for seen, it in shown if same_words(said, seen)), None)
+        words = normalised(said(hit))
+        twin = next((it for seen, it in shown if same_words(words, seen)), None)
         if twin is not None:
             # The same words from another source (a forwarded mail, a pasted note): named on
             # the item that shows them instead of taking a second slot. Disagreeing sources

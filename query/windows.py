@@ -109,6 +109,13 @@ def narrowed(window: list[dict[str, Any]], entry_id: str, before: int, after: in
     return window if at is None else window[max(0, at - before) : at + after + 1]
 
 
+def said(row: dict[str, Any]) -> str:
+    """What an index row's speaker said: its text without the "<speaker>: " prefix the index
+    puts before a turn (views/evidence.py)."""
+    text, actor = row.get("text") or "", row.get("actor")
+    return text[len(actor) + 2 :] if actor and text.startswith(f"{actor}: ") else text
+
+
 def asks(text: str) -> bool:
     """Whether a turn asks something ("How did the move go?"): what a question about it needs is
     then most often the reply (QueryConfig.narrow_after_statement)."""
