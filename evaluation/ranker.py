@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from evaluation.locomo import CATEGORIES, EVAL_ASKER, BudgetRun, EvalResult, conversation_home, read_jsonl
+from evaluation.locomo import EVAL_ASKER, BudgetRun, EvalResult, conversation_home, read_jsonl
 from ledger import Ledger
 from query import compile_context
 from query.config import QueryConfig
@@ -140,16 +140,17 @@ def train_ranker(
             json.dumps(
                 {
                     "ranker": report.ranker,
+                    # What it was fitted on, as counts and the folder it was read from: nothing of
+                    # the data itself (ids, texts, labels) is kept beside the coefficients.
                     "fitted": {
-                        "data": data_dir.name,
-                        "conversations": convs,
+                        "data": str(data_dir),
+                        "conversations": len(convs),
                         "questions": report.questions,
                         "candidates": report.candidates,
                         "positives": report.positives,
                         "preset": "balanced",
                         "settings": dict(settings or {}),
                         "on": dt.date.today().isoformat(),
-                        "categories": sorted({CATEGORIES.get(q["category"], str(q["category"])) for q in questions}),
                     },
                     "cross_validated": {str(b): r for b, r in sorted(report.cross_validated.items())},
                 },
