@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -71,6 +72,22 @@ def warm_up() -> None:
     pq.write_table(pa.Table.from_pylist([row], schema=LEDGER_SCHEMA), io.BytesIO(), compression="zstd")
 
 
+def stop_in_write() -> None:
+    """Stop this process (SIGSTOP, as a debugger or the OOM reaper's victim would sit) at a known
+    point of a commit: its batch's bytes are in a ``_tmp`` file, not yet fsynced, no marker made.
+    A test that sends SIGSTOP from outside cannot choose that point: one write, one fsync and a
+    link take milliseconds, so the writer may already have made its marker or published."""
+    real_fsync = os.fsync
+
+    def fsync(fd):
+        if os.path.basename(os.path.dirname(os.readlink(f"/proc/self/fd/{fd}"))) == "_tmp":
+            os.fsync = real_fsync  # once: the test continues the writer with SIGCONT
+            os.kill(os.getpid(), signal.SIGSTOP)
+        return real_fsync(fd)
+
+    os.fsync = fsync
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--root", required=True, help="a ledger directory or s3://bucket/prefix")
@@ -80,7 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--recorded-at", default=None, help="explicit recorded_at (ISO 8601)")
     ap.add_argument("--derived-keys", action="store_true", help="let the ledger derive the keys")
     ap.add_argument("--no-wait", action="store_true", help="start without waiting for stdin")
+    ap.add_argument("--stop-in-write", action="store_true",
+                    help="SIGSTOP this process once its first batch is in _tmp, before its fsync")
     args = ap.parse_args(argv)
+    if args.stop_in_write:
+        stop_in_write()
 
     from ledger import open_ledger
 

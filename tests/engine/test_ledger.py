@@ -31,6 +31,7 @@ from ledger import Ledger, LedgerCorruption, NewEntry
 from ledger.store import STALE_MARKER_SECONDS
 
 import ledger_writer as lw  # tests/ is on sys.path (rootdir-relative test module)
+import procfs
 from conftest import scaled
 
 WRITER = Path(__file__).resolve().parents[1] / "ledger_writer.py"
@@ -61,7 +62,7 @@ class Writer:
 
     def __init__(self, root: Path, slot: str, start: int = 0, end: int | None = None, *,
                  recorded_at: str | None = None, derived_keys: bool = False, wait: bool = True,
-                 log_dir: Path | None = None):
+                 stop_in_write: bool = False, log_dir: Path | None = None):
         cmd = [sys.executable, str(WRITER), "--root", str(root), "--slot", slot, "--start", str(start)]
         if end is not None:
             cmd += ["--end", str(end)]
@@ -71,6 +72,8 @@ class Writer:
             cmd += ["--derived-keys"]
         if not wait:
             cmd += ["--no-wait"]
+        if stop_in_write:
+            cmd += ["--stop-in-write"]
         self.slot, self.start = slot, start
         self.err_path = (log_dir or root.parent) / f"writer-{slot.replace('@', '_')}-{uuid.uuid4().hex[:8]}.err"
         self._err = open(self.err_path, "w")
@@ -591,15 +594,13 @@ def _dead_pid() -> int:
     return p.pid
 
 
-def _wait_for_tmp(tmp: Path, pid: int, timeout: float = 60) -> list[Path]:
-    """The temp files of writer ``pid`` as soon as one exists."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = [p for p in tmp.iterdir() if p.name.startswith(f"{pid}-")]
-        if found:
-            return found
-        time.sleep(0.001)
-    raise AssertionError(f"writer {pid} never started its temp file")
+def _stopped_in_write(tmp: Path, writer: Writer) -> list[Path]:
+    """The temp files of a writer started with ``stop_in_write``, once it has stopped itself
+    between writing its batch to ``_tmp`` and that file's fsync."""
+    procfs.until(lambda: procfs.state(writer.pid) == "T", 60, f"writer {writer.slot} stopped in its write")
+    found = [p for p in tmp.iterdir() if p.name.startswith(f"{writer.pid}-")]
+    assert len(found) == 1, found
+    return found
 
 
 def test_crash_leftovers_are_removed_on_open_and_commits_untouched(tmp_path):
@@ -613,8 +614,8 @@ def test_crash_leftovers_are_removed_on_open_and_commits_untouched(tmp_path):
         os.utime(root / name, (old, old))
 
     # A real crashed writer: SIGKILL while it writes a big batch into _tmp.
-    crashed = Writer(root, "crash@30000", 0, 1, wait=False)
-    crashed_tmp = _wait_for_tmp(root / "_tmp", crashed.pid)
+    crashed = Writer(root, "crash@30000", 0, 1, wait=False, stop_in_write=True)
+    crashed_tmp = _stopped_in_write(root / "_tmp", crashed)
     crashed.kill()
     # A writer killed between publishing and removing its temp name leaves a hard link to a commit.
     dead = _dead_pid()
@@ -630,9 +631,8 @@ def test_crash_leftovers_are_removed_on_open_and_commits_untouched(tmp_path):
     os.utime(stale, (old, old))
 
     # A live writer paused in the middle of writing its temp file: must be left alone.
-    paused = Writer(root, "paused@30000", 0, 1, wait=False)
-    paused_tmp = _wait_for_tmp(root / "_tmp", paused.pid)
-    os.kill(paused.pid, signal.SIGSTOP)
+    paused = Writer(root, "paused@30000", 0, 1, wait=False, stop_in_write=True)
+    paused_tmp = _stopped_in_write(root / "_tmp", paused)
     try:
         ledger = Ledger(root)  # open = recover
         assert not any(p.exists() for p in crashed_tmp), "dead writer's temp file kept"
