@@ -149,7 +149,7 @@ def train_ranker(
                         "candidates": report.candidates,
                         "positives": report.positives,
                         "preset": "balanced",
-                        "settings": dict(settings or {}),
+                        "settings": {name: getattr(fused, name) for name in settings or {}},  # as validated: 0.01, not "0.01"
                         "on": dt.date.today().isoformat(),
                     },
                     "cross_validated": {str(b): r for b, r in sorted(report.cross_validated.items())},

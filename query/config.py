@@ -78,7 +78,15 @@ class QueryConfig(BaseModel):
     # The facts route: the claim sentences of the evidence index searched by full text and
     # vectors (each at this share of its route's weight), every hit standing for the turn the
     # claim was drawn from. Measured on LoCoMo dev in docs/context.md.
-    facts_weight: float = Field(default=0.0, ge=0)
+    # In balanced the facts route by vectors only brings candidates for the learned order
+    # (``ranker``), which weighs its ranks as a feature: at 0.01 a hit only it found fuses below
+    # every other route's hits, and the first items are nearly those without it. Measured on dev
+    # in docs/context.md ("The facts route as the learned order's candidates"). As a fused route
+    # (0.15 and more) it cost recall.
+    facts_weight: float = Field(default=0.01, ge=0)
+    # The claims searched by full text too (`thorough`): in balanced its ranks added little to the
+    # learned order for a second search a compile (~15 ms of CPU at 100k entries).
+    facts_fulltext: bool = False
     # The goal route: full text of the agent's current task (``goal``), below the question's own
     # routes: the task conditions what ranks first, the question still decides.
     goal_weight: float = Field(default=0.5, ge=0)
@@ -110,7 +118,7 @@ class QueryConfig(BaseModel):
     # (`memc eval locomo --set ranker=`). Fitted on
     # the balanced preset's routes by `memc eval ranker` (evaluation/ranker.py), so the presets
     # with other routes and fusion keep the fused order. Measured in docs/context.md.
-    ranker: str | None = Field(default="linear-1", pattern=r"^[\w./-]*$")
+    ranker: str | None = Field(default="linear-2", pattern=r"^[\w./-]*$")
 
     @classmethod
     def preset(cls, name: str) -> "QueryConfig":
@@ -122,13 +130,13 @@ class QueryConfig(BaseModel):
 
 PRESETS: dict[str, QueryConfig] = {
     # fast and thorough keep the fusion and the windows they were measured with (every window wide).
-    "fast": QueryConfig(k=5, vector_k=15, fulltext_k=15, rrf_k=60, max_state_facts=8, budget_tokens=800, window_before=1, window_after=1, wide_items=5, ranker=None),
+    "fast": QueryConfig(k=5, vector_k=15, fulltext_k=15, rrf_k=60, max_state_facts=8, budget_tokens=800, window_before=1, window_after=1, wide_items=5, facts_weight=0.0, ranker=None),
     "balanced": QueryConfig(),
     # Memory units on at 4,000 tokens: LoCoMo dev 0.917 -> 0.921, multi-hop 0.716 -> 0.728; at
     # 1,000 and 2,000 they cost more single-hop evidence than they add (docs/context.md). The facts
     # route too, over the clause extractor's claims: 0.919 -> 0.927, multi-hop 0.735 -> 0.741 (at
-    # 1,000 tokens it costs 0.02 overall, so balanced keeps it off).
-    "thorough": QueryConfig(k=20, vector_k=100, fulltext_k=100, rrf_k=60, max_state_facts=40, budget_tokens=4000, unit_seeds=5, wide_items=20, facts_weight=0.3, ranker=None),
+    # 1,000 tokens it costs 0.02 overall as a fused route, so balanced only takes candidates from it).
+    "thorough": QueryConfig(k=20, vector_k=100, fulltext_k=100, rrf_k=60, max_state_facts=40, budget_tokens=4000, unit_seeds=5, wide_items=20, facts_weight=0.3, facts_fulltext=True, ranker=None),
 }
 # The preset names as a type, for the API's and MCP's schemas (the CLI offers ``list(PRESETS)``).
 PresetName = Literal["fast", "balanced", "thorough"]

@@ -45,6 +45,7 @@ FEATURES = (
     "speaker_named",  # the question names the hit's speaker
     "other_named",  # the question names a speaker, and this hit is another speaker's
     "position",  # the hit's place in its session, 0 (first turn) to 1
+    "facts_vector",  # rrf_k / (rrf_k + rank) on the facts route by vectors (a claim drawn from the hit matched)
 )
 
 RANKERS_DIR = Path(__file__).resolve().parent / "rankers"
@@ -143,6 +144,7 @@ def features(
             float(speaker in named_speakers),
             float(bool(named_speakers) and speaker is not None and speaker not in named_speakers),
             position,
+            rrf_k / (rrf_k + ranks["facts/vector"] + 1) if "facts/vector" in ranks else 0.0,
         )
     return out
 

@@ -107,7 +107,7 @@ def retrieve(
         # Facts as keys: the claim sentences of the index ("Elena works at Helio Labs (since
         # 2024-05-14)") point at the turns they were drawn from, so a question
         # reaches a turn through the fact drawn from it; the hits become their source turns below.
-        for how in ("fulltext", "vector"):
+        for how in ("fulltext", "vector") if config.facts_fulltext else ("vector",):
             w, kw = plan[how]
             plan[f"facts/{how}"] = (w * config.facts_weight, {**kw, "kinds": (CLAIM_KIND,)})
     if keys and config.state_weight:

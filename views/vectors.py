@@ -904,10 +904,10 @@ class LanceVectorStore:
             return []
         base = search_filter(principals, scope, kinds)
         allowed = set(allowed_principals(principals))
-        held = self._held_rows(tbl, table) if column == "session_id" and not extra else None
+        held = self._held_rows(tbl, table) if column in ("session_id", "entry_id") and not extra else None
         if held is not None:
-            # Every row of the sessions, any visibility or kind: the checks below are the filter.
-            found: Iterable[dict[str, Any]] = held.of_sessions(wanted)
+            # Every row of the sessions or entries, any visibility or kind: the checks below are the filter.
+            found: Iterable[dict[str, Any]] = held.of_sessions(wanted) if column == "session_id" else held.of_entries(wanted)
         else:
             # Session ids come from sources (up to 512 chars of anything): only values that pass
             # the id pattern are inlined into the filter; the others are matched here after a scan.

@@ -178,14 +178,17 @@ def test_a_shared_connection_sees_a_rebuild_by_another_process(tmp_path, emb):
 
 
 def _whole(store: LanceVectorStore, emb: HashEmbedder) -> list:
-    """Searches (both routes, every filter) and session windows for every asker, rows whole."""
+    """Searches (both routes, every filter), session windows and entries' rows for every asker,
+    rows whole."""
     out = []
     vector = emb.encode(WORDS[:1])[0]
     sessions = ["s1", "s3", "s7", "s 2!", "nope"]  # "s 2!" is no id: matched after a scan
+    entries = ["e_00001", "e_00007", "e_00042", "e_00130", "nope"]
     for principals in (["alice"], ["bob"], ["carol"], ["alice", "bob"]):
         for scope in (None, "acme"):
             for kinds in (None, ("message",), ("message", "document")):
                 out.append(store.session_rows(session_ids=sessions, principals=principals, scope=scope, kinds=kinds))
+                out.append(store.entry_rows(entry_ids=entries, principals=principals, scope=scope, kinds=kinds))
                 for extra in ({}, {"entity_ids": ["ent_a"]}, {"valid_between": (T0 + timedelta(days=10), T0 + timedelta(days=30))}):
                     out.append(store.search(text=WORDS[0], vector=vector, principals=principals, scope=scope, k=9, kinds=kinds, **extra))
     return out
@@ -195,6 +198,8 @@ def test_rows_held_in_memory_answer_like_lancedb(tmp_path, emb, monkeypatch):
     rows = _rows(400)
     for r in rows[::25]:
         r["session_id"] = "s 2!"
+    for r in rows[3::40]:
+        r["entry_id"] = "e_00007"  # one entry, several rows: a turn, its chunks, the claims drawn from it
     store = LanceVectorStore(tmp_path / "vectors")
     mine = lambda: [key for key in _HELD if key[0] == str(tmp_path / "vectors") and _HELD[key][4] is not None]  # noqa: E731
 

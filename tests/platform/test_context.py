@@ -115,3 +115,35 @@ def test_windows_show_neighbouring_turns_and_json_schema_fields(built_home):
     assert len(first["source_refs"]) > 1 and first["source_ref"] in first["source_refs"]
     assert len({r for it in ctx.items for r in it.source_refs}) == sum(len(it.source_refs) for it in ctx.items), "windows overlap"
     assert all(it.text.count("\n") + 1 == len(it.entry_ids) for it in ctx.items if len(it.entry_ids) > 1)
+
+
+def test_the_facts_route_brings_the_turns_its_claims_were_drawn_from_and_leaves_the_vector_route_as_it_was(home):
+    """Balanced runs the facts route by vectors (candidates for the learned order): its hits are
+    the turns of the claims' own search, read through the evidence rows held in memory, and the
+    vector route finds what it finds without it."""
+    from query.config import EVIDENCE_KINDS
+    from views.build import vector_store
+    from views.embedder_onnx import question_embedder
+    from views.evidence import CLAIM_KIND
+
+    question = "Where does Elena work these days?"
+
+    def routes(config: QueryConfig) -> dict[str, list[str]]:
+        compile_context(question, "tomasz", home=home, scope="team", config=config)
+        steps = read_log(home)[-1]["plan"]["steps"]
+        return {s["name"]: s["entry_ids"] for s in steps if s["step"] == "route"}
+
+    balanced = QueryConfig()
+    assert balanced.facts_weight > 0 and not balanced.facts_fulltext
+    together = routes(balanced)
+    assert set(together) >= {"fulltext", "vector", "facts/vector"} and "facts/fulltext" not in together
+    # the vector route is the one a compile without the facts route searches
+    assert together["vector"] == routes(balanced.model_copy(update={"facts_weight": 0.0}))["vector"]
+    # the facts route: the claims' own search, each hit standing for the turn it was drawn from
+    store = vector_store(home)
+    vector = question_embedder().encode([question])[0]
+    claims = store.search(vector=vector, principals=["tomasz"], scope="team", k=balanced.vector_k, kinds=(CLAIM_KIND,))
+    drawn_from = list(dict.fromkeys(h["entry_id"] for h in claims))
+    turns = {r["entry_id"] for r in store.entry_rows(entry_ids=drawn_from, principals=["tomasz"], scope="team", kinds=EVIDENCE_KINDS)}
+    assert together["facts/vector"] == [e for e in drawn_from if e in turns]
+    assert together["facts/vector"], "the sample home's claims about Elena's work lead to turns"

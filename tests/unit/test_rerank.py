@@ -35,7 +35,7 @@ OTHER = turn("e3", "Tomasz", "Nice.")
 
 def test_features_read_the_routes_the_session_and_the_speakers():
     windows = session(ASK, REPLY, OTHER)
-    ranked = [slot(ASK, 1 / 31, fulltext=0), slot(REPLY, 0.2 / 36, vector=5)]
+    ranked = [slot(ASK, 1 / 31, fulltext=0), slot(REPLY, 0.2 / 36, vector=5, **{"facts/vector": 2})]
     x = features(ranked, windows, {entity_id("c1", "Elena"): "Elena"}, rrf_k=30)
     ask, reply = (dict(zip(FEATURES, row)) for row in x)
     assert ask["fulltext"] == pytest.approx(30 / 31) and ask["vector"] == 0
@@ -50,6 +50,8 @@ def test_features_read_the_routes_the_session_and_the_speakers():
     assert (reply["speaker_named"], reply["other_named"]) == (1, 0)
     assert (ask["speaker_named"], ask["other_named"]) == (0, 1)
     assert (ask["position"], reply["position"]) == (0, pytest.approx(1 / 3))
+    # a claim drawn from the reply was the facts route's third hit
+    assert reply["facts_vector"] == pytest.approx(30 / 33) and ask["facts_vector"] == 0
 
 
 def test_no_speaker_named_is_neither_feature_and_a_hit_without_a_session_has_no_neighbours():
@@ -96,6 +98,9 @@ def test_the_shipped_ranker_loads_and_only_the_balanced_preset_uses_it():
     assert data["fitted"]["preset"] == "balanced" and set(data["cross_validated"]) >= {"1000", "2000"}
     assert PRESETS["balanced"].ranker == QueryConfig().ranker
     assert PRESETS["fast"].ranker is None and PRESETS["thorough"].ranker is None
+    # fitted on the routes the preset runs: a setting it was fitted with is the preset's own
+    for name, value in data["fitted"]["settings"].items():
+        assert getattr(PRESETS["balanced"], name) == value, name
     # `--set ranker=` turns it off; a name is a file name or path, nothing else
     assert not QueryConfig.model_validate({"ranker": ""}).ranker
     with pytest.raises(ValueError, match="ranker"):
@@ -112,7 +117,7 @@ def test_a_ranker_file_is_checked_before_it_is_used(tmp_path):
         Ranker.from_dict("x", {**good, "scale": [0.0] * len(FEATURES)})
     with pytest.raises(ValueError, match="intercept"):
         Ranker.from_dict("x", {**good, "intercept": "high"})
-    with pytest.raises(ValueError, match="no ranker 'nope'.*shipped: .*linear-1"):
+    with pytest.raises(ValueError, match="no ranker 'nope'.*shipped: .*linear-2"):
         load_ranker("nope")
     broken = tmp_path / "broken.json"
     broken.write_text("{not json")
