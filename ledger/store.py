@@ -205,6 +205,7 @@ class _Layout:
 
     live: list[tuple[_File, int, datetime | None]]  # file, rows, max recorded_at
     covered: list[_File]
+    gap: int | None = None  # the first seq no live file holds although a later one does
 
     @property
     def head(self) -> int:
@@ -387,7 +388,7 @@ class Ledger(EntryReader):
     def _layout(self, files: list[_File]) -> _Layout:
         live: list[tuple[_File, int, datetime | None]] = []
         covered: list[_File] = []
-        end = 0
+        end, gap = 0, None
         for f in files:
             rows, max_rec, _ = self._file_info(f)
             if f.first <= end:
@@ -397,9 +398,26 @@ class Ledger(EntryReader):
                     raise LedgerCorruption("; ".join(problems) or f"{f.name}: overlaps the batch before it (seqs up to {end})")
                 covered.append(f)
                 continue
+            if f.first != end + 1 and gap is None:
+                gap = end + 1
             live.append((f, rows, max_rec))
             end = f.first + rows - 1
-        return _Layout(live, covered)
+        return _Layout(live, covered, gap)
+
+    def _listed_layout(self, files: list[_File]) -> _Layout:
+        """The layout of ``files``, one listing of the folder, checked against a second listing
+        when it shows a gap. A directory listing is no snapshot: one taken while appends link new
+        batches (or a compaction swaps a run) can miss a file that was there before or after and
+        still list a later one (ext4 returns names in hash order, so a name linked behind the
+        listing's position is not returned and one ahead of it is). Seen under load: a reader's
+        "seq gap", and a compactor whose run had a hole ("seqs of the files from ... do not run",
+        test_kill9_compaction_random_points). A different second listing raises _Moved (callers
+        list again); the same one twice means the gap is the folder's own (a batch file deleted):
+        the layout says so in ``gap`` and each caller decides what that means for it."""
+        layout = self._layout(files)
+        if layout.gap is not None and self._scan() != files:
+            raise _Moved(batch_name(layout.gap))
+        return layout
 
     def _stable(self, fn):
         """Run a listing-based read again while purges or compactions move files under it."""
@@ -432,7 +450,7 @@ class Ledger(EntryReader):
         return tuple(sorted(out))
 
     def batches(self) -> list[BatchFile]:
-        layout = self._stable(lambda: self._layout(self._scan()))
+        layout = self._stable(lambda: self._listed_layout(self._scan()))
         return [BatchFile(f.first, rows, self.root / f.name, max_rec) for f, rows, max_rec in layout.live]
 
     def head(self) -> int:
@@ -457,7 +475,7 @@ class Ledger(EntryReader):
         st = self._writer
         n = len(st.files) if st else 0
         if st is None or files[:n] != st.files or any(f.first <= st.head for f in files[n:]):
-            layout = self._layout(files)
+            layout = self._listed_layout(files)  # a gap in this listing only: _Moved, and append lists again
             keys: set[str] = set()
             last_rec = None
             for f, _, max_rec in layout.live:
@@ -467,6 +485,9 @@ class Ledger(EntryReader):
             st = self._writer = _WriterState(files, layout.head, last_rec, keys)
             return st
         for f in files[n:]:
+            if f.first != st.head + 1:  # the listing skipped a file (_listed_layout): look at all of them
+                self._writer = None
+                return self._writer_state()
             rows, max_rec, keys = self._file_info(f)
             st.keys |= keys
             st.head = f.first + rows - 1
@@ -771,7 +792,10 @@ class Ledger(EntryReader):
                 with self._lock, self._publish_lock():
                     self._finish_compaction()
                 report.finished_pending = True
-            layout = self._layout(self._scan())  # no purge or compaction can move files now
+            # No purge or compaction can move files now, but appends still link new ones.
+            layout = self._stable(lambda: self._listed_layout(self._scan()))
+            if layout.gap is not None:  # the same gap in two listings: a batch file is missing
+                raise LedgerCorruption(f"{self.root}: seq gap, expected a batch starting at {layout.gap}; not compacted")
             report.files_before = len(layout.live)
             for run in _runs(layout.live, small_rows, target_rows):
                 self._compact_run(run)
@@ -887,8 +911,7 @@ class Ledger(EntryReader):
         """The live files holding seqs above ``since_seq``, with their rows and their key in the
         column cache; every live file's checksum and continuity verified (once per handle and
         file version)."""
-        files = self._scan()
-        layout = self._layout(files)
+        layout = self._listed_layout(self._scan())
         out: list[tuple[_File, int, tuple]] = []
         live: set[tuple] = set()
         root = self._folder
@@ -901,14 +924,8 @@ class Ledger(EntryReader):
             if st.st_ino != f.ino:
                 raise _Moved(f.name)  # replaced (a compaction's merged file) since it was listed
             if f.first != expected:
-                if self._scan() != files:
-                    # A directory listing is no snapshot: one taken while a compaction swapped a
-                    # run, or while appends linked new batches, can miss a file that was there
-                    # before or after (seen: "seq gap" from a reader during a compaction and
-                    # appends, 1 run of 7 of test_kill9_compaction_random_points). List again.
-                    raise _Moved(f.name)
-                # The same listing twice: the gap is real (a batch file deleted), whether or not
-                # the files around it were verified before.
+                # The same listing twice (_listed_layout): the gap is real (a batch file deleted),
+                # whether or not the files around it were verified before.
                 raise LedgerCorruption(f"{f.name}: seq gap, expected a batch starting at {expected}")
             key = (f.name, f.ino, st.st_size, st.st_mtime_ns)
             if key not in self._verified:

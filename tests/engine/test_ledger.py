@@ -744,6 +744,64 @@ def test_compaction_refuses_a_damaged_batch(tmp_path):
     assert not (root / ".compaction.json").exists()
 
 
+def _listing_skips_once(monkeypatch, ledger: Ledger, name: str) -> list[int]:
+    """The handle's next directory listing leaves out ``name`` while listing the files after it,
+    as a listing taken while another writer links that batch can (ext4 returns names in hash
+    order: a name linked behind the listing's position is not returned, one ahead of it is).
+    Returns the count of listings made, for the test to check that one more was taken."""
+    real, calls = ledger._scan, []
+
+    def scan():
+        calls.append(1)
+        files = real()
+        return [f for f in files if f.name != name] if len(calls) == 1 else files
+
+    monkeypatch.setattr(ledger, "_scan", scan)
+    return calls
+
+
+def test_a_listing_that_skips_a_batch_is_taken_again_not_compacted_around(tmp_path, monkeypatch):
+    """CI at 9308912 failed test_kill9_compaction_random_points with a compactor's "seqs of the
+    files from ... do not run": its one listing had missed a batch the concurrent writer had just
+    linked, and the run it merged had a hole. A listing with a gap is now taken again."""
+    root = tmp_path / "ledger"
+    keys = _one_entry_appends(Ledger(root), "g@1", range(30))
+    compactor = Ledger(root)
+    skipped = sorted(batch_files(root).values())[24].name
+    calls = _listing_skips_once(monkeypatch, compactor, skipped)
+    report = compactor.compact(small_rows=100)
+    assert len(calls) >= 3 and report.runs == [(1, 30, 30)]
+    assert len(batch_files(root)) == 1
+    assert_whole_ledger(root, keys)
+    assert_clean_markers(root)
+
+
+def test_a_writer_whose_listing_skips_a_batch_still_knows_its_keys(tmp_path, monkeypatch):
+    """A writer reads only the files listed since its last append; a listing that skipped one
+    would leave that batch's idempotency keys out, and a retried entry of it would be appended
+    twice. The writer lists again instead."""
+    root = tmp_path / "ledger"
+    writer, other = Ledger(root), Ledger(root)
+    keys = _one_entry_appends(writer, "a@1", range(5))
+    keys |= _one_entry_appends(other, "b@1", range(3))  # seqs 6, 7, 8: new to `writer`
+    _listing_skips_once(monkeypatch, writer, sorted(batch_files(root).values())[5].name)
+    r = writer.append(lw.batch_entries("b@1", 0))  # the skipped batch's entry, retried
+    assert (r.appended, r.duplicates) == (0, 1)
+    keys |= _one_entry_appends(writer, "c@1", range(1))
+    assert_whole_ledger(root, keys)
+
+
+def test_compaction_refuses_a_ledger_with_a_missing_batch(tmp_path):
+    root = tmp_path / "ledger"
+    _one_entry_appends(Ledger(root), "m@1", range(10))
+    victim = sorted(batch_files(root).values())[6]
+    victim.unlink()
+    with pytest.raises(LedgerCorruption, match=f"seq gap, expected a batch starting at {int(victim.name[:20])}"):
+        Ledger(root).compact()
+    assert len(batch_files(root)) == 9, "files were merged across the gap"
+    assert not (root / ".compaction.json").exists()
+
+
 class Compactor:
     def __init__(self, root: Path, small_rows: int, die_after: str | None = None):
         self.proc = subprocess.Popen(

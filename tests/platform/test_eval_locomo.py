@@ -112,7 +112,7 @@ def test_eval_ranker_cross_validates_over_conversations_and_writes_a_ranker_the_
     written = json.loads(out.read_text())
     assert written["fitted"]["conversations"] == 2 and written["ranker"]["features"] == list(FEATURES)
     assert not any(isinstance(v, list) for v in written["fitted"].values()), "counts only: no conversation id is kept with the coefficients"
-    assert written["fitted"]["settings"] == {"k": "20"}  # what it was fitted with, to be used with
+    assert written["fitted"]["settings"] == {"k": 20}  # what it was fitted with, as validated: compile with the same
     assert load_ranker(str(out)).name == "ranker-t"
 
     # the written ranker orders a compile's hits, and the plan names it
