@@ -748,7 +748,7 @@ def _listing_skips_once(monkeypatch, ledger: Ledger, name: str) -> list[int]:
     """The handle's next directory listing leaves out ``name`` while listing the files after it,
     as a listing taken while another writer links that batch can (ext4 returns names in hash
     order: a name linked behind the listing's position is not returned, one ahead of it is).
-    Returns the count of listings made, for the test to check that one more was taken."""
+    Returns a list with one item per listing made, so a test can check that more were taken."""
     real, calls = ledger._scan, []
 
     def scan():
