@@ -107,6 +107,12 @@ def load_ranker(name: str) -> Ranker:
     return Ranker.from_dict(path.stem, data.get("ranker", data), where=str(path))
 
 
+def _on_route(ranks: dict[str, int], route: str, rrf_k: int) -> float:
+    """A hit's rank on one route on the fusion's scale: ``ranks`` counts from 0, so the route's
+    first hit gives rrf_k / (rrf_k + 1); 0 when the route did not find the hit."""
+    return rrf_k / (rrf_k + ranks[route] + 1) if route in ranks else 0.0
+
+
 def features(
     ranked: list[dict[str, Any]], windows: dict[str, list[dict[str, Any]]], named: dict[str, str], rrf_k: int
 ) -> np.ndarray:
@@ -133,8 +139,8 @@ def features(
                 position = around[at].get("turn_no", 0) / max(1, around[at].get("session_turns", 1))
         speaker = entity_id(hit["scope"], actor) if actor and hit.get("scope") else None
         out[i] = (
-            rrf_k / (rrf_k + ranks["fulltext"] + 1) if "fulltext" in ranks else 0.0,
-            rrf_k / (rrf_k + ranks["vector"] + 1) if "vector" in ranks else 0.0,
+            _on_route(ranks, "fulltext", rrf_k),
+            _on_route(ranks, "vector", rrf_k),
             fused[eid],
             fused.get(prev["entry_id"], 0.0) if prev else 0.0,
             fused.get(nxt["entry_id"], 0.0) if nxt else 0.0,
@@ -144,7 +150,7 @@ def features(
             float(speaker in named_speakers),
             float(bool(named_speakers) and speaker is not None and speaker not in named_speakers),
             position,
-            rrf_k / (rrf_k + ranks["facts/vector"] + 1) if "facts/vector" in ranks else 0.0,
+            _on_route(ranks, "facts/vector", rrf_k),
         )
     return out
 
