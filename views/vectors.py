@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from memc.watermark import FILE as WATERMARK_FILE
 from memc.watermark import read_watermark, watermark_record, write_watermark
@@ -72,6 +73,7 @@ from views.lance_filters import (
     sql_list,
     within_window,
 )  # fmt: skip
+from views.evidence import CLAIM_KIND
 from views.evidence_rows import EvidenceRows
 from views.grouped import table_rows
 
@@ -82,6 +84,25 @@ log = logging.getLogger(__name__)
 
 DEFAULT_TABLE = "evidence"
 
+# Rows of these kinds live in a table of their own beside the others, a *part* of the logical
+# table callers name: the claim sentences in "evidence_claims" beside the turns in "evidence".
+# A claims-only search of one shared approximate index walks the turns' graph too: at 100k
+# entries the facts route's vector search took 41-54 ms for the slowest questions, and on
+# copies of the table split by kind the claims' p95 went 43 -> 13 ms and the turns' own 26 ->
+# 15-17 ms (docs/benchmarks.md). Each part is a whole table (its own indexes, versions and held
+# rows); the store syncs, rebuilds, drops and audits them together.
+KIND_PARTS = {CLAIM_KIND: "claims"}
+
+
+def table_parts(table: str, kinds: Sequence[str] | None = None) -> list[str]:
+    """The parts of the logical ``table`` that hold rows of ``kinds`` (every part for None):
+    ``table`` itself first, then ``<table>_<part>`` for the kinds of :data:`KIND_PARTS`."""
+    every = [table, *(f"{table}_{p}" for p in dict.fromkeys(KIND_PARTS.values()))]
+    if kinds is None:
+        return every
+    wanted = {f"{table}_{KIND_PARTS[k]}" if k in KIND_PARTS else table for k in kinds}
+    return [p for p in every if p in wanted]
+
 # One LanceDB connection per store directory in a process (see LanceVectorStore._connection):
 # absolute path -> (connection, table name -> (inode, ctime) of the table directory it has seen).
 _CONNECTIONS: dict[str, tuple[Any, dict[str, tuple[int, int]]]] = {}
@@ -91,8 +112,8 @@ _CONNECTIONS_LOCK = threading.Lock()
 # The rows of a table version held in memory without vectors (views/evidence_rows.py): a
 # compile's searches select their hits' ids only and its windows read whole sessions from them
 # (at 100k entries: p50 56 -> 36 ms). One per (directory, table) in a process, of the newest
-# version only: (connection, physical table, its version, its row count, EvidenceRows or None). A table of more rows
-# than MEMC_EVIDENCE_ROWS_HELD (0 turns it off) is read from LanceDB each time. By default a
+# version only: (connection, physical table, its version, its row count, EvidenceRows or None). A table (each part
+# of one: see KIND_PARTS) of more rows than MEMC_EVIDENCE_ROWS_HELD (0 turns it off) is read from LanceDB each time. By default a
 # process holds as many rows as an eighth of the machine's memory takes at HELD_ROW_BYTES a row
 # (3.1M rows on 24 GB, 0.5M on 4 GB): 161k rows (100k entries) hold ~55 MB, the 1.6M rows of
 # the 1M-entry bench home 1.47 GB (longer texts), read in 4 s; held, that home's compile p50/p95
@@ -399,12 +420,15 @@ class LanceVectorStore:
     def _vector_index(tbl: Any) -> Any | None:
         return next((ix for ix in tbl.list_indices() if list(ix.columns) == ["vector"]), None)
 
-    def _ensure_vector_index(self, tbl: Any, force: bool) -> bool:
+    def _ensure_vector_index(self, tbl: Any, force: bool, deleted: int = 0) -> bool:
         """Build the approximate vector index when the table has ``vector_index_min_rows`` rows or
         more and has none, or (``force``, i.e. the rows changed) when more than
-        :data:`VECTOR_INDEX_MAX_UNINDEXED` of them were added since it was built. Returns whether
-        it built one. Deleted rows leave the index through LanceDB's deletion files; an erasure
-        rebuild writes a fresh table, so no quantised vector of an erased row survives."""
+        :data:`VECTOR_INDEX_MAX_UNINDEXED` of them were added since it was built or were
+        ``deleted`` by the sync that asks. Returns whether it built one. Deleted rows leave the
+        answers through LanceDB's deletion files but stay in the index's graph, walked past by
+        every search until it is rebuilt (a sync that moves the claims to a part of their own
+        deletes 38 % of a 100k home's rows). An erasure rebuild writes a fresh table, so no
+        quantised vector of an erased row survives."""
         if self.in_memory:
             return False
         rows = tbl.count_rows()
@@ -415,7 +439,7 @@ class LanceVectorStore:
             if not force:
                 return False
             unindexed = int(tbl.index_stats(ix.name).num_unindexed_rows)
-            if unindexed <= VECTOR_INDEX_MAX_UNINDEXED * rows:
+            if unindexed + deleted <= VECTOR_INDEX_MAX_UNINDEXED * rows:
                 return False
         from lancedb.index import HnswSq  # lazy: see `import lancedb` in _connection
 
@@ -474,7 +498,46 @@ class LanceVectorStore:
     # -- writing ----------------------------------------------------------------------------------
 
     def sync(self, rows: pa.Table, embedder: "TextEmbedder", *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
-        """Make ``table`` hold exactly ``rows``.
+        """Make ``table`` hold exactly ``rows``: each part (:func:`table_parts`) the rows of its
+        kinds. A part left without rows is dropped, except ``table`` itself. The parts of kinds
+        kept apart are synced first, so a part new since an upgrade reuses the vectors the main
+        part still holds for its texts (rather than embedding them again). When any part holds
+        another model's vectors, every part is re-embedded and swapped in (:meth:`_rebuild_parts`).
+        Returns the parts' counts summed (see :meth:`_sync_part`), each part's under ``parts``."""
+        rows = normalize_rows(rows)
+        model, version, dim = embedder_info(embedder)
+        ours = {"embedding_model": model, "embedding_model_version": version, "embedding_dim": dim}
+        split = self._split(rows, table)
+        opened = dict(self._opened(table))
+        other = {part: meta for part, tbl in opened.items() if (meta := self._meta(tbl)) != ours}
+        if other:
+            # Another model's vectors: every part re-embedded, then swapped in (_rebuild_parts).
+            log.warning("%s/%s holds vectors of another model (%s): rebuilding", self.uri, table, other)
+            stats = self._rebuild_parts(split, embedder)
+            return _merged(table, {part: {**st, "model_changed": True} for part, st in stats.items()})
+        main = opened.get(table)
+        stats = {}
+        for part, part_rows in reversed(split):
+            if part_rows is None:
+                self._drop_part(part)
+            else:
+                stats[part] = self._sync_part(part_rows, embedder, part, reuse_from=main if part != table else None)
+        return _merged(table, stats)
+
+    @staticmethod
+    def _split(rows: pa.Table, table: str) -> list[tuple[str, pa.Table | None]]:
+        """``rows`` by part, ``table`` first; None for a part other than ``table`` without rows."""
+        kinds = rows.column("kind")
+        kept_apart = pc.fill_null(pc.is_in(kinds, pa.array(list(KIND_PARTS), pa.string())), False)
+        out: list[tuple[str, pa.Table | None]] = [(table, rows.filter(pc.invert(kept_apart)))]
+        for part in table_parts(table)[1:]:
+            own = [k for k, p in KIND_PARTS.items() if f"{table}_{p}" == part]
+            picked = rows.filter(pc.fill_null(pc.is_in(kinds, pa.array(own, pa.string())), False))
+            out.append((part, picked if picked.num_rows else None))
+        return out
+
+    def _sync_part(self, rows: pa.Table, embedder: "TextEmbedder", table: str, reuse_from: Any | None = None) -> dict[str, Any]:
+        """Make the part ``table`` hold exactly ``rows`` (normalized).
 
         Rows whose id is gone (or whose columns changed) are deleted by id; new rows are added with a
         vector reused from the table when their content hash is known, else embedded. The full-text
@@ -486,7 +549,6 @@ class LanceVectorStore:
         ``reused`` (rows in the table whose vector was not computed now), ``fts_reindexed``.
         """
         model, version, dim = embedder_info(embedder)
-        rows = normalize_rows(rows)
         tbl = self._open(table)
         if tbl is not None and self._meta(tbl) != {
             "embedding_model": model,
@@ -498,7 +560,7 @@ class LanceVectorStore:
             stats["model_changed"] = True
             return stats
         if tbl is None:
-            return self._fill(rows, embedder, table)
+            return self._fill(rows, embedder, table, reuse_from)
         if not same_fields(tbl.schema, lance_schema(dim, model, version)):
             # The row layout changed (a column added by a memc upgrade): the stored rows cannot take
             # new ones. Rebuild into a fresh table, reusing every vector of the same model by hash.
@@ -528,7 +590,7 @@ class LanceVectorStore:
         changed = bool(gone or replaced or to_add.num_rows)
         reindexed = self._ensure_fts(tbl, force=changed)
         self._ensure_scalar(tbl, force=changed)
-        vector_indexed = self._ensure_vector_index(tbl, force=changed)
+        vector_indexed = self._ensure_vector_index(tbl, force=changed, deleted=len(gone) + len(replaced))
         total = tbl.count_rows()
         return {
             "table": table,
@@ -545,17 +607,20 @@ class LanceVectorStore:
             "version": tbl.version,
         }
 
-    def _fill(self, rows: pa.Table, embedder: Any, table: str) -> dict[str, Any]:
+    def _fill(self, rows: pa.Table, embedder: Any, table: str, reuse_from: Any | None = None) -> dict[str, Any]:
         """The first sync of ``table``: created from the first ``commit_rows`` rows, the rest added
         a commit at a time, then indexed. Nothing is swapped out, so nothing is staged: a sync that
         stops leaves a table of the commits made, and the next sync finds it and adds the rest
-        (the view's watermark moves only after a sync returns)."""
+        (the view's watermark moves only after a sync returns). ``reuse_from``: another table of
+        the same model whose vectors are taken by content hash before anything is embedded."""
         model, version, dim = embedder_info(embedder)
         schema = lance_schema(dim, model, version)
         tbl = None
         embedded = reused = 0
         for start in range(0, max(rows.num_rows, 1), self.commit_rows):
-            batch, e, r = self._materialize(rows.slice(start, self.commit_rows), embedder, tbl, dim)
+            part = rows.slice(start, self.commit_rows)
+            prior = self._vectors_for(reuse_from, sorted(set(part.column("content_hash").to_pylist())), dim)
+            batch, e, r = self._materialize(part, embedder, tbl, dim, prior)
             embedded, reused = embedded + e, reused + r
             if tbl is None:
                 tbl = self._create(table, batch.cast(schema), schema)
@@ -588,12 +653,27 @@ class LanceVectorStore:
         """Write ``rows`` into a fresh table directory and swap it in for the old one, whose files are
         then removed (deletes in place leave bytes on disk: this is the erasure path). Vectors of
         known content hashes are still reused."""
-        rows = normalize_rows(rows)
-        stats = self._rebuild(rows, embedder, table, reuse=True)
-        stats["model_changed"] = False
-        return stats
+        stats = self._rebuild_parts(self._split(normalize_rows(rows), table), embedder)
+        return _merged(table, {part: {**st, "model_changed": False} for part, st in stats.items()})
 
     def _rebuild(self, rows: pa.Table, embedder: Any, table: str, *, reuse: bool) -> dict[str, Any]:
+        return self._install(table, *self._embedded(rows, embedder, table, reuse=reuse))
+
+    def _rebuild_parts(self, split: list[tuple[str, pa.Table | None]], embedder: Any) -> dict[str, dict[str, Any]]:
+        """Rebuild every part of a split (:meth:`_split`), vectors reused by hash from a part of
+        the same model. Every part is embedded before any is swapped in, so an embedding that
+        fails (a new model that crashes half-way) leaves every part as it was. The swaps follow one
+        another: a reader between two of them finds one part of each model, and its vector search
+        of that part is refused (EmbeddingModelMismatch), never ranked across models."""
+        made = {part: self._embedded(part_rows, embedder, part, reuse=True) for part, part_rows in split if part_rows is not None}
+        stats = {part: self._install(part, *m) for part, m in made.items()}
+        for part, part_rows in split:
+            if part_rows is None:
+                self._drop_part(part)
+        return stats
+
+    def _embedded(self, rows: pa.Table, embedder: Any, table: str, *, reuse: bool) -> tuple[pa.Table, pa.Schema, int, int, set[str], set[str]]:
+        """What a rebuild of ``table`` writes: (batch, schema, embedded, reused, old ids, new ids)."""
         model, version, dim = embedder_info(embedder)
         old = self._open(table)
         old_ids: set[str] = set()
@@ -605,16 +685,17 @@ class LanceVectorStore:
                 source = old
         batch, embedded, reused = self._materialize(rows, embedder, source, dim)
         schema = lance_schema(dim, model, version)
-        batch = batch.cast(schema)
+        return batch.cast(schema), schema, embedded, reused, old_ids, set(rows.column("id").to_pylist())
 
+    def _install(self, table: str, batch: pa.Table, schema: pa.Schema, embedded: int, reused: int, old_ids: set[str], new_ids: set[str]) -> dict[str, Any]:
+        """Swap ``batch`` in as ``table`` (see :meth:`_swap_in`) and report it."""
         if self.in_memory:
-            if old is not None:
+            if self._open(table) is not None:
                 self.db.drop_table(table)
             tbl = self.db.create_table(table, data=batch, schema=schema)
             self._ensure_fts(tbl, force=True)
         else:
             tbl = self._swap_in(table, batch, schema)
-        new_ids = set(rows.column("id").to_pylist())
         return {
             "table": table,
             "rows": tbl.count_rows(),
@@ -665,18 +746,23 @@ class LanceVectorStore:
         assert tbl is not None
         return tbl
 
+    def _opened(self, table: str, kinds: Sequence[str] | None = None) -> list[tuple[str, Any]]:
+        """(part, open table) for each part of ``table`` holding ``kinds`` that exists."""
+        return [(part, tbl) for part in table_parts(table, kinds) if (tbl := self._open(part)) is not None]
+
     def compact(self, table: str = DEFAULT_TABLE, *, cleanup_older_than: timedelta = timedelta(0)) -> None:
-        """Compact fragments, fold indexes and drop old versions (older than ``cleanup_older_than``).
-        With the default 0, concurrent readers of an older version fail: run it from the one writer."""
-        tbl = self._open(table)
-        if tbl is not None:
+        """Compact fragments, fold indexes and drop old versions (older than ``cleanup_older_than``)
+        of every part. With the default 0, concurrent readers of an older version fail: run it from
+        the one writer."""
+        for _, tbl in self._opened(table):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", UserWarning)  # "removes every version except the latest"
                 tbl.optimize(cleanup_older_than=cleanup_older_than, delete_unverified=cleanup_older_than == timedelta(0))
 
     def versions(self, table: str = DEFAULT_TABLE) -> int | None:
-        tbl = self._open(table)
-        return None if tbl is None else len(tbl.list_versions())
+        """The versions kept, summed over the parts (None when the table is missing)."""
+        parts = self._opened(table)
+        return sum(len(tbl.list_versions()) for _, tbl in parts) if parts else None
 
     def built(self, table: str = DEFAULT_TABLE) -> bool:
         """Whether a build made the store (a cheap check, before a model is loaded to search it)."""
@@ -709,6 +795,11 @@ class LanceVectorStore:
         return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
     def drop(self, table: str = DEFAULT_TABLE) -> None:
+        """Remove every part of ``table`` with its files."""
+        for part in table_parts(table):
+            self._drop_part(part)
+
+    def _drop_part(self, table: str) -> None:
         if self._open(table) is not None:
             self.db.drop_table(table)
             if not self.in_memory:
@@ -717,8 +808,7 @@ class LanceVectorStore:
     # -- reading ----------------------------------------------------------------------------------
 
     def count(self, table: str = DEFAULT_TABLE) -> int:
-        tbl = self._open(table)
-        return 0 if tbl is None else int(tbl.count_rows())
+        return sum(int(tbl.count_rows()) for _, tbl in self._opened(table))
 
     def model_info(self, table: str = DEFAULT_TABLE) -> dict[str, Any] | None:
         """``{"embedding_model", "embedding_model_version", "embedding_dim"}`` from the table's schema
@@ -727,13 +817,31 @@ class LanceVectorStore:
         return None if tbl is None else self._meta(tbl)
 
     def health(self, table: str = DEFAULT_TABLE) -> dict[str, Any] | None:
-        """What the checks need to trust the view, read from the table itself (None if missing):
-        row count, vectors that are null / of the wrong dimension / not unit length / not finite,
-        whether the full-text index covers every row (``fts_unindexed_rows`` = 0), and the
-        approximate vector index, if any."""
-        tbl = self._open(table)
-        if tbl is None:
+        """What the checks need to trust the view, read from the tables themselves (None if
+        missing): row count, vectors that are null / of the wrong dimension / not unit length / not
+        finite, whether the full-text index covers every row (``fts_unindexed_rows`` = 0), and the
+        approximate vector index, if any. The main part's figures with the other parts' counts
+        added; a part embedded by another model or without a full-text index shows as such (so
+        the check fails on it); each part's own under ``parts``."""
+        parts = {part: self._part_health(tbl) for part, tbl in self._opened(table)}
+        if table not in parts:
             return None
+        out = dict(parts[table])
+        for part, h in parts.items():
+            if part == table:
+                continue
+            for c in ("rows", "null_vectors", "wrong_dimension", "non_finite_vectors", "non_unit_vectors", "fts_unindexed_rows"):
+                if h.get(c) is not None:
+                    out[c] = (out.get(c) or 0) + h[c]
+            for c in ("embedding_model", "embedding_model_version", "embedding_dim", "stored_dim"):
+                if h.get(c) != out.get(c):
+                    out[c] = h.get(c)
+            if h["rows"] and not h["fts_index"]:
+                out["fts_index"] = False
+        out["parts"] = parts
+        return out
+
+    def _part_health(self, tbl: Any) -> dict[str, Any]:
         meta = self._meta(tbl) or {}
         dim = int(meta.get("embedding_dim") or 0)
         got = self._scan(tbl, ["vector"])
@@ -773,8 +881,7 @@ class LanceVectorStore:
         }
 
     def ids(self, table: str = DEFAULT_TABLE) -> list[str]:
-        tbl = self._open(table)
-        return [] if tbl is None else sorted(self._scan(tbl, ["id"]).column("id").to_pylist())
+        return sorted(i for _, tbl in self._opened(table) for i in self._scan(tbl, ["id"]).column("id").to_pylist())
 
     def search(
         self,
@@ -815,20 +922,21 @@ class LanceVectorStore:
             return []
         where = search_filter(principals, scope, kinds, entity_ids, valid_between)
         allowed = set(allowed_principals(principals))
-        tbl = self._open(table)
-        if tbl is None:
-            return []
-        hits: list[dict[str, Any]] = []
-        held = self._held_rows(tbl, table)
-        if vector is not None:
-            stored = (self._meta(tbl) or {}).get("embedding_model_version")
-            if model_version is not None and stored != model_version:
-                raise EmbeddingModelMismatch(
-                    f"{self.uri}/{table} holds vectors of {stored!r}; the query vector is from {model_version!r}"
-                )
-            hits += self._vector_route(tbl, vector, where, k, held)
-        if text is not None and text.strip():
-            hits += self._fulltext_route(tbl, text, where, k, phrase, held)
+        # Each part ranks its own rows; a search of kinds in several parts (no retrieval route
+        # asks for one) takes each route's best k over them by score.
+        by_route: dict[str, list[dict[str, Any]]] = {"vector": [], "fulltext": []}
+        for part, tbl in self._opened(table, kinds):
+            held = self._held_rows(tbl, part)
+            if vector is not None:
+                stored = (self._meta(tbl) or {}).get("embedding_model_version")
+                if model_version is not None and stored != model_version:
+                    raise EmbeddingModelMismatch(
+                        f"{self.uri}/{part} holds vectors of {stored!r}; the query vector is from {model_version!r}"
+                    )
+                by_route["vector"] += self._vector_route(tbl, vector, where, k, held)
+            if text is not None and text.strip():
+                by_route["fulltext"] += self._fulltext_route(tbl, text, where, k, phrase, held)
+        hits = [h for route, found in by_route.items() for h in _ranked(_best(found, k), route)]
         kind_set = None if kinds is None else set(kinds)
         safe = []
         for h in hits:
@@ -881,10 +989,10 @@ class LanceVectorStore:
         columns = list(columns)
         if not all(ID_RE.match(k) for k in kinds):
             raise ValueError(f"not a kind: {kinds!r}")
-        tbl = self._open(table)
-        if tbl is None:
+        found = [self._scan(tbl, columns, f"kind IN ({sql_list(sorted(set(kinds)))})") for _, tbl in self._opened(table, kinds)]
+        if not found:
             return pa.table({c: pa.array([], pa.string()) for c in columns})
-        return self._scan(tbl, columns, f"kind IN ({sql_list(sorted(set(kinds)))})")
+        return pa.concat_tables(found) if len(found) > 1 else found[0]
 
     def _rows_in(
         self,
@@ -899,27 +1007,27 @@ class LanceVectorStore:
         if isinstance(values, str):
             raise TypeError(f"{column}s must be a list of strings, not a string")
         wanted = sorted({s for s in values if s})
-        tbl = self._open(table)
-        if tbl is None or not wanted:
+        if not wanted:
             return []
         base = search_filter(principals, scope, kinds)
         allowed = set(allowed_principals(principals))
-        held = self._held_rows(tbl, table) if column in ("session_id", "entry_id") and not extra else None
-        if held is not None:
-            # Every row of the sessions or entries, any visibility or kind: the checks below are the filter.
-            found: Iterable[dict[str, Any]] = held.of_sessions(wanted) if column == "session_id" else held.of_entries(wanted)
-        else:
-            # Session ids come from sources (up to 512 chars of anything): only values that pass
-            # the id pattern are inlined into the filter; the others are matched here after a scan.
-            inline = [s for s in wanted if ID_RE.match(s)]
-            rest = [s for s in wanted if not ID_RE.match(s)]
-            parts = [f"{column} IN ({sql_list(part)})" for part in chunks(inline)] if inline else []
-            wheres = [f"({base}) AND ({p})" for p in parts] + ([base] if rest else [])
-            found = (r for where in wheres for r in table_rows(self._scan(tbl, [*HIT_COLUMNS, *extra], where)))
+        # Session ids come from sources (up to 512 chars of anything): only values that pass
+        # the id pattern are inlined into a filter; the others are matched below after a scan.
+        inline = [s for s in wanted if ID_RE.match(s)]
+        lists = [f"{column} IN ({sql_list(part)})" for part in chunks(inline)] if inline else []
+        wheres = [f"({base}) AND ({p})" for p in lists] + ([base] if len(inline) < len(wanted) else [])
+
+        def rows_of(part: str, tbl: Any) -> Iterable[dict[str, Any]]:
+            held = self._held_rows(tbl, part) if column in ("session_id", "entry_id") and not extra else None
+            if held is not None:
+                # Every row of the sessions or entries, any visibility or kind: the checks below are the filter.
+                return held.of_sessions(wanted) if column == "session_id" else held.of_entries(wanted)
+            return (r for where in wheres for r in table_rows(self._scan(tbl, [*HIT_COLUMNS, *extra], where)))
+
         kind_set = None if kinds is None else set(kinds)
         want = set(wanted)
         out: dict[str, dict[str, Any]] = {}
-        for r in found:
+        for r in (r for part, tbl in self._opened(table, kinds) for r in rows_of(part, tbl)):
             if r[column] not in want or not allowed.intersection(r.get("visibility") or ()):
                 continue
             if scope is not None and r.get("scope") != scope:
@@ -930,9 +1038,7 @@ class LanceVectorStore:
         return sorted(out.values(), key=lambda r: (r["session_id"] or "", r["valid_at"] is None, r["valid_at"], r["seq"] or 0, r["id"]))
 
     def hold(self, table: str = DEFAULT_TABLE) -> int:
-        tbl = self._open(table)
-        held = self._held_rows(tbl, table) if tbl is not None else None
-        return 0 if held is None else len(held)
+        return sum(len(held) for part, tbl in self._opened(table) if (held := self._held_rows(tbl, part)) is not None)
 
     def _held_rows(self, tbl: Any, table: str) -> EvidenceRows | None:
         """The rows of this version of ``table`` held in memory, or None for a table too large to
@@ -985,7 +1091,7 @@ class LanceVectorStore:
                 r["score"] = 1.0 - float(r.pop("_distance"))
             return rows
 
-        return _ranked(_top_k(fetch, k), "vector")
+        return _top_k(fetch, k)
 
     def _fulltext_route(self, tbl: Any, text: str, where: str, k: int, phrase: bool, held: EvidenceRows | None) -> list[dict[str, Any]]:
         from lancedb.query import (  # lazy: see `import lancedb` in _connection
@@ -1001,7 +1107,23 @@ class LanceVectorStore:
                 r["score"] = float(r.pop("_score"))
             return rows
 
-        return _ranked(_top_k(fetch, k, first=2 * k), "fulltext")
+        return _top_k(fetch, k, first=2 * k)
+
+
+# What a sync or rebuild reports per part, summed over the parts of a table (the flags: any part).
+_COUNTS = ("rows", "added", "deleted", "replaced", "unchanged", "newly_embedded", "reused")
+_FLAGS = ("fts_reindexed", "vector_indexed", "model_changed", "layout_changed")
+
+
+def _merged(table: str, stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One report for the parts of ``table`` written by a sync or rebuild: counts summed, flags
+    true when true for any part, ``version`` the main part's, each part's own under ``parts``."""
+    out: dict[str, Any] = {"table": table}
+    out |= {c: sum(int(st.get(c) or 0) for st in stats.values()) for c in _COUNTS}
+    out |= {f: any(bool(st.get(f)) for st in stats.values()) for f in _FLAGS if any(f in st for st in stats.values())}
+    out["version"] = stats[table]["version"]
+    out["parts"] = {part: {"rows": st["rows"], "version": st["version"]} for part, st in stats.items()}
+    return out
 
 
 def _hit_rows(query: Any, score: str, held: EvidenceRows | None) -> list[dict[str, Any]]:
@@ -1048,6 +1170,11 @@ def _top_k(fetch: Any, k: int, first: int | None = None) -> list[dict[str, Any]]
         limit = min(limit * 4, _MAX_TIE_FETCH)
     rows.sort(key=lambda r: (-r["score"], r["id"]))
     return rows[:k]
+
+
+def _best(rows: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """The best ``k`` of hits from one or more parts, by score, ties by id (as :func:`_top_k`)."""
+    return sorted(rows, key=lambda r: (-r["score"], r["id"]))[:k]
 
 
 def _ranked(rows: list[dict[str, Any]], route: str) -> list[dict[str, Any]]:

@@ -11,7 +11,8 @@ points the logical name at it with one small object, ``vectors/_current/<table>.
 atomic: readers see the old table or the new one, never a half-built one), and only then deletes
 every object, and every object version, of the old physical table. Deleting whole tables is how
 erased text leaves object storage: ``memc forget`` drops the index (``drop``: every physical
-table, the pointer and the watermark, with every version) and the next build writes a fresh one;
+table of each part, e.g. the turns' and the claims', their pointers and the watermark, with every
+version) and the next build writes a fresh one;
 tests/platform/test_storage_s3.py lists every object version afterwards to prove it.
 
 One writer at a time, as for the local store (the Dagster asset, held by its pool), and one
@@ -202,7 +203,7 @@ class S3LanceVectorStore(LanceVectorStore):
         self._db = db
         return tbl
 
-    def drop(self, table: str = DEFAULT_TABLE) -> None:
+    def _drop_part(self, table: str) -> None:
         check_literal(table, TABLE_RE, "table name")
         for name in self._physicals(table):
             self._delete_every_version(self._table_prefix(name))

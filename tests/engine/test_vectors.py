@@ -520,6 +520,51 @@ def test_claim_rows_render_short_sentences_pointing_at_their_source() -> None:
     assert a.equals(b)
 
 
+def test_claims_live_in_a_part_of_their_own_that_syncs_rebuilds_and_drops_with_the_turns(tmp_path, counting, corpus_rows) -> None:
+    # The claim sentences are a table beside the turns' (views/vectors.py KIND_PARTS): a claims-only
+    # search walks no turn, and the one logical table still syncs, audits and drops as one.
+    claims = [row(100 + i, text, kind="claim") for i, text in enumerate(["Ana lives in Porto", "Ana works at Helio Labs"])]
+    store = LanceVectorStore(tmp_path / "vectors")
+    stats = store.sync(evidence_table(corpus_rows + claims), counting)
+    assert set(store.table_names()) == {"evidence", "evidence_claims"}
+    assert stats["parts"] == {"evidence": {"rows": len(corpus_rows), "version": stats["version"]},
+                              "evidence_claims": {"rows": 2, "version": store._open("evidence_claims").version}}
+    assert stats["rows"] == store.count() == len(corpus_rows) + 2 and stats["newly_embedded"] == len(corpus_rows) + 2
+    assert store.ids() == sorted(r["id"] for r in corpus_rows + claims)
+    assert store.db.open_table("evidence").count_rows() == len(corpus_rows)  # no claim among the turns
+    got = store.search(text="Ana", vector=counting.encode(["where does Ana work"])[0], principals=["public"], scope=None, k=5, kinds=["claim"])
+    assert {h["kind"] for h in got} == {"claim"} and {h["route"] for h in got} == {"vector", "fulltext"}
+    assert store.search(text="Helio", principals=["public"], scope=None, k=5, kinds=["message"]) == []
+    both = store.search(text="Lisbon Ana", principals=["public"], scope=None, k=50)  # kinds of both parts: one ranking
+    assert {h["kind"] for h in both} == {"message", "claim"} and [h["rank"] for h in both] == list(range(1, len(both) + 1))
+    assert [h["score"] for h in both] == sorted((h["score"] for h in both), reverse=True)
+    assert [r["id"] for r in store.entry_rows(entry_ids=["e_0100"], principals=["public"], scope=None)] == [claims[0]["id"]]
+    h = store.health()
+    assert h["rows"] == len(corpus_rows) + 2 and h["fts_index"] and h["fts_unindexed_rows"] == 0 and set(h["parts"]) == {"evidence", "evidence_claims"}
+
+    # The claims gone from the sources: their part is gone, not left behind as an empty table.
+    counting.encoded.clear()
+    assert store.sync(evidence_table(corpus_rows), counting)["deleted"] == 0 and counting.encoded == []
+    assert store.table_names() == ["evidence"] and not (tmp_path / "vectors" / "evidence_claims.lance").exists()
+    # An erasure's rebuild and a drop take every part, with its files.
+    store.sync(evidence_table(corpus_rows + claims), counting)
+    store.rebuild(evidence_table(corpus_rows + claims[:1]), counting)
+    assert store.ids() == sorted(r["id"] for r in corpus_rows + claims[:1])
+    assert b"Helio" not in b"".join(p.read_bytes() for p in (tmp_path / "vectors").rglob("*") if p.is_file())
+    store.drop()
+    assert store.count() == 0 and store.table_names() == [] and not list((tmp_path / "vectors").glob("*.lance"))
+
+
+def test_a_table_from_before_the_claims_part_moves_its_claims_without_embedding_them_again(tmp_path, counting, corpus_rows) -> None:
+    claims = [row(100 + i, text, kind="claim") for i, text in enumerate(["Ana lives in Porto", "Ana works at Helio Labs"])]
+    store = LanceVectorStore(tmp_path / "vectors")
+    store._sync_part(evidence_table(corpus_rows + claims), counting, "evidence")  # as an older memc wrote it: one table
+    counting.encoded.clear()
+    stats = store.sync(evidence_table(corpus_rows + claims), counting)
+    assert counting.encoded == [] and stats["newly_embedded"] == 0 and stats["deleted"] == 2  # vectors taken by hash
+    assert store.db.open_table("evidence").count_rows() == len(corpus_rows) and store.db.open_table("evidence_claims").count_rows() == 2
+
+
 def test_row_hashes_are_the_sha256_of_each_row_as_sorted_json() -> None:
     # Stored beside every row as its fingerprint. hash_rows makes timestamps' text in Arrow;
     # this is the definition it must keep.
@@ -696,3 +741,6 @@ def test_large_tables_get_an_approximate_vector_index_that_keeps_every_filter(tm
     # an erasure's rebuild writes a fresh, fully indexed table
     assert store.rebuild(evidence_table(rows), embedder)["vector_indexed"] is True
     assert store.health()["rows"] == 400 and store.health()["vector_unindexed_rows"] == 0
+    # deletes alone: a few are walked past in the index's graph, a tenth of the rows rebuild it
+    assert store.sync(evidence_table(rows[:380]), embedder)["vector_indexed"] is False  # 20 of 380
+    assert store.sync(evidence_table(rows[:330]), embedder)["vector_indexed"] is True  # 50 of 330

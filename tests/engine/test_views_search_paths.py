@@ -26,7 +26,7 @@ import pytest
 
 from memc.ids import text_hash
 from views.evidence_schema import evidence_table
-from views.vectors import _HELD, SCALAR_INDEXES, LanceVectorStore
+from views.vectors import _HELD, SCALAR_INDEXES, LanceVectorStore, table_parts
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 WORDS = "order shipped Lisbon Berlin budget review coffee allergy release invoice garden offsite moved joined".split()
@@ -213,7 +213,8 @@ def test_rows_held_in_memory_answer_like_lancedb(tmp_path, emb, monkeypatch):
     store.sync(evidence_table(rows), emb)
     held, read = held_and_read()
     assert held == read and sum(map(len, held)) > 300
-    assert [_HELD[key][2] for key in mine()] == [store._open("evidence").version]
+    # each part of the table (the turns', the claims') held at its version
+    assert {key[1]: _HELD[key][2] for key in mine()} == {part: store._open(part).version for part in table_parts("evidence")}
 
     # A sync makes a new version: read again, the new rows in and the dropped ones out.
     grown = rows[:300] + _rows(500, seed=3)[300:]
@@ -228,6 +229,7 @@ def test_rows_held_in_memory_answer_like_lancedb(tmp_path, emb, monkeypatch):
     assert held == read
     assert not {r["id"] for part in held for r in part} & {r["id"] for r in grown[150:]}
 
-    # A table larger than the limit is read from LanceDB each time, and answers the same.
-    monkeypatch.setenv("MEMC_EVIDENCE_ROWS_HELD", "100")
+    # A table larger than the limit is read from LanceDB each time, and answers the same (the
+    # limit holds per part: here the turns' 108 rows and the claims' 42).
+    monkeypatch.setenv("MEMC_EVIDENCE_ROWS_HELD", "20")
     assert _whole(store, emb) == read and not mine()

@@ -15,7 +15,9 @@ from views_home import T0, conversation_entries, make_home, write_marts
 
 from catalog.resources import EmbedderResource, MemcResource
 from ledger import Ledger, NewEntry
+from views.evidence_schema import META_VERSION
 from views.marts import ENTITIES, GRAPH_MENTIONS, mart_path
+from views.vectors import table_parts
 
 N = 400  # ledger entries; 1% = 4
 
@@ -56,7 +58,8 @@ class PermutedEmbedderResource(EmbedderResource):
     def get(self):
         from views.embedder import Embedder
 
-        return PermutedModel(Embedder(), fail_after=0 if self.fail else None)
+        # A failing model crashes on its second call: after one part of the index is embedded.
+        return PermutedModel(Embedder(), fail_after=1 if self.fail else None)
 
 
 def assets_and_checks():
@@ -189,8 +192,10 @@ def test_a_failed_model_upgrade_leaves_the_old_table_whole(home):
     r = run(home, embedder_resource=PermutedEmbedderResource(fail=True), select=[dg.AssetKey("evidence_index")], raise_on_error=False)
     assert not r.success
     assert store.model_info() == version and version["embedding_model_version"] == EMBEDDING_MODEL_VERSION
+    # every part still the old model's: the claims' part is not swapped in before the turns' are embedded
+    assert {p: store.db.open_table(p).schema.metadata[META_VERSION].decode() for p in table_parts("evidence")} == dict.fromkeys(table_parts("evidence"), EMBEDDING_MODEL_VERSION)
     assert store.ids() == ids
-    assert sorted(p.name for p in home.vectors.iterdir() if not p.name.startswith("_")) == ["evidence.lance"], "no staging left"
+    assert sorted(p.name for p in home.vectors.iterdir() if not p.name.startswith("_")) == ["evidence.lance", "evidence_claims.lance"], "no staging left"
 
 
 def test_a_model_change_swaps_in_a_whole_new_table(home, embedder):
@@ -203,11 +208,13 @@ def test_a_model_change_swaps_in_a_whole_new_table(home, embedder):
     assert m["model_changed"] and m["mode"] == "swap"
     assert m["newly_embedded"] == len({t for t in _texts(store)}), "every text re-embedded by the new model"
     assert store.model_info()["embedding_model_version"] == "permuted-minilm==2.0"
-    # Every stored vector is the new model's: no row of the old model survived the swap.
-    tbl = store.db.open_table("evidence").to_arrow()
+    # Every stored vector is the new model's, in every part (the turns', the claims'): no row of
+    # the old model survived the swap.
+    tbl = pa.concat_tables(store.db.open_table(part).to_arrow() for part in table_parts("evidence"))
     stored = np.stack(tbl.column("vector").to_numpy(zero_copy_only=False))
     expected = embedder.encode(tbl.column("text").to_pylist())[:, PermutedModel.PERM]
     assert stored.shape == (rows, 384) and np.allclose(stored, expected, atol=1e-5)
+    assert {p: store.db.open_table(p).schema.metadata[META_VERSION] for p in table_parts("evidence")} == dict.fromkeys(table_parts("evidence"), b"permuted-minilm==2.0")
     # A query vector of the old model is refused, not ranked against the new model's vectors.
     q = embedder.encode(["Lisbon office"])[0]
     with pytest.raises(EmbeddingModelMismatch):
@@ -220,7 +227,7 @@ def test_a_model_change_swaps_in_a_whole_new_table(home, embedder):
 
 
 def _texts(store):
-    return store.db.open_table("evidence").to_arrow().column("text").to_pylist()
+    return [t for part in table_parts("evidence") for t in store.db.open_table(part).to_arrow().column("text").to_pylist()]
 
 
 # -- checks fail on crafted bad data ---------------------------------------------------------------------
