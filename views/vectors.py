@@ -1,12 +1,13 @@
 """The vector + full-text view of the evidence, over LanceDB.
 
-One row per chunk of ledger text. The view is rebuildable from the ledger at any time: ``sync`` makes
-a table hold exactly the rows it is given, and only text it has never embedded costs an embedding
-(vectors are reused by ``content_hash``). Search always pushes the asker's visibility into LanceDB as
-a prefilter, then checks it again in Python.
+One row per chunk of ledger text or claim sentence; the claims' rows are a table of their own
+beside the others (``KIND_PARTS``), which callers still name as one. The view is rebuildable from
+the ledger at any time: ``sync`` makes a table hold exactly the rows it is given, and only text it
+has never embedded costs an embedding (vectors are reused by ``content_hash``). Search always
+pushes the asker's visibility into LanceDB as a prefilter, then checks it again in Python.
 
 Everything LanceDB-specific lives in :class:`LanceVectorStore`; callers see :class:`VectorStore`.
-``lancedb`` is imported lazily (1.8 s). One room of ~750 lines on purpose: the store's syncs,
+``lancedb`` is imported lazily (1.8 s). One room of ~1,200 lines on purpose: the store's syncs,
 swaps, index maintenance and searches share one connection cache and one table-swap protocol
 (a reader must never open a table a sync is replacing). Its filters and its row schema live
 beside it, in views/lance_filters.py and views/evidence_schema.py.
@@ -92,6 +93,10 @@ DEFAULT_TABLE = "evidence"
 # 15-17 ms (docs/benchmarks.md). Each part is a whole table (its own indexes, versions and held
 # rows); the store syncs, rebuilds, drops and audits them together.
 KIND_PARTS = {CLAIM_KIND: "claims"}
+
+# Names the parts above: part of the evidence index's code version (assets/retrieval.py), so a
+# home built with another layout is synced again, which moves its rows.
+INDEX_LAYOUT = "parts-" + "-".join(sorted(KIND_PARTS))
 
 
 def table_parts(table: str, kinds: Sequence[str] | None = None) -> list[str]:
