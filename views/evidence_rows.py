@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from views.grouped import Grouped, table_rows
 
@@ -57,6 +58,14 @@ class EvidenceRows:
         first use) they are a lookup."""
         return self._entries.rows_of(entry_ids)
 
+    def of_texts(self, texts: Iterable[str]) -> list[dict[str, Any]]:
+        """Every row of these texts, unfiltered: the rows a vector search's tie at its k-th place
+        is made of (rows of one text share one vector, so they score alike). A scan of the text
+        column (ties are rare, and an index by text would hold every text twice)."""
+        found = self.rows.filter(pc.is_in(self.rows.column("text"), value_set=pa.array(list(dict.fromkeys(texts)), pa.string())))
+        return table_rows(found)
+
     @functools.cached_property
     def _entries(self) -> Grouped:
         return Grouped(self.rows, "entry_id")
+

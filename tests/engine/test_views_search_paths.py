@@ -26,6 +26,7 @@ import pytest
 
 from memc.ids import text_hash
 from views.evidence_schema import evidence_table
+import views.vectors as vectors_module
 from views.vectors import _HELD, SCALAR_INDEXES, LanceVectorStore, table_parts
 
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -233,3 +234,42 @@ def test_rows_held_in_memory_answer_like_lancedb(tmp_path, emb, monkeypatch):
     # limit holds per part: here the turns' 108 rows and the claims' 42).
     monkeypatch.setenv("MEMC_EVIDENCE_ROWS_HELD", "20")
     assert _whole(store, emb) == read and not mine()
+
+
+def test_a_vector_tie_at_the_kth_place_is_completed_from_the_held_rows_as_lancedb_would(tmp_path, emb, monkeypatch):
+    # Claims repeat a sentence: rows of one text share one vector, so a tie at the k-th place is
+    # common. Held, the tie group comes from the held rows of that text, filtered in Python as
+    # LanceDB filters (visibility, scope, kind, entities, valid time); read, _top_k fetches again.
+    # Both keep the k best, ties by id, whatever order the table was written in.
+    rows = _rows(300)
+    same = "Fenvek works at Helio Labs (since 2025-01-03)"
+    for i, r in enumerate(rows[:120]):
+        r.update(text=same, content_hash=text_hash(same), id=f"c_{text_hash(f'{i}:{same}')[:24]}")
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(rows), emb)
+    vector = emb.encode([same])[0]
+
+    def ties() -> list:
+        out = []
+        for principals in (["alice"], ["bob"], ["alice", "bob"]):
+            for scope in (None, "acme"):
+                for kinds in (None, ("claim",), ("message", "document")):
+                    for extra in ({}, {"entity_ids": ["ent_a"]}, {"valid_between": (T0 + timedelta(days=5), T0 + timedelta(days=40))}):
+                        for k in (3, 9, 40):
+                            out.append(_key(store.search(vector=vector, principals=principals, scope=scope, k=k, kinds=kinds, **extra)))
+        return out
+
+    fetched: list[int] = []
+    real_top_k = vectors_module._top_k
+    monkeypatch.setattr(vectors_module, "_top_k", lambda fetch, k, first=None: real_top_k(lambda n: fetched.append(n) or fetch(n), k, first))
+    held = ties()
+    assert not fetched, "held: every tie completed from memory, no second fetch"
+    assert store.hold() == 300
+    monkeypatch.setenv("MEMC_EVIDENCE_ROWS_HELD", "0")
+    read = ties()
+    assert fetched, "read from LanceDB: ties fetched again"
+    assert held == read
+    # the tie is real: the best k of a visible group of one text are its smallest ids
+    best = store.search(vector=vector, principals=["alice", "bob"], scope=None, k=9, kinds=("claim",))
+    group = sorted(r["id"] for r in rows[:120] if r["kind"] == "claim" and set(r["visibility"] or ()) & {"public", "alice", "bob"})
+    assert len(group) > 9 and [h["id"] for h in best] == group[:9]
