@@ -68,4 +68,3 @@ class EvidenceRows:
     @functools.cached_property
     def _entries(self) -> Grouped:
         return Grouped(self.rows, "entry_id")
-
