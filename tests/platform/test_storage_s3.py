@@ -67,6 +67,8 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
     # the evidence index beside the ledger on S3 (views/vectors_s3.py), its watermark with it
     index = [k for k in _keys(client, ceph_rgw.bucket, prefix) if k.startswith(f"{prefix}/vectors/evidence__")]
     assert any("/_versions/" in k for k in index) and any(k.endswith(".lance") for k in index), index
+    # the claim sentences are a part of their own (views/vectors.py KIND_PARTS), there too
+    assert any(k.startswith(f"{prefix}/vectors/evidence_claims__") for k in _keys(client, ceph_rgw.bucket, prefix))
     assert f"{prefix}/vectors/_watermark.json" in _keys(client, ceph_rgw.bucket, prefix)  # kept with the index
     assert not [p for p in (home / "vectors").rglob("*") if p.is_file()]
     # the views built as files, published beside them (views/published.py); dbt's DuckDB file stays
@@ -107,9 +109,15 @@ def test_a_home_with_its_ledger_on_s3_ingests_builds_answers_and_forgets(ceph_rg
     lisbon = [e for e in entries if "Lisbon" in (e.get("content") or "")]
     assert lisbon, "the sample corpus has a Lisbon turn"
     words = lisbon[0]["content"].encode()
-    assert any(words in body for body in _objects(client, ceph_rgw.bucket, prefix).values())  # positive control
+    # and the sentence of the claim drawn from it, in the claims' part of the index
+    drawn = [c for c in listed if c["source_entry_id"] == lisbon[0]["entry_id"] and c["predicate"] == "lives_in"]
+    assert drawn, "the Lisbon turn yields a lives_in claim"
+    sentence = f"{drawn[0]['subject']} lives in {drawn[0]['object']} (since".encode()
+    stored = _objects(client, ceph_rgw.bucket, prefix)
+    assert any(words in body for body in stored.values())  # positive controls
+    assert any(sentence in body for key, body in stored.items() if "/vectors/evidence_claims__" in key), sentence
     _memc(home, env, "forget", "--entry", lisbon[0]["entry_id"], "--reason", "test", "--by", "admin")
-    left = [k for k, body in _objects(client, ceph_rgw.bucket, prefix).items() if words in body]
+    left = [k for k, body in _objects(client, ceph_rgw.bucket, prefix).items() if words in body or sentence in body]
     assert not left, f"erased bytes still stored: {left}"
     assert not [p for p in (home / "warehouse").rglob("*.parquet") if words in p.read_bytes()]
     # the other node held copies of the views with the erased words (a claim's quote of the turn,
