@@ -32,7 +32,7 @@ from memc.home import MemcHome
 from memc.watermark import read_watermark
 from query import current
 from query.acl import check_context, check_scope, ledger_facts
-from query.asking import Goal
+from query.asking import Goal, asked_with_goal
 from query.config import EVIDENCE_KINDS, QueryConfig
 from query.context import Context
 from query.facts import state_facts, state_source
@@ -176,7 +176,10 @@ def compile_context(
     recorder.add("current_first", labelled=[it.entry_id for it in ctx.items if it.superseded], entry_ids=[it.entry_id for it in ctx.items])
     _exclude(ctx, set(erased), recorder)
     _recheck_visibility(ctx, ledger, recorder)
-    pack(ctx, config.budget_tokens, config.state_share, config.relevance_floor, recorder)
+    # The asked predicate's current value comes first (query/facts.py rank_facts) and is shown
+    # whatever the facts' share of the budget leaves.
+    asked = bool(ctx.state) and asked_with_goal(question, wanted).get(ctx.state[0].predicate, 0) > 0
+    pack(ctx, config.budget_tokens, config.state_share, config.relevance_floor, recorder, keep_first=asked)
     ctx.latency_ms = round((time.perf_counter() - started) * 1000, 2)
 
     key = question_key(home)

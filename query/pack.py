@@ -12,7 +12,9 @@ from query.plan import PlanRecorder
 from query.tokens import count_tokens
 
 
-def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float = 0.0, recorder: PlanRecorder | None = None) -> None:
+def pack(
+    ctx: Context, budget: int, state_share: float, relevance_floor: float = 0.0, recorder: PlanRecorder | None = None, *, keep_first: bool = False
+) -> None:
     """Keep the state facts, then the evidence items, that fit the token budget, in rank order.
     An item whose window does not fit is shown with a narrower one (down to the hit alone)
     rather than dropped: on LoCoMo dev this packs 9 items into 2,000 tokens instead of 8, and
@@ -21,6 +23,9 @@ def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float =
     ``relevance_floor``: items that reached less than that share of the best score on every route
     that found them (``ContextItem.relevance``) are not packed at all (QueryConfig.relevance_floor),
     so the context may end short of the budget.
+
+    ``keep_first``: the first state fact is the current value of a predicate the question asks
+    for (query/compile.py), kept whenever the budget holds it, whatever ``state_share`` leaves.
 
     ``recorder``: the compile's plan gets three steps, the cut by the floor, the cut by the
     budget (with the items shown narrower) and what was packed, each item with its tokens."""
@@ -31,14 +36,15 @@ def pack(ctx: Context, budget: int, state_share: float, relevance_floor: float =
     below_floor, over_budget, narrowed, costs = [], [], {}, []
     kept_state, kept_items = [], []
     # Facts are dense but not all relevant: they may take at most a share of the budget, so the
-    # evidence always has room.
+    # evidence always has room; but the current value of what the question asks for is shown
+    # whenever the budget holds it (``keep_first``).
     state_budget = used + int(budget * state_share)
     # Counted as rendered: with its [scope] when the candidates mix scopes (if the packed ones turn
     # out to share one, the render leaves it out and the count was a few tokens high, never low).
     show_scope = mixed_scopes(ctx.state)
     for f in ctx.state:
         cost = count_tokens(state_line(f, ctx.asker, show_scope=show_scope))
-        if used + cost > min(budget, state_budget):
+        if used + cost > (budget if keep_first and not kept_state else min(budget, state_budget)):
             break
         kept_state.append(f)
         used += cost

@@ -138,3 +138,32 @@ def test_a_later_hit_that_asks_shows_its_reply_and_one_that_states_shows_itself(
     both = QueryConfig(narrow_after_statement=1)
     assert [t["entry_id"] for t in later_window(window, window[2], both)] == ["e2", "e3"]
     assert [t["entry_id"] for t in later_window(window, window[1], QueryConfig(narrow_before=1))] == ["e0", "e1", "e2"]
+
+
+def test_the_asked_value_is_kept_whatever_the_facts_share_and_the_share_bounds_the_rest():
+    # The first fact is the current value of the predicate the question asks for (query/facts.py
+    # rank_facts; query/compile.py says so with keep_first): shown whenever the budget holds it,
+    # even when the facts' share holds none.
+    from query.context import Context, StateFact
+    from query.pack import pack
+    from query.tokens import count_tokens
+
+    def fact(predicate: str, obj: str) -> StateFact:
+        return StateFact(subject="Elena", predicate=predicate, object=obj, valid_from="2024-04-01T00:00:00+00:00", valid_to=None,
+                         source_entry_id=f"e_{predicate}", source_ref=f"ET:{predicate}", quote=f"I {predicate} {obj}", scope="team")  # fmt: skip
+
+    facts = [fact("works_at", "Helio Labs"), fact("lives_in", "Berlin"), fact("likes", "green tea"), fact("has_pet", "a cat")]
+    ctx = Context(question="Where does Elena work?", asker="tomasz", scope=None, ledger_head=3, watermarks={})
+    ctx.state = list(facts)
+    pack(ctx, 400, 0.01)  # a share of 4 tokens: no fact line fits it
+    assert ctx.state == []
+    ctx.state = list(facts)
+    pack(ctx, 400, 0.01, keep_first=True)  # ...but the asked value is shown
+    assert [f.predicate for f in ctx.state] == ["works_at"]
+    ctx.state = list(facts)
+    pack(ctx, 400, 0.3, keep_first=True)  # 120 tokens: more lines, in order
+    assert [f.predicate for f in ctx.state][:2] == ["works_at", "lives_in"] and len(ctx.state) > 1
+    ctx.state = list(facts)
+    fixed = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))
+    pack(ctx, fixed + 3, 1.0, keep_first=True)  # the whole budget cannot hold one line: none
+    assert ctx.state == []
