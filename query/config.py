@@ -31,9 +31,10 @@ class QueryConfig(BaseModel):
     rrf_k: int = Field(default=30, ge=1)
     max_state_facts: int = Field(default=10, ge=0)
     # Share of the budget state facts may take (facts are dense but not all relevant), the asked
-    # predicate's current value kept whatever the share (query/pack.py); on LoCoMo dev a tenth of 2,000 tokens gave
-    # evidence recall@10 0.82, a quarter 0.80, all of it 0.74; a twentieth, against a tenth
-    # (2026-12-05, whole context): see docs/context.md, "A twentieth of the budget for the facts".
+    # predicate's current value kept whatever the share leaves (query/pack.py). On LoCoMo dev
+    # (whole context at 1,000 / 2,000 tokens, multi-hop at 2,000) a twentieth gives 0.834 / 0.897
+    # and 0.703, a tenth 0.833 / 0.894 and 0.692 (docs/context.md, "A twentieth of the budget for
+    # the facts"); earlier, by recall@10, a tenth 0.82, a quarter 0.80, all of it 0.74.
     state_share: float = Field(default=0.05, ge=0.0, le=1.0)
     budget_tokens: int = Field(default=2000, ge=50)
     staleness: dict[str, ViewPolicy] = Field(default_factory=lambda: dict(DEFAULT_POLICIES))

@@ -117,13 +117,14 @@ _CONNECTIONS_LOCK = threading.Lock()
 # The rows of a table version held in memory without vectors (views/evidence_rows.py): a
 # compile's searches select their hits' ids only and its windows read whole sessions from them
 # (at 100k entries: p50 56 -> 36 ms). One per (directory, table) in a process, of the newest
-# version only: (connection, physical table, its version, its row count, EvidenceRows or None). A table (each part
-# of one: see KIND_PARTS) of more rows than MEMC_EVIDENCE_ROWS_HELD (0 turns it off) is read from LanceDB each time. By default a
-# process holds as many rows as an eighth of the machine's memory takes at HELD_ROW_BYTES a row
-# (3.1M rows on 24 GB, 0.5M on 4 GB): 161k rows (100k entries) hold ~55 MB, the 1.6M rows of
-# the 1M-entry bench home 1.47 GB (longer texts), read in 4 s; held, that home's compile p50/p95
-# went 147/253 -> 85/124 ms (docs/benchmarks.md). EVIDENCE_ROWS_HELD is the default where the
-# machine's memory cannot be read.
+# version only: (connection, physical table, its version, its row count, EvidenceRows or None).
+# A table (each part of one: see KIND_PARTS) of more rows than MEMC_EVIDENCE_ROWS_HELD (0 turns
+# it off) is read from LanceDB each time. By default a process holds as many rows as an eighth
+# of the machine's memory takes at HELD_ROW_BYTES a row (3.1M rows on 24 GB, 0.5M on 4 GB):
+# 161k rows (100k entries) hold ~55 MB, the 1.6M rows of the 1M-entry bench home 1.47 GB
+# (longer texts), read in 4 s; held, that home's compile p50/p95 went 147/253 -> 85/124 ms
+# (docs/benchmarks.md). EVIDENCE_ROWS_HELD is the default where the machine's memory cannot be
+# read.
 EVIDENCE_ROWS_HELD = 1_000_000
 HELD_ROW_BYTES = 1024
 HELD_SHARE_OF_MEMORY = 1 / 8
@@ -665,8 +666,8 @@ class LanceVectorStore:
         return self._install(table, *self._embedded(rows, embedder, table, reuse=reuse))
 
     def _rebuild_parts(self, split: list[tuple[str, pa.Table | None]], embedder: Any) -> dict[str, dict[str, Any]]:
-        """Rebuild every part of a split (:meth:`_split`), vectors reused by hash from a part of
-        the same model. Every part is embedded before any is swapped in, so an embedding that
+        """Rebuild every part of a split (:meth:`_split`), vectors reused by hash from the part's
+        own table when it holds the same model's. Every part is embedded before any is swapped in, so an embedding that
         fails (a new model that crashes half-way) leaves every part as it was. The swaps follow one
         another: a reader between two of them finds one part of each model, and its vector search
         of that part is refused (EmbeddingModelMismatch), never ranked across models."""
