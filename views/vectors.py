@@ -525,10 +525,20 @@ class LanceVectorStore:
         stats = {}
         for part, part_rows in reversed(split):
             if part_rows is None:
-                self._drop_part(part)
+                if (dropped := self._drop_counted(part)) is not None:
+                    stats[part] = dropped
             else:
                 stats[part] = self._sync_part(part_rows, embedder, part, reuse_from=main if part != table else None)
         return _merged(table, stats)
+
+    def _drop_counted(self, part: str) -> dict[str, Any] | None:
+        """Drop ``part`` (left without rows) and report it as a sync does (None if it did not exist)."""
+        tbl = self._open(part)
+        if tbl is None:
+            return None
+        gone = int(tbl.count_rows())
+        self._drop_part(part)
+        return {"table": part, "rows": 0, "deleted": gone, "version": None}
 
     @staticmethod
     def _split(rows: pa.Table, table: str) -> list[tuple[str, pa.Table | None]]:
@@ -674,8 +684,8 @@ class LanceVectorStore:
         made = {part: self._embedded(part_rows, embedder, part, reuse=True) for part, part_rows in split if part_rows is not None}
         stats = {part: self._install(part, *m) for part, m in made.items()}
         for part, part_rows in split:
-            if part_rows is None:
-                self._drop_part(part)
+            if part_rows is None and (dropped := self._drop_counted(part)) is not None:
+                stats[part] = dropped
         return stats
 
     def _embedded(self, rows: pa.Table, embedder: Any, table: str, *, reuse: bool) -> tuple[pa.Table, pa.Schema, int, int, set[str], set[str]]:

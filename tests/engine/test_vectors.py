@@ -544,11 +544,12 @@ def test_claims_live_in_a_part_of_their_own_that_syncs_rebuilds_and_drops_with_t
 
     # The claims gone from the sources: their part is gone, not left behind as an empty table.
     counting.encoded.clear()
-    assert store.sync(evidence_table(corpus_rows), counting)["deleted"] == 0 and counting.encoded == []
-    assert store.table_names() == ["evidence"] and not (tmp_path / "vectors" / "evidence_claims.lance").exists()
+    stats = store.sync(evidence_table(corpus_rows), counting)
+    assert stats["deleted"] == 2 and stats["rows"] == len(corpus_rows) and stats["parts"]["evidence_claims"] == {"rows": 0, "version": None}
+    assert counting.encoded == [] and store.table_names() == ["evidence"] and not (tmp_path / "vectors" / "evidence_claims.lance").exists()
     # An erasure's rebuild and a drop take every part, with its files.
     store.sync(evidence_table(corpus_rows + claims), counting)
-    store.rebuild(evidence_table(corpus_rows + claims[:1]), counting)
+    assert store.rebuild(evidence_table(corpus_rows + claims[:1]), counting)["deleted"] == 1
     assert store.ids() == sorted(r["id"] for r in corpus_rows + claims[:1])
     assert b"Helio" not in b"".join(p.read_bytes() for p in (tmp_path / "vectors").rglob("*") if p.is_file())
     store.drop()
