@@ -49,11 +49,13 @@ def pack(
         kept_state.append(f)
         used += cost
     # Skills are packed like facts, within the same share: a few dense lines that stand for many
-    # trajectories, and the evidence keeps its room.
+    # trajectories, and the evidence keeps its room. The first is shown whenever the budget holds
+    # it, as the asked fact is: its trigger matched the question or the goal, so it is the "how"
+    # they ask for (tests/platform/test_skills_view.py: its deploy did not fit a twentieth of 2,000).
     kept_skills = []
     for sk in ctx.skills:
         cost = count_tokens("\n".join(["How this was done before:", *skill_lines(sk)]))
-        if used + cost > min(budget, state_budget):
+        if used + cost > (budget if not kept_skills else min(budget, state_budget)):
             break
         kept_skills.append(sk)
         used += cost
