@@ -153,7 +153,10 @@ def compile_context(
         goal=wanted is not None, uncolored=uncolored,
     )  # fmt: skip
     # State first: the facts the question asks for are keys to their evidence (query/current.py).
-    ctx.state, ctx.conflicts = state_facts(home, question, asker, scope, config, as_of=as_of, known_at=known_at, goal=wanted, uncolored=uncolored)
+    asked = asked_with_goal(question, wanted)
+    ctx.state, ctx.conflicts = state_facts(
+        home, question, asker, scope, config, as_of=as_of, known_at=known_at, goal=wanted, uncolored=uncolored, asked=asked
+    )
     # With time travel the facts come from state_history, whichever view named the subjects.
     source = "state_history" if (as_of or known_at) and state_source() != "none" else state_source()
     recorder.add(
@@ -178,8 +181,8 @@ def compile_context(
     _recheck_visibility(ctx, ledger, recorder)
     # The asked predicate's current value comes first (query/facts.py rank_facts) and is shown
     # whatever the facts' share of the budget leaves.
-    asked = bool(ctx.state) and asked_with_goal(question, wanted).get(ctx.state[0].predicate, 0) > 0
-    pack(ctx, config.budget_tokens, config.state_share, config.relevance_floor, recorder, keep_first=asked)
+    keep_first = bool(ctx.state) and asked.get(ctx.state[0].predicate, 0) > 0
+    pack(ctx, config.budget_tokens, config.state_share, config.relevance_floor, recorder, keep_first=keep_first)
     ctx.latency_ms = round((time.perf_counter() - started) * 1000, 2)
 
     key = question_key(home)

@@ -63,11 +63,14 @@ def state_facts(
     known_at: datetime | None = None,
     goal: Goal | None = None,
     uncolored: bool = False,
+    asked: dict[str, int] | None = None,
 ) -> tuple[list[StateFact], list[dict[str, Any]]]:
     """What holds for the entities the question (and the goal) names, for this asker, and the
     conflicts about them (both sides, each with its source). The current fold by default; with
     ``as_of`` or ``known_at``, the bi-temporal query over state_history instead. "I" names the
-    asker; ``uncolored`` leaves every fact about the asker out (query/asking.py).
+    asker; ``uncolored`` leaves every fact about the asker out (query/asking.py). ``asked`` is
+    ``asked_with_goal(question, goal)`` when the caller has it already (query/compile.py needs it
+    again to pack).
 
     The rows come from the entity dossiers (views/dossiers.py) when they hold the state build the
     marts hold and every subject the question can name has one; else from the index of
@@ -81,6 +84,8 @@ def state_facts(
         STATE_SOURCE.set("none")
         return [], []
     words = subject_words(question, asker, goal, uncolored=uncolored)  # "Elena's employer" names Elena
+    if asked is None:
+        asked = asked_with_goal(question, goal)
     source, conflict_rows = state_rows(home, words)
     if intent.wants_analytics(question):
         source = [*source, *analytics_rows(home, words, {r["subject_id"] for r in source})]
@@ -89,7 +94,7 @@ def state_facts(
     if uncolored:
         mentioned -= {r["subject_id"] for r in rows if r["subject"].casefold() == asker.casefold()}
     if as_of is not None or known_at is not None:
-        return state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at, question, words, asked_with_goal(question, goal))
+        return state_as_of(home, sorted(mentioned), asker, scope, config, as_of, known_at, question, words, asked)
     newest: dict[tuple[str, str, str], dict[str, Any]] = {}
     facts = []
     # One line per value: a value restated in several entries (a move said again, a sister
@@ -105,7 +110,7 @@ def state_facts(
                 newest[key] = r
         else:
             facts.append(r)
-    facts = rank_facts([*newest.values(), *facts], words, asked_with_goal(question, goal))
+    facts = rank_facts([*newest.values(), *facts], words, asked)
     conflicts = [
         conflict_of(c)
         for c in conflict_rows
