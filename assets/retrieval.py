@@ -53,11 +53,13 @@ def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedd
     chunks of at most ~200 tokens, plus every claim as a short sentence ("Elena lives in Berlin
     (since 2024-05-14)") pointing at its source entry, kept in a LanceDB table of their own
     (`evidence_claims` beside `evidence`, so a search of the claims walks no turn and the turns'
-    searches no claim; metadata `parts`). all-MiniLM-L6-v2 vectors (384 dimensions)
+    searches no claim; metadata `parts`), and every reply to a question keyed with that question
+    ("Joanna: How was the ice cream? Nate: Super good!"), pointing at the reply and searched with
+    the turns. all-MiniLM-L6-v2 vectors (384 dimensions)
     and LanceDB's own full-text index over the same rows, with the columns retrieval filters on
     before ranking: scope, visibility, kind, valid and recorded time, entity ids, source entry id.
 
-    Grain: one row per chunk or claim; ids are content hashes, so only new text is ever embedded
+    Grain: one row per chunk, exchange or claim; ids are content hashes, so only new text is ever embedded
     (metadata `newly_embedded`). A model upgrade re-embeds into a fresh table swapped in whole."""
 
     home = memc.home
@@ -76,6 +78,7 @@ def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedd
             "dagster/row_count": stats["rows"],
             "entry_rows": stats["entry_rows"],
             "claim_rows": stats["claim_rows"],
+            "exchange_rows": stats["exchange_rows"],
             "newly_embedded": stats["newly_embedded"],
             "reused": stats["reused"],
             "added": stats["added"],

@@ -90,6 +90,13 @@ class QueryConfig(BaseModel):
     # The claims searched by full text too (`thorough`): in balanced its ranks added little to the
     # learned order for a second search a compile (~15 ms of CPU at 100k entries).
     facts_fulltext: bool = False
+    # Replies keyed with the question they answer (views/evidence.py exchange_rows), ranked with
+    # the turns by the full-text and the vector searches, each key's hit standing for its reply:
+    # on LoCoMo dev 0.701 / 0.834 / 0.897 -> 0.717 / 0.849 / 0.908 at 500 / 1,000 / 2,000 tokens
+    # (docs/context.md, "A reply keyed with its question"). As a route of its own, fused beside
+    # the turns' routes, they cost recall (every reply got a second vote).
+    exchange_fulltext: bool = True
+    exchange_vector: bool = True
     # The goal route: full text of the agent's current task (``goal``), below the question's own
     # routes: the task conditions what ranks first, the question still decides.
     goal_weight: float = Field(default=0.5, ge=0)
@@ -133,13 +140,20 @@ class QueryConfig(BaseModel):
 
 PRESETS: dict[str, QueryConfig] = {
     # fast and thorough keep the fusion and the windows they were measured with (every window wide).
-    "fast": QueryConfig(k=5, vector_k=15, fulltext_k=15, rrf_k=60, max_state_facts=8, budget_tokens=800, window_before=1, window_after=1, wide_items=5, facts_weight=0.0, ranker=None),
+    # Neither keys replies with their questions: measured in balanced only.
+    "fast": QueryConfig(
+        k=5, vector_k=15, fulltext_k=15, rrf_k=60, max_state_facts=8, budget_tokens=800, window_before=1, window_after=1, wide_items=5,
+        facts_weight=0.0, ranker=None, exchange_fulltext=False, exchange_vector=False,
+    ),
     "balanced": QueryConfig(),
     # Memory units on at 4,000 tokens: LoCoMo dev 0.917 -> 0.921, multi-hop 0.716 -> 0.728; at
     # 1,000 and 2,000 they cost more single-hop evidence than they add (docs/context.md). The facts
     # route too, over the clause extractor's claims: 0.919 -> 0.927, multi-hop 0.735 -> 0.741 (at
     # 1,000 tokens it costs 0.02 overall as a fused route, so balanced only takes candidates from it).
-    "thorough": QueryConfig(k=20, vector_k=100, fulltext_k=100, rrf_k=60, max_state_facts=40, budget_tokens=4000, unit_seeds=5, wide_items=20, facts_weight=0.3, facts_fulltext=True, ranker=None),
+    "thorough": QueryConfig(
+        k=20, vector_k=100, fulltext_k=100, rrf_k=60, max_state_facts=40, budget_tokens=4000, unit_seeds=5, wide_items=20, facts_weight=0.3,
+        facts_fulltext=True, ranker=None, exchange_fulltext=False, exchange_vector=False,
+    ),
 }
 # The preset names as a type, for the API's and MCP's schemas (the CLI offers ``list(PRESETS)``).
 PresetName = Literal["fast", "balanced", "thorough"]

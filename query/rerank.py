@@ -29,7 +29,8 @@ from typing import Any, Iterator
 import numpy as np
 
 from memc.ids import entity_id
-from query.windows import asks, said
+from query.windows import said
+from views.evidence import asks
 
 # The features, in the order of a ranker's coefficients; a ranker file names them and is refused
 # when they differ (one fitted on other features would score nonsense without an error).

@@ -28,7 +28,7 @@ from query.units import with_units
 from query.windows import join_stretch, later_span, later_window, said, session_windows, turn_item, within_time
 from views.build import vector_store
 from views.embedder_onnx import question_embedder
-from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, evidence_rows
+from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, EXCHANGE_KIND, evidence_rows
 from views.profile import evidence_usage
 from views.units import load_units
 
@@ -121,6 +121,11 @@ def retrieve(
             rows = [r for st in stores for r in st.entry_rows(principals=principals, scope=scope, kinds=EVIDENCE_KINDS, **kw) if within_time(r, when)]
             return sorted(rows, key=lambda r: (rank[r["entry_id"]], r["id"]))
         kw = {"kinds": EVIDENCE_KINDS, **kw}
+        if kw["kinds"] == EVIDENCE_KINDS and ((config.exchange_fulltext and "text" in kw) or (config.exchange_vector and "vector" in kw)):
+            # Replies keyed with the question they answer (views/evidence.py exchange_rows) ranked
+            # with the turns: "Super good!" is found by the words of "How was the coconut milk ice
+            # cream?"; a key's hit stands for its reply below.
+            kw["kinds"] = (*EVIDENCE_KINDS, EXCHANGE_KIND)
         # Each store ranks on its own; the patch store's hits interleave by score within a route.
         hits = [
             h
@@ -132,11 +137,24 @@ def retrieve(
             hits.sort(key=lambda h: -(h.get("score") or 0.0))
         if kw["kinds"] == (CLAIM_KIND,):
             hits = source_turns(hits)
+        elif EXCHANGE_KIND in kw["kinds"]:
+            hits = replies(hits)
         return hits
 
+    def replies(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The route's hits with each exchange key's hit in its place as the reply it points at
+        (scored by the key), the turns' own hits as they are."""
+        keyed = [h for h in hits if h["kind"] == EXCHANGE_KIND]
+        if not keyed:
+            return hits
+        turns = {t["entry_id"]: t for t in source_turns(keyed)}
+        out = [h if h["kind"] != EXCHANGE_KIND else {**turns[h["entry_id"]], "score": h.get("score"), "route": h.get("route")} for h in hits
+               if h["kind"] != EXCHANGE_KIND or h["entry_id"] in turns]  # fmt: skip
+        return [{**h, "rank": n} for n, h in enumerate(out, 1)]
+
     def source_turns(claim_hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Claim hits as the turns they were drawn from, in the claims' rank, each turn once,
-        scored by its best claim (the claim's own row is not evidence to show)."""
+        """Key hits (claims, exchanges) as the turns they point at, in the keys' rank, each turn
+        once, scored by its best key (the key's own row is not evidence to show)."""
         wanted = list(dict.fromkeys(h["entry_id"] for h in claim_hits))
         turns: dict[str, dict[str, Any]] = {}
         for r in store.entry_rows(entry_ids=wanted, principals=principals, scope=scope, kinds=EVIDENCE_KINDS):

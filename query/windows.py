@@ -9,6 +9,7 @@ from typing import Any
 
 from query.config import QueryConfig
 from query.context import ContextItem, iso
+from views.evidence import asks
 
 
 def set_turns(item: ContextItem, turns: list[dict[str, Any]]) -> ContextItem:
@@ -114,12 +115,6 @@ def said(row: dict[str, Any]) -> str:
     puts before a turn (views/evidence.py)."""
     text, actor = row.get("text") or "", row.get("actor")
     return text[len(actor) + 2 :] if actor and text.startswith(f"{actor}: ") else text
-
-
-def asks(text: str) -> bool:
-    """Whether a turn asks something ("How did the move go?"): what a question about it needs is
-    then most often the reply (QueryConfig.narrow_after_statement)."""
-    return "?" in text
 
 
 def later_span(hit: dict[str, Any], config: QueryConfig) -> tuple[int, int]:

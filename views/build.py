@@ -22,7 +22,7 @@ from memc.filecache import latest, signature
 from memc.home import MemcHome
 from memc.objectstore import where_is
 from views.dreaming import PRODUCER, dream, held_values, unchanged
-from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, index_rows
+from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, EXCHANGE_KIND, index_rows
 from views.graph import GraphStore, KuzuGraphStore
 from views.graph_tables import both_directions
 from views.marts import (
@@ -94,12 +94,16 @@ def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: i
     resumed = previous_watermark == 0 and store.count() > 0
     erased = (previous_watermark > 0 or resumed) and "erasure" in set(kinds.to_pylist())
     stats = store.rebuild(rows, embedder) if erased else store.sync(rows, embedder)
-    claim_rows = int(pc.sum(pc.equal(rows.column("kind"), CLAIM_KIND)).as_py() or 0) if rows.num_rows else 0
+    def of_kind(kind: str) -> int:
+        return int(pc.sum(pc.equal(rows.column("kind"), kind)).as_py() or 0) if rows.num_rows else 0
+
+    claim_rows, exchange_rows = of_kind(CLAIM_KIND), of_kind(EXCHANGE_KIND)
     return {
         **stats,
         "mode": "rebuild" if erased else ("swap" if stats.get("model_changed") or stats.get("layout_changed") else "sync"),
-        "entry_rows": rows.num_rows - claim_rows,
+        "entry_rows": rows.num_rows - claim_rows - exchange_rows,
         "claim_rows": claim_rows,
+        "exchange_rows": exchange_rows,
         "ledger_watermark": watermark,
         "embedding_model": embedder.model_name,
         "embedding_model_version": embedder.model_version,

@@ -30,9 +30,19 @@ CHUNK_CHARS = 800
 
 # Bump when render(), chunk() or claim_sentence() change what a row says: it is part of the
 # evidence index's code version, so the change marks the index out of date.
-RENDER_VERSION = "evidence-rows-2"
+RENDER_VERSION = "evidence-rows-3"
 
 CLAIM_KIND = "claim"
+
+# A reply keyed with the question it answers (:func:`exchange_rows`).
+EXCHANGE_KIND = "exchange"
+
+
+def asks(text: str) -> bool:
+    """Whether a turn asks something ("How did the move go?"): what a question about it needs is
+    then most often the reply (QueryConfig.narrow_after_statement, :func:`exchange_rows`)."""
+    return "?" in text
+
 
 def render(entry: dict[str, Any]) -> str:
     """The text a person would search for: who said it, what, and any shared picture's caption."""
@@ -143,6 +153,47 @@ def evidence_rows(entries: pa.Table | Iterable[dict[str, Any]], mentions: Mappin
     return _assemble(table.take(pa.array(take, pa.int64())), made)
 
 
+def exchange_rows(entries: pa.Table, mentions: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
+    """One row per reply to a question: a message whose turn before it in its session (in the
+    order windows show them: valid time, then seq) is another speaker's and asks something,
+    rendered as both turns ("Joanna: How was the ice cream? Nate: Super good! Rich and
+    creamy"), pointing at the reply's entry. A reply says "Super good!" and the words a later
+    question uses ("the coconut milk ice cream he made") are in the question it answers; the
+    turns' searches rank these keys with the turns (QueryConfig.exchange_fulltext and
+    exchange_vector; measured in docs/context.md). Only where both turns have the same scope and
+    visibility, so that no one reaches a turn through words they may not see; an erased turn is
+    no message any more (ledger/stubs.py), so no key holds its words after the rebuild."""
+    table = entries.filter(pc.equal(entries.column("kind"), "message")) if entries.num_rows else entries
+    if table.num_rows == 0:
+        return EVIDENCE_SCHEMA.empty_table()
+    cols = ("entry_id", "session_id", "scope", "actor", "content", "attributes", "visibility", "valid_at", "seq")
+    rows = list(zip(*(table.column(c).to_pylist() for c in cols)))
+    order = sorted(range(len(rows)), key=lambda i: (rows[i][1] or "", rows[i][7], rows[i][8], rows[i][0]))
+    made: dict[str, list[Any]] = {"id": [], "text": [], "content_hash": [], "entity_ids": []}
+    take: list[int] = []
+    for before, at in zip(order, order[1:]):
+        (_, session, scope, actor, content, attributes, visibility, _, _) = rows[at]
+        (prev_eid, prev_session, prev_scope, prev_actor, prev_content, prev_attributes, prev_visibility, _, _) = rows[before]
+        if not session or session != prev_session or scope != prev_scope or actor == prev_actor:
+            continue
+        if sorted(visibility or ()) != sorted(prev_visibility or ()) or not asks(prev_content or ""):
+            continue
+        eid = rows[at][0]
+        question = render({"attributes": prev_attributes, "actor": prev_actor, "content": prev_content})
+        text = f"{question} {render({'attributes': attributes, 'actor': actor, 'content': content})}"
+        h = text_hash(text)
+        take.append(at)
+        made["id"].append(content_id("ex", eid, prev_eid, h))
+        made["text"].append(text)
+        made["content_hash"].append(h)
+        made["entity_ids"].append(sorted(mentions.get(eid, ())) if mentions is not None else ([entity_id(scope, actor)] if actor else []))
+    if not take:
+        return EVIDENCE_SCHEMA.empty_table()
+    made["kind"] = [EXCHANGE_KIND] * len(take)
+    made["claim_id"] = [None] * len(take)
+    return _assemble(table.take(pa.array(take, pa.int64())), made)
+
+
 def claim_sentence(claim: Mapping[str, Any]) -> str:
     """``Elena lives in Berlin (since 2024-05-14)``: what a person would type, plus the valid time
     (functional predicates hold *since* it; multi-valued ones were stated *as of* it)."""
@@ -201,11 +252,13 @@ def index_rows(
     claims: pa.Table | None = None,
     entities: pa.Table | None = None,
 ) -> pa.Table:
-    """Everything the evidence index holds: entry chunks, then claim sentences, sorted by id (the
-    same inputs give the same table, whatever order they came in)."""
+    """Everything the evidence index holds: entry chunks, replies keyed with their questions, then
+    claim sentences, sorted by id (the same inputs give the same table, whatever order they came
+    in)."""
     mentions = mentions_from_entities(entities) if entities is not None else None
     known = set(entities.column("entity_id").to_pylist()) if entities is not None and entities.num_rows else set()
-    parts = [evidence_rows(entries, mentions)]
+    table = entries if isinstance(entries, pa.Table) else pa.Table.from_pylist(list(entries), schema=ENTRY_SCHEMA)
+    parts = [evidence_rows(table, mentions), exchange_rows(table, mentions)]
     if claims is not None and claims.num_rows:
         parts.append(claim_rows(claims, known))
     out = pa.concat_tables(parts)

@@ -91,7 +91,9 @@ DEFAULT_TABLE = "evidence"
 # entries the facts route's vector search took 41-54 ms for the slowest questions, and on
 # copies of the table split by kind the claims' p95 went 43 -> 13 ms and the turns' own 26 ->
 # 15-17 ms (docs/benchmarks.md). Each part is a whole table (its own indexes, versions and held
-# rows); the store syncs, rebuilds, drops and audits them together.
+# rows); the store syncs, rebuilds, drops and audits them together. The replies keyed with their
+# questions (views/evidence.py exchange_rows) stay with the turns: they are ranked with them, and
+# one search of one table costs less than two merged.
 KIND_PARTS = {CLAIM_KIND: "claims"}
 
 # Names the parts above: part of the evidence index's code version (assets/retrieval.py), so a

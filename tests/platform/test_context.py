@@ -117,6 +117,33 @@ def test_windows_show_neighbouring_turns_and_json_schema_fields(built_home):
     assert all(it.text.count("\n") + 1 == len(it.entry_ids) for it in ctx.items if len(it.entry_ids) > 1)
 
 
+def test_a_reply_is_found_by_the_words_of_the_question_it_answers(home):
+    """"Still full of boxes!" says nothing of an apartment; the question it answers does. With
+    exchange keys (views/evidence.py exchange_rows) the full-text search ranks the replies keyed
+    with their questions among the turns, each key's hit standing for its reply."""
+    from views.build import vector_store
+    from views.evidence import EXCHANGE_KIND
+
+    question = "What state was the new apartment in?"
+
+    def asked(**update) -> tuple[list[str], object]:
+        ctx = compile_context(question, "tomasz", home=home, scope="team", config=QueryConfig().model_copy(update=update))
+        routes = {s["name"]: s["entry_ids"] for s in read_log(home)[-1]["plan"]["steps"] if s["step"] == "route"}
+        return routes["fulltext"], ctx
+
+    keys = vector_store(home).search(text=question, principals=["tomasz"], scope="team", k=5, kinds=(EXCHANGE_KIND,))
+    assert keys and keys[0]["source_ref"] == "ET1:2" and keys[0]["text"].startswith("Elena: Hi Tomasz!")
+    reply = keys[0]["entry_id"]
+    without, _ = asked(exchange_fulltext=False)
+    assert reply not in without  # no word of the question is in the reply itself
+    found, ctx = asked(exchange_fulltext=True)
+    assert reply in found[:2]
+    item = next(it for it in ctx.items if reply in it.entry_ids)
+    assert "Still full of boxes!" in item.text
+    # a key is never shown: every item is the ledger's turns
+    assert not any(it.kind == EXCHANGE_KIND or "apartment? Tomasz:" in it.text for it in ctx.items)
+
+
 def test_the_facts_route_brings_the_turns_its_claims_were_drawn_from_and_leaves_the_vector_route_as_it_was(home):
     """Balanced runs the facts route by vectors (candidates for the learned order): its hits are
     the turns of the claims' own search, read through the evidence rows held in memory, and the

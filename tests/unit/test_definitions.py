@@ -70,7 +70,7 @@ def test_code_versions_name_the_extractor_and_the_embedding_model():
 
     graph = build_definitions().resolve_asset_graph()
     assert graph.get(keys.CLAIMS).code_version == CURRENT_RULES.key
-    assert graph.get(keys.EVIDENCE_INDEX).code_version == f"{EMBEDDING_MODEL_VERSION}+evidence-rows-2+parts-claim"
+    assert graph.get(keys.EVIDENCE_INDEX).code_version == f"{EMBEDDING_MODEL_VERSION}+evidence-rows-3+parts-claim"
 
 
 def test_entity_analytics_is_its_own_dbt_asset_with_catalog_text():
