@@ -43,11 +43,14 @@ class QueryConfig(BaseModel):
     # to 0.58, while a 0.2 weight on vectors lifts it to 0.64.
     fulltext_weight: float = Field(default=1.0, ge=0)
     vector_weight: float = Field(default=0.2, ge=0)
-    # Conversation turns before and after a hit shown with it, in the same session.
-    window_before: int = Field(default=2, ge=0, le=10)
-    # Tried on LoCoMo dev and dropped: 1+2 windows (recall@10 0.835 -> 0.833, multi-hop +0.02,
-    # recall@5 -0.02); a penalty on repeated sessions (0.80); vector pseudo-relevance feedback
-    # from the top 3 hits (0.81).
+    # Conversation turns before and after a hit shown with it, in the same session. One before
+    # and two after since replies are keyed with their questions (``exchange_fulltext``): the
+    # hit is then more often the reply itself, and the reply after a hit holds the answer more
+    # often than the line before it; on LoCoMo dev 0.717 / 0.849 / 0.908 -> 0.735 / 0.853 /
+    # 0.906 at 500 / 1,000 / 2,000 tokens, multi-hop +0.01-0.02 (docs/context.md). Before the
+    # keys 1+2 moved recall@10 0.835 -> 0.833. Tried on LoCoMo dev and dropped: a penalty on
+    # repeated sessions (0.80); vector pseudo-relevance feedback from the top 3 hits (0.81).
+    window_before: int = Field(default=1, ge=0, le=10)
     window_after: int = Field(default=2, ge=0, le=10)
     # Only the first ``wide_items`` items show those windows; the later ones show ``narrow_before``
     # turns before the hit and ``narrow_after`` after it. A top hit is the answer, or its reply
@@ -92,9 +95,9 @@ class QueryConfig(BaseModel):
     facts_fulltext: bool = False
     # Replies keyed with the question they answer (views/evidence.py exchange_rows), ranked with
     # the turns by the full-text and the vector searches, each key's hit standing for its reply:
-    # on LoCoMo dev 0.701 / 0.834 / 0.897 -> 0.717 / 0.849 / 0.908 at 500 / 1,000 / 2,000 tokens
-    # (docs/context.md, "A reply keyed with its question"). As a route of its own, fused beside
-    # the turns' routes, they cost recall (every reply got a second vote).
+    # on LoCoMo dev 0.701 / 0.834 / 0.897 -> 0.717 / 0.849 / 0.908 at 500 / 1,000 / 2,000 tokens,
+    # with windows of 2+2 (docs/context.md, "A reply keyed with its question"). As a route of its
+    # own, fused beside the turns' routes, they cost recall (every reply got a second vote).
     exchange_fulltext: bool = True
     exchange_vector: bool = True
     # The goal route: full text of the agent's current task (``goal``), below the question's own
@@ -140,7 +143,8 @@ class QueryConfig(BaseModel):
 
 PRESETS: dict[str, QueryConfig] = {
     # fast and thorough keep the fusion and the windows they were measured with (every window wide).
-    # Neither keys replies with their questions: measured in balanced only.
+    # Neither keys replies with their questions, and thorough keeps windows of 2+2: measured in
+    # balanced only.
     "fast": QueryConfig(
         k=5, vector_k=15, fulltext_k=15, rrf_k=60, max_state_facts=8, budget_tokens=800, window_before=1, window_after=1, wide_items=5,
         facts_weight=0.0, ranker=None, exchange_fulltext=False, exchange_vector=False,
@@ -152,7 +156,7 @@ PRESETS: dict[str, QueryConfig] = {
     # 1,000 tokens it costs 0.02 overall as a fused route, so balanced only takes candidates from it).
     "thorough": QueryConfig(
         k=20, vector_k=100, fulltext_k=100, rrf_k=60, max_state_facts=40, budget_tokens=4000, unit_seeds=5, wide_items=20, facts_weight=0.3,
-        facts_fulltext=True, ranker=None, exchange_fulltext=False, exchange_vector=False,
+        facts_fulltext=True, ranker=None, exchange_fulltext=False, exchange_vector=False, window_before=2,
     ),
 }
 # The preset names as a type, for the API's and MCP's schemas (the CLI offers ``list(PRESETS)``).
