@@ -59,8 +59,9 @@ def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedd
     and LanceDB's own full-text index over the same rows, with the columns retrieval filters on
     before ranking: scope, visibility, kind, valid and recorded time, entity ids, source entry id.
 
-    Grain: one row per chunk, exchange or claim; ids are content hashes, so only new text is ever embedded
-    (metadata `newly_embedded`). A model upgrade re-embeds into a fresh table swapped in whole."""
+    Grain: one row per chunk, exchange or claim; ids are content hashes, so only new text is ever
+    embedded (metadata `newly_embedded`). A model upgrade re-embeds into a fresh table swapped in
+    whole."""
 
     home = memc.home
     store = vector_store(home)  # the watermark is kept with the index (on S3 beside its tables)

@@ -94,6 +94,7 @@ def build_evidence_index(home: MemcHome, embedder: Any, *, previous_watermark: i
     resumed = previous_watermark == 0 and store.count() > 0
     erased = (previous_watermark > 0 or resumed) and "erasure" in set(kinds.to_pylist())
     stats = store.rebuild(rows, embedder) if erased else store.sync(rows, embedder)
+
     def of_kind(kind: str) -> int:
         return int(pc.sum(pc.equal(rows.column("kind"), kind)).as_py() or 0) if rows.num_rows else 0
 

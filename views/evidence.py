@@ -28,8 +28,8 @@ RETRIEVABLE_KINDS = ("message", "document", "event", "observation", "correction"
 # ~200 tokens: MiniLM truncates at 256 word pieces, so a longer chunk would be embedded in part.
 CHUNK_CHARS = 800
 
-# Bump when render(), chunk() or claim_sentence() change what a row says: it is part of the
-# evidence index's code version, so the change marks the index out of date.
+# Bump when render(), chunk(), exchange_rows() or claim_sentence() change what a row says: it is
+# part of the evidence index's code version, so the change marks the index out of date.
 RENDER_VERSION = "evidence-rows-3"
 
 CLAIM_KIND = "claim"
