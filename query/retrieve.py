@@ -342,6 +342,8 @@ def tail_store(ledger: Ledger, patch: tuple[int, int], embedder: Any):
             _TAIL_STORES.move_to_end(key)
             return store
     store = vector_store()  # the in-memory twin
+    # The tail's turns alone: a reply in it is keyed with its question (views/evidence.py
+    # exchange_rows) by the next build, which reads each session whole.
     store.sync(evidence_rows(ledger.read(ENTRY_COLUMNS, since_seq=since, until_seq=until)), embedder)
     with _TAIL_LOCK:
         _TAIL_STORES[key] = store

@@ -172,13 +172,12 @@ def exchange_rows(entries: pa.Table, mentions: Mapping[str, Sequence[str]] | Non
     made: dict[str, list[Any]] = {"id": [], "text": [], "content_hash": [], "entity_ids": []}
     take: list[int] = []
     for before, at in zip(order, order[1:]):
-        (_, session, scope, actor, content, attributes, visibility, _, _) = rows[at]
+        (eid, session, scope, actor, content, attributes, visibility, _, _) = rows[at]
         (prev_eid, prev_session, prev_scope, prev_actor, prev_content, prev_attributes, prev_visibility, _, _) = rows[before]
         if not session or session != prev_session or scope != prev_scope or actor == prev_actor:
             continue
         if sorted(visibility or ()) != sorted(prev_visibility or ()) or not asks(prev_content or ""):
             continue
-        eid = rows[at][0]
         question = render({"attributes": prev_attributes, "actor": prev_actor, "content": prev_content})
         text = f"{question} {render({'attributes': attributes, 'actor': actor, 'content': content})}"
         h = text_hash(text)
