@@ -93,6 +93,8 @@ class QueryConfig(BaseModel):
     # The claims searched by full text too (`thorough`): in balanced its ranks added little to the
     # learned order for a second search a compile (~15 ms of CPU at 100k entries).
     facts_fulltext: bool = False
+    # Hits a facts route takes (None: as many as its turns' route, vector_k / fulltext_k).
+    facts_k: int | None = Field(default=None, ge=1)
     # Replies keyed with the question they answer (views/evidence.py exchange_rows), ranked with
     # the turns by the full-text and the vector searches, each key's hit standing for its reply:
     # on LoCoMo dev 0.701 / 0.834 / 0.897 -> 0.717 / 0.849 / 0.908 at 500 / 1,000 / 2,000 tokens,

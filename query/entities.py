@@ -23,10 +23,25 @@ _NAME = re.compile(r"\b[A-Z][\w-]*(?:'[\w-]+)*")
 
 def entity_rows(home: MemcHome) -> list[dict[str, Any]]:
     """The entities mart, read once per version of the file in a warm process."""
+    return entity_names(home)[0]
+
+
+def entity_names(home: MemcHome) -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
+    """The entity rows, and for each name or alias (case-folded) the positions of the rows that
+    carry it, read together once per version of the mart: a question's words look up their rows
+    rather than every row being checked against them (548 rows a compile at 100k ledger entries)."""
     path = mart_path(home, ENTITIES)
     cols = ["entity_id", "scope", "name", "aliases", "visibility"]
-    rows = cached("entity_rows", [path], lambda: read_mart(path, columns=cols).to_pylist())
-    return rows or []
+
+    def load() -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
+        rows = read_mart(path, columns=cols).to_pylist()
+        names: dict[str, list[int]] = {}
+        for i, r in enumerate(rows):
+            for a in dict.fromkeys(a.casefold() for a in [r["name"], *(r["aliases"] or [])] if a):
+                names.setdefault(a, []).append(i)
+        return rows, names
+
+    return cached("entity_rows", [path], load) or ([], {})
 
 
 def named_entities(home: MemcHome, question: str, asker: str, scope: str | None) -> dict[str, str]:
@@ -38,7 +53,7 @@ def named_entities(home: MemcHome, question: str, asker: str, scope: str | None)
     visibility prefilter, so a name that is nobody's (or someone this asker may not see) adds
     nothing. An entity row derived from private evidence is visible only to who may see all of
     it, which is why names are not looked up only there."""
-    rows = entity_rows(home)
+    rows, names = entity_names(home)
     scopes = [scope] if scope is not None else sorted({r["scope"] for r in rows})
     out: dict[str, str] = {}
     for word in _NAME.findall(question):
@@ -47,7 +62,7 @@ def named_entities(home: MemcHome, question: str, asker: str, scope: str | None)
             out.setdefault(entity_id(sc, name), name)
     words = set(re.findall(r"[\w'-]+", question.casefold()))
     words |= {w[:-2] for w in words if w.endswith("'s")}
-    for r in rows:
+    for r in (rows[i] for i in sorted({i for w in words for i in names.get(w, ())})):  # in the mart's order, as before
         if (scope is None or r["scope"] == scope) and may_see(asker, r["visibility"]):
             said = [a for a in [r["name"], *(r["aliases"] or [])] if a.casefold() in words]
             if said:

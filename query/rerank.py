@@ -122,7 +122,9 @@ def features(
     ``turn_no`` and ``session_turns`` (query/windows.py); ``named``: the entities the question
     names (query/entities.py)."""
     fused = {s["hit"]["entry_id"]: s["score"] * rrf_k for s in ranked}
-    speakers = {entity_id(s["hit"]["scope"], s["hit"]["actor"]) for s in ranked if s["hit"].get("actor") and s["hit"].get("scope")}
+    # Each hit's speaker as an entity, hashed once per (scope, name): ~180 hits, a few speakers.
+    ids = {(scope, actor): entity_id(scope, actor) for s in ranked if (actor := s["hit"].get("actor")) and (scope := s["hit"].get("scope"))}
+    speakers = set(ids.values())
     named_speakers = speakers & set(named)
     out = np.zeros((len(ranked), len(FEATURES)), dtype=np.float64)
     for i, s in enumerate(ranked):
@@ -138,7 +140,7 @@ def features(
                 prev = around[at - 1] if at > 0 else None
                 nxt = around[at + 1] if at + 1 < len(around) else None
                 position = around[at].get("turn_no", 0) / max(1, around[at].get("session_turns", 1))
-        speaker = entity_id(hit["scope"], actor) if actor and hit.get("scope") else None
+        speaker = ids.get((hit.get("scope"), actor))
         out[i] = (
             _on_route(ranks, "fulltext", rrf_k),
             _on_route(ranks, "vector", rrf_k),

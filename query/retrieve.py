@@ -109,7 +109,7 @@ def retrieve(
         # reaches a turn through the fact drawn from it; the hits become their source turns below.
         for how in ("fulltext", "vector") if config.facts_fulltext else ("vector",):
             w, kw = plan[how]
-            plan[f"facts/{how}"] = (w * config.facts_weight, {**kw, "kinds": (CLAIM_KIND,)})
+            plan[f"facts/{how}"] = (w * config.facts_weight, {**kw, "kinds": (CLAIM_KIND,), "k": config.facts_k or kw["k"]})
     if keys and config.state_weight:
         plan["state"] = (config.state_weight, {"entry_ids": keys})
     if goal and goal.strip() and config.goal_weight:

@@ -6,7 +6,7 @@ at 100k ledger entries: 2.9 s for the first compile after each build)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -44,10 +44,14 @@ class Grouped:
     def keys(self):  # a set-like view of the groups' keys
         return self._spans.keys()
 
-    def rows_of(self, keys: Iterable[str]) -> list[dict[str, Any]]:
-        """Every row of these groups (each group once), as ``Table.to_pylist`` gives them."""
+    def rows_of(self, keys: Iterable[str], keep: Callable[[pa.Table], pa.Array] | None = None) -> list[dict[str, Any]]:
+        """Every row of these groups (each group once), as ``Table.to_pylist`` gives them;
+        ``keep``: a mask over the groups' rows, applied before they are converted."""
         parts = [self._order[start : start + count] for start, count in (self._spans[k] for k in dict.fromkeys(keys) if k in self._spans)]
-        return table_rows(self.take(np.concatenate(parts))) if parts else []
+        if not parts:
+            return []
+        rows = self.take(np.concatenate(parts))
+        return table_rows(rows.filter(keep(rows)) if keep is not None else rows)
 
     def take(self, positions: Sequence[int] | np.ndarray) -> pa.Table:
         """The rows at ``positions`` of the table, in that order, taken chunk by chunk (see above)."""

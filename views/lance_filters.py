@@ -12,6 +12,10 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from memc.visibility import PRINCIPAL_PATTERN, PUBLIC, SCOPE_PATTERN
 
 # Every literal that enters a LanceDB filter must match one of these (no quotes, no backslashes);
@@ -60,6 +64,23 @@ def allowed_principals(principals: Sequence[str]) -> list[str]:
 def visibility_filter(principals: Sequence[str]) -> str:
     """LanceDB (lance 0.40 / DataFusion) filter: rows whose ``visibility`` list holds any allowed principal."""
     return f"array_has_any(visibility, [{sql_list(allowed_principals(principals))}])"
+
+
+def arrow_filter(rows: pa.Table, principals: Sequence[str], scope: str | None = None, kinds: Sequence[str] | None = None) -> pa.Array:
+    """:func:`search_filter`'s visibility, scope and kinds as a boolean mask over an Arrow table
+    of index rows: rows held in memory filtered before they become Python objects, which is most
+    of what a lookup costs (the turns of a compile's ~40 sessions, a third of them private to
+    others in the compile bench). Callers check each row again in Python, as they check LanceDB's."""
+    visibility = rows.column("visibility").combine_chunks()
+    seen = pc.is_in(pc.list_flatten(visibility), value_set=pa.array(allowed_principals(principals), pa.string()))
+    keep = np.zeros(rows.num_rows, dtype=bool)
+    keep[pc.list_parent_indices(visibility).to_numpy()[seen.to_numpy(zero_copy_only=False)]] = True
+    mask = pa.array(keep)
+    if scope is not None:
+        mask = pc.and_(mask, pc.fill_null(pc.equal(rows.column("scope"), check_literal(scope, SCOPE_RE, "scope")), False))
+    if kinds is not None:
+        mask = pc.and_(mask, pc.fill_null(pc.is_in(rows.column("kind"), value_set=pa.array(sorted(set(kinds)), pa.string())), False))
+    return mask
 
 
 def search_filter(

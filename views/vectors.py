@@ -37,6 +37,7 @@ import shutil
 import threading
 import uuid
 import warnings
+import weakref
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -67,6 +68,7 @@ from views.lance_filters import (
     ID_RE,
     TABLE_RE,
     allowed_principals,
+    arrow_filter,
     check_literal,
     chunks,
     ids_filter,
@@ -113,6 +115,10 @@ def table_parts(table: str, kinds: Sequence[str] | None = None) -> list[str]:
 # One LanceDB connection per store directory in a process (see LanceVectorStore._connection):
 # absolute path -> (connection, table name -> (inode, ctime) of the table directory it has seen).
 _CONNECTIONS: dict[str, tuple[Any, dict[str, tuple[int, int]]]] = {}
+
+# The tables a connection has opened, kept open (LanceVectorStore._open): connection -> table name
+# -> handle; gone with the connection when a rebuild replaces it.
+_HANDLES: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 _CONNECTIONS_LOCK = threading.Lock()
 
@@ -335,10 +341,11 @@ class LanceVectorStore:
 
         A connection holds LanceDB's session: the indexes (full text, scalar, vector) and file
         metadata it has read. A fresh connection per compile reads them again on every query;
-        shared, they are read once per version of the table. ``open_table`` still opens the
-        newest version each time, so answers are the same as with a fresh connection. A table
-        swapped in by a rebuild (erasure) is a new directory: its identity (inode, ctime) differs,
-        and the connection is replaced, so nothing read from the retired table is kept here."""
+        shared, they are read once per version of the table. Its tables are opened with
+        ``read_consistency_interval`` 0: a handle kept open (see :meth:`_open`) checks for a newer
+        version before each read, so it answers as a freshly opened one would. A table swapped in
+        by a rebuild (erasure) is a new directory: its identity (inode, ctime) differs, and the
+        connection is replaced, so nothing read from the retired table is kept here."""
         import lancedb  # lazy: 2.2 s to import; commands that never open the index skip it
 
         if self.in_memory:
@@ -354,22 +361,37 @@ class LanceVectorStore:
         with _CONNECTIONS_LOCK:
             conn, seen = _CONNECTIONS.get(key, (None, {}))
             if conn is None or not os.path.isdir(key) or (ident is not None and seen.get(table, ident) != ident):
-                conn, seen = lancedb.connect(self.uri), {}  # creates a local directory if missing
+                conn, seen = lancedb.connect(self.uri, read_consistency_interval=timedelta(0)), {}  # creates a local directory if missing
                 _CONNECTIONS[key] = (conn, seen)
             if ident is not None:
                 seen[table] = ident
         return conn
 
     def _open(self, table: str) -> Any | None:
+        """The open table, or None when it does not exist. A local store keeps each table's handle
+        open with its connection: opening reads the manifest (~1 ms on two cores), and a compile
+        asked for its two tables 7 times (docs/benchmarks.md, "Compile latency: tables kept open")."""
         check_literal(table, TABLE_RE, "table name")
         if not self.in_memory and not Path(self.uri).exists():
             return None  # reading never creates the store
         self._db = self._connection(table)
+        handles = None
+        if not self.in_memory:
+            with _CONNECTIONS_LOCK:
+                handles = _HANDLES.setdefault(self._db, {})
+                if not (Path(self.uri) / f"{table}.lance").is_dir():
+                    handles.pop(table, None)  # dropped: never answered from a handle
+                elif (tbl := handles.get(table)) is not None:
+                    return tbl
         # Not `table in db.list_tables()`: that is a ListTablesResponse and `in` is always False (P14).
         try:
-            return self.db.open_table(table)
+            tbl = self.db.open_table(table)
         except ValueError:
             return None
+        if handles is not None:
+            with _CONNECTIONS_LOCK:
+                tbl = handles.setdefault(table, tbl)
+        return tbl
 
     def table_names(self) -> list[str]:
         return sorted(self.db.list_tables().tables)
@@ -963,12 +985,14 @@ class LanceVectorStore:
         for part, tbl in self._opened(table, kinds):
             held = self._held_rows(tbl, part)
             if vector is not None:
-                stored = (self._meta(tbl) or {}).get("embedding_model_version")
+                meta = self._meta(tbl) or {}  # one schema read a search (each is a call into LanceDB's loop)
+                stored = meta.get("embedding_model_version")
                 if model_version is not None and stored != model_version:
                     raise EmbeddingModelMismatch(
                         f"{self.uri}/{part} holds vectors of {stored!r}; the query vector is from {model_version!r}"
                     )
-                by_route["vector"] += self._vector_route(tbl, vector, where, k, held, lambda h: refused(h) is None)
+                dim = meta.get("embedding_dim") or tbl.schema.field("vector").type.list_size
+                by_route["vector"] += self._vector_route(tbl, vector, dim, where, k, held, lambda h: refused(h) is None)
             if text is not None and text.strip():
                 by_route["fulltext"] += self._fulltext_route(tbl, text, where, k, phrase, held)
         hits = [h for route, found in by_route.items() for h in _ranked(_best(found, k), route)]
@@ -1043,11 +1067,15 @@ class LanceVectorStore:
         lists = [f"{column} IN ({sql_list(part)})" for part in chunks(inline)] if inline else []
         wheres = [f"({base}) AND ({p})" for p in lists] + ([base] if len(inline) < len(wanted) else [])
 
+        def keep(rows: pa.Table) -> pa.Array:
+            return arrow_filter(rows, principals, scope, kinds)
+
         def rows_of(part: str, tbl: Any) -> Iterable[dict[str, Any]]:
             held = self._held_rows(tbl, part) if column in ("session_id", "entry_id") and not extra else None
             if held is not None:
-                # Every row of the sessions or entries, any visibility or kind: the checks below are the filter.
-                return held.of_sessions(wanted) if column == "session_id" else held.of_entries(wanted)
+                # The asker's filter in Arrow first (converting rows to Python is most of a lookup's
+                # cost), then the checks below, as for the rows LanceDB filtered.
+                return held.of_sessions(wanted, keep) if column == "session_id" else held.of_entries(wanted, keep)
             return (r for where in wheres for r in table_rows(self._scan(tbl, [*HIT_COLUMNS, *extra], where)))
 
         kind_set = None if kinds is None else set(kinds)
@@ -1092,10 +1120,10 @@ class LanceVectorStore:
                 held = _HELD[key] = (*held[:4], EvidenceRows(self._scan(tbl, list(HIT_COLUMNS))))
             return held[4]
 
-    def _vector_route(self, tbl: Any, vector: Any, where: str, k: int, held: EvidenceRows | None, admits: Any) -> list[dict[str, Any]]:
+    def _vector_route(self, tbl: Any, vector: Any, dim: int, where: str, k: int, held: EvidenceRows | None, admits: Any) -> list[dict[str, Any]]:
         """The best ``k`` rows by cosine similarity passing ``where`` (``admits``: the same test
-        in Python, for rows taken from ``held``), ties broken by id (see :func:`_top_k`)."""
-        dim = (self._meta(tbl) or {}).get("embedding_dim") or tbl.schema.field("vector").type.list_size
+        in Python, for rows taken from ``held``; ``dim``: the table's vector size), ties broken by id
+        (see :func:`_top_k`)."""
         q = np.asarray(vector, dtype=np.float32).reshape(-1)
         if q.shape[0] != dim:
             raise ValueError(f"query vector has {q.shape[0]} dimensions, the table {dim}")

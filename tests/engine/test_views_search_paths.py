@@ -178,6 +178,29 @@ def test_a_shared_connection_sees_a_rebuild_by_another_process(tmp_path, emb):
     assert not gone & {h[0] for part in after for h in part}
 
 
+def test_a_table_handle_kept_open_sees_another_process_sync_in_place(tmp_path, emb):
+    # A sync writes a new version into the same directory (no new connection, unlike a rebuild):
+    # the handle this process keeps open must answer from it, as a freshly opened one would.
+    rows = _rows(200)
+    reader = LanceVectorStore(tmp_path / "vectors")
+    reader.sync(evidence_table(rows[:130]), emb)
+    reader.sync(evidence_table(rows[:120]), emb)  # a deletion first: its folder is made once, and changes the table's identity
+    before = _answers(reader, emb)
+    opened = reader._open("evidence")
+    code = (
+        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
+        "import test_views_search_paths as t; from views.vectors import LanceVectorStore; from views.evidence_schema import evidence_table;"
+        "LanceVectorStore(sys.argv[3]).sync(evidence_table(t._rows(200)[60:]), t.HashEmbedder())"
+    )
+    here = __import__("pathlib").Path(__file__).resolve()
+    subprocess.run([sys.executable, "-c", code, str(here.parent), str(here.parents[2]), str(tmp_path / "vectors")], check=True)
+    assert reader._open("evidence") is opened  # the same handle: nothing reopened it
+    after = _answers(reader, emb)
+    assert after != before and after == _answers(_fresh(reader), emb)
+    found = {h[0] for part in after for h in part}
+    assert not {r["id"] for r in rows[:60]} & found and {r["id"] for r in rows[120:]} & found
+
+
 def _whole(store: LanceVectorStore, emb: HashEmbedder) -> list:
     """Searches (both routes, every filter), session windows and entries' rows for every asker,
     rows whole."""

@@ -30,3 +30,16 @@ def test_take_reads_rows_across_chunks_in_the_order_asked():
     assert g.take([13, 0, 14, 1, 7]).column("n").to_pylist() == [13, 0, 14, 1, 7]
     assert g.take([]).num_rows == 0
     assert [r["n"] for r in g.rows_of(["b"])] == [1, 4, 7, 10, 13]
+
+
+def test_a_mask_keeps_rows_before_they_are_converted():
+    table = pa.table({"k": ["a", "b", "a", "a"], "n": [0, 1, 2, 3]})
+    g = Grouped(table, "k")
+    seen = []
+
+    def odd(rows: pa.Table) -> pa.Array:
+        seen.append(rows.num_rows)
+        return pa.array([n % 2 == 1 for n in rows.column("n").to_pylist()])
+
+    assert [r["n"] for r in g.rows_of(["a", "b"], odd)] == [3, 1]
+    assert seen == [4]  # one mask over every row of the groups asked

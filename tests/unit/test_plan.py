@@ -64,6 +64,8 @@ def test_a_packed_item_with_other_tokens_says_so():
 def test_a_plan_refuses_text(value):
     with pytest.raises(ValueError, match="plan"):
         PlanRecorder().add("route", "fulltext", entry_ids=[value])
+    with pytest.raises(ValueError, match="plan"):  # among ids, which are matched in one pass
+        PlanRecorder().add("route", "fulltext", entry_ids=["e_1", value, "e_2"])
 
 
 def test_a_plan_takes_ids_names_times_and_numbers():
