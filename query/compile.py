@@ -39,7 +39,7 @@ from query.facts import state_facts, state_source
 from query.log import fingerprint, key_id, question_key, record_compile
 from query.pack import pack
 from query.plan import PlanRecorder, new_query_id
-from query.retrieve import retrieve
+from query.retrieve import embed_question, retrieve
 from query.staleness import assess
 from views.build import vector_store
 from views.dossiers import load_dossiers
@@ -147,6 +147,7 @@ def compile_context(
     if ctx.staleness.get("evidence_index", {}).get("decision") == "patched":
         patch = (ctx.watermarks.get("evidence_index") or 0, head)
     recorder.add("staleness", views={v: s.get("decision") for v, s in ctx.staleness.items()}, pending_erasures=len(erased), patched=patch is not None)
+    embedder, embedding = embed_question(home, question, config, embedder, patch)  # under way while the state is read
     # What every route's search applies before it ranks (the store filters; query/acl.py re-checks after).
     recorder.add(
         "prefilter", principals=[asker], scope=scope, as_of=ctx.as_of, known_at=ctx.known_at, kinds=list(EVIDENCE_KINDS),
@@ -172,7 +173,7 @@ def compile_context(
     recorder.add("current", keys=fold.keys, superseded=sorted(fold.old), history=fold.history)
     ctx.items, window = retrieve(
         home, question, asker, scope, config, embedder, ledger=ledger, patch=patch, when=(as_of, known_at), keys=fold.keys,
-        goal=wanted.text if wanted else None, recorder=recorder,
+        goal=wanted.text if wanted else None, recorder=recorder, embedding=embedding,
     )  # fmt: skip
     ctx.time_window = window.to_dict() if window else None
     current.order(ctx, fold)

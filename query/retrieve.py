@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
@@ -49,6 +49,18 @@ def route_pool() -> ThreadPoolExecutor:
         return _POOL
 
 
+def embed_question(home: MemcHome, question: str, config: QueryConfig, embedder: Any, patch: tuple[int, int] | None) -> tuple[Any, Future | None]:
+    """(the question embedder, the question's vector being computed on the route pool), or no
+    vector when no route needs one: a compile starts it first, so that the ~7 ms of the model
+    (ONNX Runtime releases the GIL) run beside the state facts, the entities and the full-text
+    routes rather than before the vector routes (docs/benchmarks.md, "Compile latency: the
+    question embedded first"). An index never built loads no model."""
+    if not config.vector_weight or (patch is None and not vector_store(home).built()):
+        return embedder, None
+    embedder = embedder if embedder is not None else question_embedder()
+    return embedder, route_pool().submit(lambda: embedder.encode([question])[0])
+
+
 def retrieve(
     home: MemcHome,
     question: str,
@@ -63,13 +75,15 @@ def retrieve(
     keys: list[str] | None = None,
     goal: str | None = None,
     recorder: PlanRecorder | None = None,
+    embedding: Future | None = None,
 ) -> tuple[list[ContextItem], TimeWindow | None]:
     """The evidence items, best first, and the time window the question named (if any).
 
     ``keys``: source entries of the state facts the question asks for (query/current.py),
     ranked in that order as the `state` route: evidence reached through the fact drawn from it.
     ``goal``: the agent's task, one more full-text route (`goal`). ``recorder``: the compile's
-    plan, to which each route, the fusion, the items and the units are added as they run."""
+    plan, to which each route, the fusion, the items and the units are added as they run.
+    ``embedding``: the question's vector already under way (:func:`embed_question`)."""
     recorder = recorder or PlanRecorder()
 
     named = named_entities(home, question, asker, scope)
@@ -88,7 +102,8 @@ def retrieve(
     # 100k entries on two cores, with the one torch thread the servers use, compile p50 85 ->
     # ~70 ms and p95 112 -> ~93 ms (docs/benchmarks.md).
     pool = route_pool()
-    embedding = pool.submit(lambda: embedder.encode([question])[0]) if config.vector_weight else None
+    if embedding is None and config.vector_weight:
+        embedding = pool.submit(lambda: embedder.encode([question])[0])
     # Sub-routes ("family/how"): each ranks on its own and counts once per entry in the fusion.
     plan: dict[str, tuple[float, dict[str, Any]]] = {
         "fulltext": (config.fulltext_weight, {"text": question, "k": config.fulltext_k}),
