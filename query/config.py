@@ -93,7 +93,9 @@ class QueryConfig(BaseModel):
     # The claims searched by full text too (`thorough`): in balanced its ranks added little to the
     # learned order for a second search a compile (~15 ms of CPU at 100k entries).
     facts_fulltext: bool = False
-    # Hits a facts route takes (None: as many as its turns' route, vector_k / fulltext_k).
+    # Hits a facts route takes (None: as many as its turns' route, vector_k / fulltext_k). 40
+    # saves ~2.5 ms of a claims search at 100k entries; on dev within a few questions of 80 and
+    # multi-hop at 2,000 tokens 0.702 -> 0.699 (docs/context.md, "Fewer claims a search").
     facts_k: int | None = Field(default=None, ge=1)
     # Replies keyed with the question they answer (views/evidence.py exchange_rows), ranked with
     # the turns by the full-text and the vector searches, each key's hit standing for its reply:
