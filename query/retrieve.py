@@ -53,7 +53,7 @@ def embed_question(home: MemcHome, question: str, config: QueryConfig, embedder:
     """(the question embedder, the question's vector being computed on the route pool), or no
     vector when no route needs one: a compile starts it first, so that the ~7 ms of the model
     (ONNX Runtime releases the GIL) run beside the state facts, the entities and the full-text
-    routes rather than before the vector routes (docs/benchmarks.md, "Compile latency: the
+    routes rather than before the vector routes (docs/benchmarks.md, "Tables kept open, the
     question embedded first"). An index never built loads no model."""
     if not config.vector_weight or (patch is None and not vector_store(home).built()):
         return embedder, None

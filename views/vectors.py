@@ -370,7 +370,8 @@ class LanceVectorStore:
     def _open(self, table: str) -> Any | None:
         """The open table, or None when it does not exist. A local store keeps each table's handle
         open with its connection: opening reads the manifest (~1 ms on two cores), and a compile
-        asked for its two tables 7 times (docs/benchmarks.md, "Compile latency: tables kept open")."""
+        asked for its two tables 7 times (docs/benchmarks.md, "Tables kept open, the question embedded
+        first")."""
         check_literal(table, TABLE_RE, "table name")
         if not self.in_memory and not Path(self.uri).exists():
             return None  # reading never creates the store
