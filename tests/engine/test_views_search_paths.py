@@ -160,18 +160,23 @@ def test_a_shared_connection_answers_like_a_fresh_one_after_syncs_and_rebuilds(t
     assert not gone & {h[0] for part in after for h in part}
 
 
+def _in_another_process(uri, call: str) -> None:
+    """``LanceVectorStore(uri).<call>`` run by a new interpreter (this module imported as ``t``)."""
+    code = (
+        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
+        "import test_views_search_paths as t; from views.vectors import LanceVectorStore; from views.evidence_schema import evidence_table;"
+        f"LanceVectorStore(sys.argv[3]).{call}"
+    )
+    here = __import__("pathlib").Path(__file__).resolve()
+    subprocess.run([sys.executable, "-c", code, str(here.parent), str(here.parents[2]), str(uri)], check=True)
+
+
 def test_a_shared_connection_sees_a_rebuild_by_another_process(tmp_path, emb):
     rows = _rows(200)
     reader = LanceVectorStore(tmp_path / "vectors")
     reader.sync(evidence_table(rows), emb)
     before = _answers(reader, emb)
-    code = (
-        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
-        "import test_views_search_paths as t; from views.vectors import LanceVectorStore; from views.evidence_schema import evidence_table;"
-        "LanceVectorStore(sys.argv[3]).rebuild(evidence_table(t._rows(200)[:90]), t.HashEmbedder())"
-    )
-    here = __import__("pathlib").Path(__file__).resolve()
-    subprocess.run([sys.executable, "-c", code, str(here.parent), str(here.parents[2]), str(tmp_path / "vectors")], check=True)
+    _in_another_process(tmp_path / "vectors", "rebuild(evidence_table(t._rows(200)[:90]), t.HashEmbedder())")
     after = _answers(reader, emb)
     assert after != before and after == _answers(_fresh(reader), emb)
     gone = {r["id"] for r in rows[90:]}
@@ -187,13 +192,7 @@ def test_a_table_handle_kept_open_sees_another_process_sync_in_place(tmp_path, e
     reader.sync(evidence_table(rows[:120]), emb)  # a deletion first: its folder is made once, and changes the table's identity
     before = _answers(reader, emb)
     opened = reader._open("evidence")
-    code = (
-        "import sys; sys.path[:0] = [sys.argv[1], sys.argv[2]];"
-        "import test_views_search_paths as t; from views.vectors import LanceVectorStore; from views.evidence_schema import evidence_table;"
-        "LanceVectorStore(sys.argv[3]).sync(evidence_table(t._rows(200)[60:]), t.HashEmbedder())"
-    )
-    here = __import__("pathlib").Path(__file__).resolve()
-    subprocess.run([sys.executable, "-c", code, str(here.parent), str(here.parents[2]), str(tmp_path / "vectors")], check=True)
+    _in_another_process(tmp_path / "vectors", "sync(evidence_table(t._rows(200)[60:]), t.HashEmbedder())")
     assert reader._open("evidence") is opened  # the same handle: nothing reopened it
     after = _answers(reader, emb)
     assert after != before and after == _answers(_fresh(reader), emb)
