@@ -102,8 +102,8 @@ def retrieve(
     # 100k entries on two cores, with the one torch thread the servers use, compile p50 85 ->
     # ~70 ms and p95 112 -> ~93 ms (docs/benchmarks.md).
     pool = route_pool()
-    if embedding is None and config.vector_weight:
-        embedding = pool.submit(lambda: embedder.encode([question])[0])
+    if embedding is None:  # a caller that did not start it
+        embedding = embed_question(home, question, config, embedder, patch)[1]
     # Sub-routes ("family/how"): each ranks on its own and counts once per entry in the fusion.
     plan: dict[str, tuple[float, dict[str, Any]]] = {
         "fulltext": (config.fulltext_weight, {"text": question, "k": config.fulltext_k}),

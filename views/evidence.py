@@ -127,6 +127,14 @@ def _assemble(passed: pa.Table, made: dict[str, list[Any]], renamed: Mapping[str
     return pa.Table.from_arrays(arrays, schema=EVIDENCE_SCHEMA)
 
 
+def _tagged(eid: str, kind: str, scope: str, actor: str | None, mentions: Mapping[str, Sequence[str]] | None) -> list[str]:
+    """The entity ids an entry's rows carry: the entities it mentions when ``mentions`` is given,
+    else a message's speaker alone."""
+    if mentions is not None:
+        return sorted(mentions.get(eid, ()))
+    return [entity_id(scope, actor)] if kind == "message" and actor else []
+
+
 def evidence_rows(entries: pa.Table | Iterable[dict[str, Any]], mentions: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
     """One row per chunk of each retrievable entry (``entries``: a ledger read holding
     ENTRY_COLUMNS, or dicts with those keys). ``mentions`` (entry_id -> entity ids, see
@@ -138,10 +146,7 @@ def evidence_rows(entries: pa.Table | Iterable[dict[str, Any]], mentions: Mappin
     take: list[int] = []
     read = [table.column(c).to_pylist() for c in ("entry_id", "kind", "scope", "actor", "content", "attributes")]
     for n, (eid, kind, scope, actor, content, attributes) in enumerate(zip(*read)):
-        if mentions is not None:
-            ents = sorted(mentions.get(eid, ()))
-        else:
-            ents = [entity_id(scope, actor)] if kind == "message" and actor else []
+        ents = _tagged(eid, kind, scope, actor, mentions)
         for i, text in enumerate(chunk(render({"attributes": attributes, "actor": actor, "content": content}))):
             h = text_hash(text)
             take.append(n)
@@ -185,7 +190,7 @@ def exchange_rows(entries: pa.Table, mentions: Mapping[str, Sequence[str]] | Non
         made["id"].append(content_id("ex", eid, prev_eid, h))
         made["text"].append(text)
         made["content_hash"].append(h)
-        made["entity_ids"].append(sorted(mentions.get(eid, ())) if mentions is not None else ([entity_id(scope, actor)] if actor else []))
+        made["entity_ids"].append(_tagged(eid, "message", scope, actor, mentions))
     if not take:
         return EVIDENCE_SCHEMA.empty_table()
     made["kind"] = [EXCHANGE_KIND] * len(take)

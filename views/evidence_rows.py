@@ -18,15 +18,13 @@ filters the rows for the asker as it does the rows LanceDB returns.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from views.grouped import Grouped, table_rows
-
-Keep = Callable[[pa.Table], pa.Array]  # a boolean mask over rows, applied before they become Python
+from views.grouped import Grouped, Keep, table_rows
 
 
 class EvidenceRows:

@@ -15,6 +15,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 
+Keep = Callable[[pa.Table], pa.Array]  # a boolean mask over rows, applied before they become Python
+
+
 class Grouped:
     """``rows`` grouped by the string column ``key``, each group's rows in table order. Rows
     whose key is null or empty belong to no group.
@@ -44,7 +47,7 @@ class Grouped:
     def keys(self):  # a set-like view of the groups' keys
         return self._spans.keys()
 
-    def rows_of(self, keys: Iterable[str], keep: Callable[[pa.Table], pa.Array] | None = None) -> list[dict[str, Any]]:
+    def rows_of(self, keys: Iterable[str], keep: Keep | None = None) -> list[dict[str, Any]]:
         """Every row of these groups (each group once), as ``Table.to_pylist`` gives them;
         ``keep``: a mask over the groups' rows, applied before they are converted."""
         parts = [self._order[start : start + count] for start, count in (self._spans[k] for k in dict.fromkeys(keys) if k in self._spans)]
