@@ -1,4 +1,5 @@
-"""The clause extractor (rules 0.3.0): deterministic, no model, read clause by clause.
+"""The clause extractor (rules 0.3.0 on, versioned by claims/lexicon.toml): deterministic, no model,
+read clause by clause.
 
 Each turn is split into sentences and clauses (spaCy's tokenizer and sentencizer; claims/nlp.py),
 and each clause is read in four steps:
@@ -162,6 +163,8 @@ _NOT_DOINGS = {"be", "go", "imagine", "root", "end", "think", "look", "hope", "w
                "lose", "miss", "fail", "hurt", "break", "lack"}  # "Losing my job made me ...": undergone, not practised
 _ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
+# Verbs after "let's" that cheer rather than plan: "Let's keep going", "let's spread the love".
+_EXHORTATIONS = frozenset({"keep", "continue", "stay", "spread", "hope", "chase", "reach", "join", "work", "be", "see", "give", "never", "not", "hang", "stick"})
 _TIME_WORDS_STOP = {"yet", "yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
 # "I find better routes", "I'm getting closer": nothing received.
 _PRESENT_RECEIPT = frozenset({"find", "finds", "get", "gets", "getting", "finding", "win", "wins", "buy", "buys", "earn", "earns"})
@@ -385,6 +388,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
                 continue  # "my neighbours make me keep trying": what they do to the speaker, cut at "me"
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
                 yield from once(_apposed(read, text))
+                yield from once(_title_given(entry, base, text, read, sent))
     yield from rules._identifiers(entry, base, text, actor)
     if resolver is not None:
         yield from rules._mentions(entry, base, text, actor, resolver)
@@ -394,6 +398,36 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
 # working on a new project - a thriller set in a mountain village".
 _APPOSED_HEADS = frozenset({"project", "thing", "job", "idea", "gig", "surprise", "hobby", "book", "story", "recipe", "adventure", "challenge"})
 _APPOSITION = re.compile(r"\s+[-–—]+\s+(?:a|an)\s+(?P<obj>[a-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,9}?)\s*(?=[.!?;,]|\s+[-–—]|$)")
+
+
+# Kinds of a work or a venue whose name may follow later in the sentence: "I saw a movie ..., I
+# think it was called "Inception"", "a game with a great setting called "Cyberpunk 2077"".
+_KINDS = frozenset({
+    "movie", "film", "game", "book", "novel", "series", "show", "song", "album", "band", "podcast", "play", "musical",
+    "app", "restaurant", "cafe", "café", "bar", "shop", "store", "bakery", "course", "class", "documentary", "anime",
+    "comic", "poem", "script", "screenplay", "recipe", "dish", "club", "trail", "festival", "exhibit", "exhibition",
+})  # fmt: skip
+_TITLE_GIVEN = re.compile(
+    r"\b(?:called|named|titled)\s+(?P<title>[\"“][^\"”]{2,60}[\"”]|[A-Z][\w'\-]*(?:\s+(?:[A-Z0-9][\w'\-]*|of|the|and)){0,5})"
+)
+
+
+def _title_given(entry: dict[str, Any], base: dict[str, Any], text: str, p: Proposal, sent: Any) -> Proposal | None:
+    """The claim ``p`` again with the title given later in its sentence as its object, when its
+    object names a kind of work or venue ("watched a movie" ... "it was called "Inception"" ->
+    watched "Inception"); the quote runs from ``p``'s quote to the title. None when the sentence
+    gives no title after the quote or the object names one already."""
+    if p.predicate not in ("watched", "created", "received", "practices", "likes", "has", "attended", "studies", "started", "finished"):
+        return None
+    if not _KINDS & {w.strip(".,!?\"“”").lower() for w in p.object.split()}:
+        return None
+    start = text.find(p.quote, sent.start_char, sent.end_char)
+    if start < 0:
+        return None
+    m = _TITLE_GIVEN.search(text, start + len(p.quote), sent.end_char)
+    if m is None or m.group("title").strip("\"“”") in p.object:
+        return None
+    return rules._proposal_at(entry, base, text, start, m.end("title"), m.start("title"), m.start("title") + len(m.group("title")), p.subject, p.predicate, p.polarity)
 
 
 def _apposed(p: Proposal, text: str) -> Proposal:
@@ -548,8 +582,9 @@ _FAVOURITE_AFTER = re.compile(rf"\b{_FAVOURITE}(?:\s+[a-z][a-z\-]*){{0,3}}\s+(?:
 
 # "It's really important to teach teens about budgeting", "Family is so important to me".
 _IMPORTANT = r"(?:so\s+|super\s+|really\s+|very\s+|extra\s+|truly\s+)?(?:important|crucial|key|essential|vital|precious|special)"
-# Only "to <doing>": "it's important for our street" names no value, "to me that ..." is a clause.
-_VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+)?to\s+(?!me\b)(?P<obj>(?:[^.!?,;:\-–()]|(?<=\w)-(?=\w)){{3,90}})")
+# Only "to <doing>": "it's important for our street" names no value, "to me that ..." is a clause;
+# "for younger generations to remember ..." says whose doing is valued.
+_VALUES_IT = re.compile(rf"\b(?:[Ii]t's|[Ii]t is|[Ii]ts)\s+{_IMPORTANT}\s+(?:to\s+me\s+|for\s+(?!me\b|us\b)[a-z][\w'\-]*(?:\s+[a-z][\w'\-]*){{0,2}}?\s+)?to\s+(?!me\b)(?P<obj>(?:[^.!?,;:\-–()]|(?<=\w)-(?=\w)){{3,90}})")
 _VALUES_X = re.compile(
     rf"(?:^|(?<=[.!?]\s))(?P<obj>[\"“]?[A-Z][\w'\"” ]{{2,50}}?)\s+(?:(?:is|are|'s|means)\s+(?:{_IMPORTANT}|the world)\s+to|(?:really\s+)?matters?(?:\s+so\s+much|\s+a\s+lot)?\s+to"
     r"|(?:really\s+)?(?:means|meant)\s+(?:a\s+lot|so\s+much|everything)\s+to"
@@ -695,7 +730,7 @@ def _made_by_me() -> tuple[re.Pattern[str], dict[str, str]]:
     thing named before a relative clause whose subject is the speaker and whose verb is a past
     form of a one-word `created` or `received` frame of the lexicon (and "did", which there makes;
     "met": "these folks I met at the library"). The predicate is that frame's."""
-    verbs: dict[str, str] = {"did": "created", "met": "met"}
+    verbs: dict[str, str] = {"did": "created", "met": "met", "contributed to": "created", "worked on": "created"}
     for frame in lexicon().frame:
         if frame.predicate in ("created", "received"):
             for phrase in frame.phrases:
@@ -706,7 +741,7 @@ def _made_by_me() -> tuple[re.Pattern[str], dict[str, str]]:
                             verbs.setdefault(form, frame.predicate)
     alt = "|".join(sorted(verbs, key=len, reverse=True))
     return re.compile(
-        r"\b(?:[Mm]y|[Tt]he|[Tt]his|[Tt]hese|[Tt]hose|[Ss]ome|[Aa]|[Aa]n|[Oo]ur)\s+(?P<obj>[a-zA-Z][\w'\-]*(?:\s+(?!(?:at|in|on|for|to|with|from|about|by|into|and|a|an|the|my|our|this|that|these|those|some)\b)[a-zA-Z][\w'\-]*){0,6}?)\s+"
+        r"\b(?:[Mm]y|[Tt]he|[Tt]his|[Tt]hese|[Tt]hose|[Ss]ome|[Aa]|[Aa]n|[Aa]nother|[Oo]ur)\s+(?P<obj>[a-zA-Z][\w'\-]*(?:\s+(?!(?:at|in|on|for|to|with|from|about|by|into|and|a|an|the|my|our|this|that|these|those|some)\b)[a-zA-Z][\w'\-]*){0,6}?)\s+"
         rf"(?:that\s+)?(?:I|we)\s+(?:just\s+|recently\s+|finally\s+|also\s+)?(?P<verb>{alt})\b"
     ), verbs
 
@@ -745,7 +780,7 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
                 # "..., but jazz is my top pick": the favourite follows the conjunction.
                 if lead := re.match(r"(?:but|and|so|or|plus|though)\s+", obj, re.I):
                     start, obj = start + lead.end(), obj[lead.end() :]
-                if lead := re.match(r"(?:remember|know|think|believe|guess|say|feel|agree|hope)\s+(?:that\s+)?", obj, re.I):
+                if lead := re.match(r"(?:remember|know|think|believe|guess|say|feel|agree|hope)\s+(?:that\s+)?(?!(?:and|or)\b)", obj, re.I):
                     start, obj = start + lead.end(), obj[lead.end() :]  # "Remember that resting well is important": the value follows
                 if lead := re.match(r"(?:this|that|these|those)\s+(?=\w)", obj, re.I):
                     start, obj = start + lead.end(), obj[lead.end() :]  # "This scarf means a lot to me"
@@ -785,6 +820,9 @@ class _Thing:
     sent: int  # the token its sentence starts at
     collective: bool = False  # "my family", "our team": neither "he" nor "she"
     starts: tuple[int, ...] = ()  # where the turn's sentences start (for a pronoun's sentence)
+    # Pointed at rather than owned or named: "The studio looks amazing", "That page has ...",
+    # "Sunflowers mean warmth": only what it is or is like is read of it (`described_as`).
+    pointed: bool = False
 
 
 @functools.cache
@@ -805,7 +843,7 @@ def _owned_words() -> dict[str, Any]:
     }
 
 
-def _owned_at(doc: Any, k: int) -> tuple[int, str] | None:
+def _owned_at(doc: Any, k: int, closers: frozenset[str] = frozenset()) -> tuple[int, str] | None:
     """(end token, kind) of the noun phrase of the speaker's that starts at token ``k`` (after
     "my"/"our"): up to two describing words and a noun ("son", "old area", "younger brother",
     "home country", "guinea pig"), ending before a verb, a preposition or the clause's end. None
@@ -830,7 +868,7 @@ def _owned_at(doc: Any, k: int) -> tuple[int, str] | None:
     end = j + 1
     if end + 1 < n and low not in words["kin"] and doc[end].is_alpha and doc[end].is_lower and not _closes(doc[end]) and doc[end].lower_ not in _CLOSING_VERBS and (doc[end].lower_ in classes["noun"] or _lemma(doc[end]) in classes["noun"] and not _past_verb(doc[end])) and _closes(doc[end + 1]):
         end += 1  # "home country", "dance crew": a noun on a noun, then a verb
-    if end < n and low not in words["kin"] and not _closes(doc[end]) and not (doc[end].is_alpha and doc[end].is_lower and _lemma(doc[end]) in classes["verb"] and _lemma(doc[end]) not in classes["noun"]):
+    if end < n and low not in words["kin"] and not _closes(doc[end]) and doc[end].lower_ not in closers and not (doc[end].is_alpha and doc[end].is_lower and _lemma(doc[end]) in classes["verb"] and _lemma(doc[end]) not in classes["noun"]):
         return None  # the phrase may go on ("my kids love it": "love" may be a noun): where it ends is a guess
     if end < n and (doc[end].text in ("'", "’", "'s", "’s") or doc[end].is_title and doc[end].text != "I"):
         return None  # "my kids' faces", "my sister Ana" (the name is the one meant)
@@ -860,7 +898,18 @@ def _closes(t: Any) -> bool:
     return _past_verb(t) and _lemma(t) in word_classes()["verb"] and not low.endswith("s") and low not in word_classes()["noun"]  # "crew" is no past of "crow" here
 
 
-_THING_OPENERS = re.compile(r"\b(?:[Mm]y|[Oo]ur|MY|OUR)\b|[\"“]")
+_THING_OPENERS = re.compile(r"\b(?:[Mm]y|[Oo]ur|MY|OUR|[Tt]his)\b|[\"“]|(?:^|(?<=[.!?,;:\-–—]\s))(?:[Tt]he|[Tt]hat|[Tt]hese|[Tt]hose|[A-Z][a-z]+s)\b")
+# After a thing's name, verbs that say what it is like, as "is" does: "it looks great".
+_SENSES = frozenset({"looks", "looked", "seems", "seemed", "sounds", "sounded", "tastes", "tasted", "smells", "smelled"})
+# Verbs that say what a thing pointed at is like ("The studio looks amazing", "Sunflowers mean
+# warmth"): where its noun phrase ends, though most are nouns too.
+_DESCRIBING = frozenset({
+    "looks", "looked", "seems", "seemed", "sounds", "sounded", "tastes", "tasted", "smells", "smelled", "means", "meant",
+    "stands", "stood", "symbolizes", "symbolises", "represents", "represented", "reminds", "reminded",
+    "mean", "stand", "symbolize", "symbolise", "represent", "remind",
+})  # fmt: skip
+# What a thing pointed at is not: a saying's word ("The thing is ...", "The best part was ...", "That idea ...").
+_NOT_POINTED = frozenset({"thing", "things", "stuff", "other", "rest", "same", "whole", "idea", "point", "problem", "issue", "worst", "toughest", "hardest", "more", "most", "only", "first", "last", "next", "one", "ones", "kind", "sort", "fact", "truth", "reason", "answer", "news", "moment", "feeling", "end", "result", "key"})
 
 
 def _things(
@@ -890,7 +939,7 @@ def _things(
             t.i >= 2 and doc[t.i - 1].text == "," and doc[t.i - 2].is_title and doc[t.i - 2].lower_ not in _OPENERS | {"thanks", "hi", "hello"}
         ):
             # (not "Pip, my hamster": the name is the one a pronoun after it stands for)
-            found = _owned_at(doc, t.i + 1)
+            found = _owned_at(doc, t.i + 1, _DESCRIBING)
             if found is None:
                 continue
             end, kind = found
@@ -907,6 +956,11 @@ def _things(
             if close is not None:
                 title = doc[t.i + 1 : close].text.rstrip(".,!?")
                 out.append(_Thing(title, t.i + 1, close, "thing", None, False, False, _sentence_start(starts, t.i)))
+        elif (pointed := _pointed_at(doc, t)) is not None:
+            at, end, kind = pointed
+            phrase = doc[at:end]
+            plural = _lemma(phrase[-1]) != phrase[-1].lower_ and phrase[-1].lower_.endswith("s")
+            out.append(_Thing(phrase.text, at, end, kind, None, plural, False, _sentence_start(starts, t.i), pointed=True))
     for m in _NAME_IS.finditer(text) if "name" in text else ():
         # "Her name is Pepper! She's full of mischief": the one named is whom "she" stands for, in place
         # of the pet or child of the speaker's named before, which is most often the same one
@@ -917,6 +971,55 @@ def _things(
         out = [o for o in out if not (o.owned and o.kind in ("person", "animal") and o.at < span[0].i)]
         out.append(_Thing(m.group("obj"), span[0].i, span[-1].i + 1, "animal", gender, False, False, _sentence_start(starts, span[0].i)))
     return tuple(dataclasses.replace(o, starts=tuple(starts)) for o in out)
+
+
+def _only_adverb(t: Any) -> bool:
+    """Whether a word ending in -ly can only be an adverb ("specifically", not "lovely")."""
+    if not t.lower_.endswith("ly"):
+        return False
+    classes = word_classes()
+    low = t.lower_
+    return low in classes["adv"] and low not in classes["adj"] and low not in classes["noun"]
+
+
+def _noun_phrase_end(doc: Any, k: int) -> int | None:
+    """The token after a noun phrase of one to three lower-case words from token ``k`` ("studio",
+    "surrounding beauty") that ends before a verb, a mark or a preposition; None when its end is a
+    guess (the words go on) or its last word is no noun."""
+    j, n = k, len(doc)
+    while j < n and j - k < 3 and doc[j].is_alpha and doc[j].is_lower and not _closes(doc[j]) and doc[j].lower_ not in _DESCRIBING and not _only_adverb(doc[j]):
+        j += 1
+    if j == k or (j < n and not (_closes(doc[j]) or doc[j].lower_ in _DESCRIBING or _only_adverb(doc[j]))):
+        return None
+    return j if _lemma(doc[j - 1]) in word_classes()["noun"] else None
+
+
+def _pointed_at(doc: Any, t: Any) -> tuple[int, int, str] | None:
+    """(first token, end token, kind) of a thing pointed at where a clause starts: "The studio
+    [looks amazing]", "That page [has ...]", "The sunset and the surrounding beauty [were ...]",
+    or a plural in general before a verb of meaning ("Sunflowers [mean warmth]"). None for a
+    person ("The kids ..."), a saying ("The thing is ...") or a phrase whose end is a guess."""
+    low = t.lower_
+    if low in ("the", "this", "that", "these", "those"):
+        if t.i + 1 >= len(doc):
+            return None
+        at, end = t.i + 1, _noun_phrase_end(doc, t.i + 1)
+        if end is None:
+            return None
+        if end + 2 < len(doc) and doc[end].lower_ == "and" and doc[end + 1].lower_ in ("the", "its", "their"):
+            end = _noun_phrase_end(doc, end + 2) or end  # "The sunset and the surrounding beauty were ..."
+        words = _owned_words()
+        kind = "person" if {w.lower_ for w in doc[at:end]} & (words["people"] | _PEOPLE_WORDS) else "thing"
+    elif t.is_title and t.i + 1 < len(doc) and doc[t.i + 1].lower_ in _DESCRIBING - {"looks", "looked", "seems", "seemed", "sounds", "sounded"}:
+        if _lemma(t) == low or _lemma(t) not in word_classes()["noun"]:
+            return None  # a plural noun, said of its kind: "Roses stand for love"
+        at, end, kind = t.i, t.i + 1, "thing"
+    else:
+        return None
+    words = {w.lower_ for w in doc[at:end]}
+    if kind == "person" or words & _NOT_POINTED or words & _TIME_NOUNS:
+        return None
+    return at, end, kind
 
 
 def _sentence_start(starts: Sequence[int], i: int) -> int:
@@ -1030,6 +1133,22 @@ def _reported(
     return p.model_copy(update={"asserted_by": report.reporter, "quote": quote})
 
 
+_POSSESSIVES = frozenset({"my", "our", "your", "his", "her", "their"})
+
+
+def _owned_item(doc: Any, k: int, stop: int) -> bool:
+    """Whether "and"/"or" at token ``k`` adds a thing of someone's to the phrase before it and
+    closes the clause ("to feel closer to a community and my faith."): a possessive, one or two
+    words, then a mark or ``stop`` (the clause's or sentence's end). "and my son fell off his
+    bike" goes on with a verb: a new clause."""
+    if k + 2 >= stop + 1 or doc[k + 1].lower_ not in _POSSESSIVES:
+        return False
+    j = k + 2
+    while j < stop and j - k - 2 < 2 and doc[j].is_alpha and doc[j].is_lower and not _closes(doc[j]) and not doc[j].lower_.endswith("ed"):
+        j += 1
+    return j > k + 2 and (j >= stop or (not doc[j].is_alpha and doc[j].text != "'"))
+
+
 def _clauses(sent: Any) -> Iterator[tuple[list[Any], bool]]:
     """The clauses of a sentence: split at punctuation, at subordinators, and at a coordinator
     followed by a new subject ("... and I moved ..."); each with whether the speaker's subject
@@ -1080,7 +1199,9 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
                 at = txt
             cur = []
             continue
-        if low in ("and", "but", "so", "then", "or") and (nxt in _SUBJECT_WORDS or nxt in ("then", "now", "also", "just")):
+        if low in ("and", "but", "so", "then", "or") and (nxt in _SUBJECT_WORDS or nxt in ("then", "now", "also", "just")) and not (
+            low in ("and", "or") and cur and _owned_item(sent.doc, t.i, sent.end)
+        ):
             if cur:
                 yield cur, at
             cur, at = [], low
@@ -1214,6 +1335,8 @@ def _subject(
     i = 0
     while i < len(tokens) and (tokens[i].lower_ in _OPENERS or tokens[i].lower_ in _TIME_WORDS or tokens[i].like_num or tokens[i].lower_ in _LEADS):
         if tokens[i].lower_ in ("the", "this") and not (i + 1 < len(tokens) and tokens[i + 1].lower_ in _TIME_NOUNS | {"other", "day", "past"}):
+            if (own := next((o for o in things if o.pointed and o.at == tokens[i].i + 1), None)) is not None:
+                return own.subject, i + 1 + own.end - own.at, False  # "The studio looks amazing"
             return None, 0, False  # "The playing ...", "This is a huge step": "the"/"this" open someone else's subject, not a time
         i += 1
     if i < len(tokens) and tokens[i].lower_ in ("in", "on", "at", "during", "over", "for", "after", "before"):
@@ -1231,6 +1354,10 @@ def _subject(
     low = t.lower_
     if low in ("i", "we") or t.text in ("I'm", "I've", "Im"):
         return speaker, i + 1, False
+    if low == "let" and i + 2 < len(tokens) and tokens[i + 1].lower_ in ("'s", "’s") and speaker is not None:
+        if _lemma(tokens[i + 2]) in _EXHORTATIONS or (_lemma(tokens[i + 2]) == "make" and i + 3 < len(tokens) and tokens[i + 3].lower_ in ("sure", "a", "it", "some", "the")):
+            return None, 0, False  # "Let's keep chasing our dreams", "Let's make a difference": a cheer, no plan
+        return speaker, i + 2, False  # "Let's go to a dance class": a plan of the speaker's (with the listener)
     if low == "you" and listener is not None and not (i and tokens[i - 1].lower_ in _LEADS | {"if", "unless"}):
         return listener, i + 1, False  # not "when you start doubting": that "you" is anyone
     if low in ("he", "she", "it", "they"):
@@ -1244,6 +1371,8 @@ def _subject(
         own.end < len(t.doc) and t.doc[own.end].lower_ in ("and", "or", ",", "&")
     ):  # not "Our friends and neighbours make it worth it": of two subjects, the claim would name one
         return own.subject, i + 1 + (own.end - own.at), False  # "My son fell off his bike": the speaker's son
+    if (own := next((o for o in things if o.pointed and o.at in (t.i, t.i + 1)), None)) is not None and (own.at == t.i or low in ("that", "these", "those")):
+        return own.subject, i + (own.at - t.i) + own.end - own.at, False  # "That page has ...", "Sunflowers mean ..."
     if i + 1 < len(tokens) and f"{t.text} {tokens[i + 1].text}" in people:
         return f"{t.text} {tokens[i + 1].text}", i + 2, False  # "Mira Jovanovic works at ..."
     if t.text in people:
@@ -1273,6 +1402,7 @@ def _subject(
         return speaker, j, j == i and tokens[j].lower_.endswith("ing")
     if j < len(tokens) and (tokens[j].i in frame_starts or (j + 1 < len(tokens) and tokens[j + 1].lower_ in ("a", "an"))) and (
         (_past_verb(tokens[j]) and _lemma(tokens[j]) not in ("be", "have", "do") and not (j + 1 < len(tokens) and tokens[j + 1].lower_ in ("me", "us", "him", "her", "them")))
+        or (tokens[j].lower_ == "had" and j + 1 < len(tokens) and tokens[j + 1].lower_ in ("a", "an"))  # "Had an audition yesterday": had, no auxiliary
         or tokens[j].lower_ in ("gon", "gonna", "wanna")
     ):
         # An irregular past that opens a frame ("Went to the market", "Got a new bike") or has a
@@ -1327,7 +1457,8 @@ def _read_clause(
         and not (_lemma(tokens[k]) == "can" and tokens[k].lower_ != "could")  # "canned food" hedges nothing
         and not (tokens[k].text == "May" and k and tokens[k - 1].lower_ in _PREPOSITIONS | {"last", "next", "this", "early", "late", "mid"})  # "in May"
     )
-    negated = future = ability = copula = False
+    negated = ability = copula = False
+    future = i >= 2 and tokens[i - 2].lower_ == "let" and tokens[i - 1].lower_ in ("'s", "’s")  # "Let's ...": to come
     frames_from = {k for k, t in enumerate(tokens) if t.i in matches}
     # Between the subject and the verb: auxiliaries, adverbs, hedges, negations.
     while i < len(tokens):
@@ -1347,8 +1478,13 @@ def _read_clause(
         if n := _starts_with(tokens, i, words["negations"]):
             negated, i = True, i + n
             continue
-        if thing is not None and t.lower_ in ("'s", "’s"):
-            copula, i = True, i + 1  # "It's a mix of ...", "He's been great": "is" (the lookup lemma of "'s" is "have")
+        if thing is not None and (t.lower_ in ("'s", "’s") or (thing.pointed and t.lower_ in ("is", "was", "are", "were"))):
+            # "It's a mix of ...", "He's been great": "is" (the lookup lemma of "'s" is "have");
+            # "This cake is a recipe ...": what a thing pointed at is, not a frame ("is a" as "am a")
+            copula, i = True, i + 1
+            continue
+        if thing is not None and t.lower_ in _SENSES and i + 1 < len(tokens) and tokens[i + 1].is_alpha and tokens[i + 1].lower_ not in ("like", "to", "that", "as", "so", "the", "a", "an"):
+            copula, i = True, i + 1  # "The studio looks amazing": what it is like, as after "is"
             continue
         if lem in _HAVE or t.lower_ in ("have", "has", "had"):
             nxt = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -1370,7 +1506,7 @@ def _read_clause(
             break  # a frame starts at the auxiliary itself: "been to Paris", "am a nurse"
         if lem == "do" and t.lower_ in ("did", "do", "does") and i + 1 < len(tokens) and tokens[i + 1].lower_ in _DETERMINERS | {"some"}:
             break  # "We just did a jazz number": "did" is the verb, no auxiliary
-        if (lem in _AUX and t.lower_ not in ("will", "doing", "done")) or t.lower_ in _ADVERBS or t.lower_ in ("'re", "'s", "'m", "re", "m", "wo", "ca", "gotta"):
+        if (lem in _AUX and t.lower_ not in ("will", "doing", "done")) or t.lower_ in _ADVERBS or t.lower_ in ("'re", "'s", "'m", "re", "m", "wo", "ca", "gotta") or (thing is not None and thing.pointed and _only_adverb(t)):
             copula = copula or lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")
             i += 1
             continue
@@ -1404,6 +1540,14 @@ def _read_clause(
         # phrase describes; "my son is doing great" is a doing.
         ing_says_how = after is None or not after.is_alpha or after.lower_ in ("and", "or")
         described = copula and (not verb.lower_.endswith("ing") or ing_says_how) and (frame is None or frame.predicate in ("identity", "feels", "described_as"))
+        having = verb.lower_ in ("has", "have", "had") and after is not None and after.is_alpha and after.lower_ not in ("to", "been", "got", "had", "n't", "not", "nothing", "no", "just", "already", "never")
+        if having and not (negated or hedged or future or ability) and thing.kind == "thing":
+            # "That page has some dialogues exploring loss", "It has adventures, magic and great
+            # characters": what a thing holds says what it is
+            span = _object_span(text, tokens, verb.i, phrase_from_verb=True)
+            if span is None or {w.strip(".,!?").lower() for w in text[span[0] : span[1]].split()} & _HAD_IDIOMS:
+                return None  # "my team had a blast": a saying, nothing held
+            return _claim(entry, base, text, start_tok.idx, span, subject, "described_as", "assert")
         if described or (frame is not None and frame.predicate == "described_as"):
             if negated or hedged or future or ability:
                 return None  # "It wasn't great", "it might be a mix": not what it is
@@ -1413,9 +1557,11 @@ def _read_clause(
             while described and first < tokens[-1].i and verb.doc[first].lower_ in ("been", "being", "be"):
                 first += 1  # "She's been a lovely neighbour": what she is follows "been"
             span = _object_span(text, tokens, first, phrase_from_verb=True)
-            if span is None or verb.doc[first].lower_ in ("to", "that", "because", "when", "so", "like", "the", "this", "my", "our", "your", "all"):
+            if span is None or verb.doc[first].lower_ in ("to", "that", "because", "when", "so", "like", "the", "this", "my", "our", "your", "all") or (
+                thing.pointed and text[span[0] : span[1]].lower() in _IMPORTANT_WORDS
+            ):  # ("The garden was important": what is valued is read as a value, in the present only)
                 return None  # "my plan was to ...", "it's like ...": a clause; "My garden is my motivation": said of the speaker (_mine)
-            cut = re.search(r",?\s+and\s+(?=(?:" + "|".join(sorted(_ADVERBS)) + r")\b)", text[span[0] : span[1]], re.I)
+            cut = re.search(r",?\s+and\s+(?=(?:" + "|".join(sorted(_ADVERBS)) + r")\b)|,?\s+and\s+(?:the|my|our|his|her|their|its|those|these)\s+(?=\w+(?:\s+\w+)?\s*$)", text[span[0] : span[1]], re.I)
             if cut is not None:  # "full of mischief and always steals my socks": a second doing
                 span = (span[0], span[0] + cut.start())
             said = text[span[0] : span[1]].lower().split()
@@ -1423,8 +1569,8 @@ def _read_clause(
             if it_subject and (head is None or head in _NOT_DESCRIPTIONS):
                 return None  # "it's been quite a struggle", "It's a small step": a saying; "a blend of comedy and suspense" says what it is
             return _claim(entry, base, text, start_tok.idx, span, subject, "described_as", "assert")
-        if it_subject:
-            return None  # what "it" does: "it" is most often no thing ("it feels like ...")
+        if it_subject or thing.pointed:
+            return None  # what "it" does: "it" is most often no thing ("it feels like ..."); a thing pointed at is only described
     elif frame is not None and frame.predicate == "described_as":
         return None  # "I represent ...": a description of a thing, not of the speaker
     if we_all and verb.lower_ == _lemma(verb):
@@ -1487,6 +1633,10 @@ def _read_clause(
         # "I used to go horseback riding with my dad": a thing done, often, before now; "when I used
         # to live by the sea", "I used to be shy", "I used to love it": what once was, not a doing.
         done = verb.doc[verb.i + 2] if verb.i + 2 <= tokens[-1].i else None
+        if done is not None and done.lower_ == "have" and done.i < tokens[-1].i and done.doc[done.i + 1].lower_ in ("a", "an", "two", "three", "some") and not (negated or lead_when or subject != speaker):
+            # "I used to have a dog back in Michigan": had, once (`has` says "has or had")
+            span = _object_span(text, tokens, done.i + 1, phrase_from_verb=False)
+            return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "has", "assert")
         if done is None or lead_when or negated or subject != speaker or not done.is_alpha or _lemma(done) in _ONCE_STATES or done.lower_ in _ADVERBS:
             return None
         span = _object_span(text, tokens, done.i, phrase_from_verb=True)
@@ -1583,7 +1733,10 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "I'll make sure": nothing planned is named
     if predicate in ("plans", "goal", "considers") and len(named) + (first not in named) < 2:
         return None  # "I'll get 'em", "I'll have to ask": a verb alone plans nothing named
-    if predicate == "has" and any(w in _HAD_IDIOMS for w in named):
+    if predicate == "has" and (
+        any(w in _HAD_IDIOMS and not (w == "back" and rest[k + 1 : k + 2] in (["in"], ["at"], ["home"])) for k, w in enumerate(rest))  # ("a dog back in Michigan")
+        or bool({*[w for w in rest if w not in _DETERMINERS][:2]} & (_TIME_NOUNS | {"day"}))  # "Had a wild week": how it went, not a thing had
+    ):
         return None  # "we have each other's back", "we had a ball": a saying, not a thing had
     if predicate == "received" and named[-1] in _GOT_IDIOMS:
         return None  # "we've got the right idea", "got the point": nothing received
@@ -1771,7 +1924,7 @@ def _object_span(
             break
         if out and low == "to" and not phrase_from_verb and len(out) > 1 and not (t.i < last and (doc[t.i + 1].is_title or doc[t.i + 1].lower_ in ("the", "my", "our"))):
             break  # "made this poster to remind myself": the purpose is another clause (not "a trip to England", a place)
-        if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS:
+        if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS and not _owned_item(doc, t.i, last + 1):
             break
         if out and low in ("and", "but") and (_second_doing(doc, t.i + 1, last) or (t.i < last and doc[t.i + 1].lower_ in _COMMON_PASTS)):
             break  # "met some kind old folks and thanked them": a second doing, another clause
@@ -1782,7 +1935,12 @@ def _object_span(
         if out and low == "the" and t.i + 2 <= last and doc[t.i + 1].lower_ == "other" and doc[t.i + 2].lower_ in _TIME_NOUNS | {"day"}:
             break  # "an old western the other day"
         if out and low in ("last", "next", "this", "every") and t.i + 1 <= last and doc[t.i + 1].lower_ in _TIME_NOUNS:
+            if content and t.i + 2 <= last and doc[t.i + 2].lower_ in _GOES_ON_AFTER_TIME:
+                skip_to = doc[t.i + 2].idx  # "taking some time off this weekend to chill with my pets"
+                continue
             break  # "on a boat trip last summer": a time the resolver does not date still ends the object
+        if out and low == "a" and t.i + 1 <= last and doc[t.i + 1].lower_ in ("little", "bit") and (t.i + 2 > last or not doc[t.i + 2].is_alpha):
+            break  # "to clear my mind a little": how much, not what
         if len(low) > 2 and low not in _STOPWORDS and t.is_alpha:
             if content == MAX_CONTENT_WORDS:
                 # Cut inside a phrase ("by running a neighbourhood | book swap"): back off to the last

@@ -235,7 +235,7 @@ def _facts(claims) -> set[tuple]:
 
 def test_compare_on_the_demo_home_against_the_version_the_clause_extractor_replaced(built_home, tmp_path, monkeypatch):
     """The real extractors on the sample corpus: the demo home is built by the clause extractor
-    (rules 0.3.0, the default); the old rules 0.2.0 is extracted beside it, claims only, and what
+    (the default, rules 0.3.0 and on); the old rules 0.2.0 is extracted beside it, claims only, and what
     the two versions decide differently is exactly the facts one has and the other has not."""
     from cli.main import cli
 

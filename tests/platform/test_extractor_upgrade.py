@@ -1,4 +1,4 @@
-"""Moving a home built by rules 0.2.0 to the clause extractor (rules 0.3.0, the default since) is
+"""Moving a home built by rules 0.2.0 to the clause extractor (rules 0.3.0 and on, the default since) is
 its next build, or a partitioned backfill through Dagster: every ledger day is re-extracted into
 the new version's folder, the old folder is left byte for byte, and the state is folded from the
 new claims."""

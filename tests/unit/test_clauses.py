@@ -1,4 +1,4 @@
-"""The clause extractor (rules 0.3.0): what it reads from a turn, what it refuses to assert, and
+"""The clause extractor (rules 0.3.0 and on): what it reads from a turn, what it refuses to assert, and
 that every claim keeps a verbatim quote; its lexicon is checked when it loads."""
 
 from __future__ import annotations
@@ -167,9 +167,10 @@ def test_second_cut_rules_keep_their_limits() -> None:
     assert not any(s == "Ana" for s, _, _, _ in said("My sister moved to Oslo and started a job."))  # her doings, not the speaker's
     assert said("I'll make this work.") == set()  # "this" names nothing planned
     assert ("Ana", "feels", "supported", "assert") not in said("I met new neighbours and supported them.")
-    assert said("The view was amazing.") == set()  # one thing, once: not a generic liking
+    # One thing, once: not a generic liking; what it was like is said of it (rules 0.4.0)
+    assert said("The view was amazing.") == {("view", "described_as", "amazing", "assert")}
     assert said("Your garden is awesome!") == set()  # the listener's
-    assert said("Those posters are great.") == set()
+    assert said("Those posters are great.") == {("posters", "described_as", "great", "assert")}
     assert said("It's my passion.") == set()  # what "it" is, the turn does not say here
     assert said("Yeah, they are my rock.") == set()  # who "they" are, the turn does not say
     assert said("Your words keep me motivated.") == set()
@@ -446,7 +447,7 @@ print(json.dumps([before, pipeline.cache_info().currsize, claims]))
 def test_versions_live_side_by_side(monkeypatch) -> None:
     monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
     # "rules" (and the default) is the newest rules version; the one it replaced by its key
-    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.3.0"
+    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.4.0"
     assert active_extractor(RULES.key) is RULES and RULES.version == "0.2.0"
     # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
     e = entry("I moved to Berlin last month and I love it.")
@@ -686,3 +687,66 @@ def test_what_rules_0_2_0_read_of_named_people_the_clauses_read_too() -> None:
     # A pronoun is never such a name: "she" stays the one person named before it.
     assert ("Mira", "lives_in", "Oslo", "assert") in said("My sister Mira called. She moved to Oslo.")
     assert not {s for s, *_ in said("Berlin works for me. Monday works too.")} - {"Ana"}
+
+
+# Rules 0.4.0: what LoCoMo's answer-bearing misses showed was said but not read (docs/extraction.md).
+RULES_040 = [
+    ("I'm after Marley flooring, which is what dance studios usually use.", ("Ana", "goal", "Marley flooring", "assert")),
+    ("I'm on the hunt for the ideal spot for my dance studio.", ("Ana", "goal", "ideal spot for my dance studio", "assert")),
+    ("Let's go to a dance class next Friday!", ("Ana", "plans", "go to a dance class", "assert")),
+    ("Been quite a ride - had an audition yesterday for a writing gig.", ("Ana", "has", "audition for a writing gig", "assert")),
+    ("I used to have a dog back in Michigan with that name.", ("Ana", "has", "dog back in Michigan with that name", "assert")),
+    (
+        "It's important for younger generations to remember and appreciate those who served.",
+        ("Ana", "values", "remember and appreciate those who served", "assert"),
+    ),
+    ("I wanted to feel closer to a community and my faith.", ("Ana", "goal", "feel closer to a community and my faith", "assert")),
+    ("Took a short trip last week to Rome to clear my mind a little.", ("Ana", "activity", "Took a short trip to Rome to clear my mind", "assert")),
+    ("Congrats, Jon! The studio looks amazing.", ("studio", "described_as", "amazing", "assert")),
+    ("The sunset and the surrounding beauty were just incredible.", ("sunset and the surrounding beauty", "described_as", "incredible", "assert")),
+    ("Sunflowers mean warmth and happiness.", ("Sunflowers", "described_as", "warmth and happiness", "assert")),
+    ("The food was delicious and the staff were friendly.", ("food", "described_as", "delicious", "assert")),
+    (
+        "That page specifically has some dialogues exploring loss, redemption, and forgiveness.",
+        ("page", "described_as", "has some dialogues exploring loss, redemption, and forgiveness", "assert"),
+    ),
+    ("I love this series. It has adventures, magic, and great characters!", ("series", "described_as", "has adventures, magic, and great characters", "assert")),
+    ("I saw a movie with lots of dream stuff, I think it was called \"Inception\".", ("Ana", "watched", "Inception", "assert")),
+    (
+        "I've also been playing a game nonstop with a great futuristic setting and gameplay called \"Cyberpunk 2077\".",
+        ("Ana", "practices", "Cyberpunk 2077", "assert"),
+    ),
+    ("Another movie script that I contributed to was shown on the big screen!", ("Ana", "created", "movie script", "assert")),
+]
+
+
+@pytest.mark.parametrize("text, want", RULES_040)
+def test_rules_040_read_what_was_said_but_not_read(text, want) -> None:
+    assert want in said(text)
+
+
+def test_rules_040_keep_their_limits() -> None:
+    assert said("Let's keep chasing our dreams!") == set()  # a cheer, no plan
+    assert said("Let's make a difference together.") == set()
+    assert said("I used to have to walk to school.") == set()  # an obligation once, nothing had
+    assert said("Had an amazing day with the kids.") == set()  # how a day went, nothing had
+    assert said("My team had a blast to the very end.") == set()  # a saying, nothing held
+    assert said("The kids loved it.") == set()  # people pointed at are not described by this rule
+    assert said("The thing is, the bus was late.") == {("bus", "described_as", "late", "assert")}  # "the thing" is a saying
+    assert said("The garden was important.") == set()  # a value, read by the value patterns only
+    assert said("I read a book called The Night Circus.") == {("Ana", "watched", "book called The Night Circus", "assert")}  # named once
+    # "and my son fell off his bike": a new clause, not a second thing of the first one's object
+    assert said("I went to the park and my son fell off his bike.") == {
+        ("Ana", "attended", "park", "assert"),
+        ("Ana's son", "activity", "fell off his bike", "assert"),
+    }
+    assert said("Sunflowers mean warmth and happiness, right?") == set()  # a question asserts nothing
+
+
+def test_rules_040_claims_quote_their_source_and_pass_the_validators() -> None:
+    entries = [entry(text, n=i) for i, (text, _) in enumerate(RULES_040, 1)]
+    result = extract(entries, CLAUSES, Resolver())
+    assert result.rejections.num_rows == 0, result.rejections.to_pylist()
+    by_id = {e["entry_id"]: e for e in entries}
+    for c in result.claims.to_pylist():
+        assert c["quote"] in by_id[c["source_entry_id"]]["content"]
