@@ -83,14 +83,17 @@ def extract(
             return _extract_forked(entries, extractor, resolver, workers)
     claims: dict[str, dict[str, Any]] = {}
     rejections: dict[str, dict[str, Any]] = {}
+    dialogue = extractor.dialogue() if extractor.dialogue is not None else None
+    read: dict[str, dict[str, Any]] = {}  # the entries read so far: what a claim's subject entry may be
     n = 0
     for entry in entries:
         if entry["kind"] not in EXTRACTABLE_KINDS:
             continue
         n += 1
         scope = entry["scope"]
-        for raw in _proposals(entry, extractor, resolver, rejections):
-            failure = first_failure(raw, entry if raw.source_entry_id == entry["entry_id"] else None, resolver)
+        for raw in _proposals(entry, extractor, resolver, rejections, dialogue):
+            antecedent = read.get(raw.subject_entry_id) if raw.subject_entry_id else None
+            failure = first_failure(raw, entry if raw.source_entry_id == entry["entry_id"] else None, resolver, antecedent)
             if failure:
                 _reject(rejections, extractor, entry, failure[0], failure[1], raw.as_json_dict())
                 continue
@@ -119,7 +122,10 @@ def extract(
                 "object_id": resolver.entity_id(scope, raw.object) if pred.object_type == "person" else None,
                 "asserted_by": raw.asserted_by,
                 "asserted_by_id": _asserter_id(resolver, scope, raw.asserted_by or entry.get("actor")),
+                "subject_entry_id": raw.subject_entry_id,
             }
+        if dialogue is not None:
+            read[entry["entry_id"]] = entry
     return ExtractionResult(
         claims=pa.Table.from_pylist(list(claims.values()), schema=CLAIM_SCHEMA).sort_by(CLAIM_ORDER),
         rejections=pa.Table.from_pylist(list(rejections.values()), schema=REJECTION_SCHEMA).sort_by(REJECTION_ORDER),
@@ -135,7 +141,14 @@ def _extract_forked(entries: list[dict[str, Any]], extractor: Extractor, resolve
     if extractor.prepare is not None:
         extractor.prepare()
     size = -(-len(entries) // workers)
-    chunks = [entries[i : i + size] for i in range(0, len(entries), size)]
+    cuts = [0]
+    while cuts[-1] + size < len(entries):
+        cut = cuts[-1] + size
+        if extractor.dialogue is not None:  # a session's turns stay in one chunk: what it named carries over
+            while cut < len(entries) and _session(entries[cut]) == _session(entries[cut - 1]):
+                cut += 1
+        cuts.append(cut)
+    chunks = [entries[a:b] for a, b in zip(cuts, [*cuts[1:], len(entries)]) if a < b]
     with ProcessPoolExecutor(len(chunks), mp_context=multiprocessing.get_context("fork")) as pool:
         parts = list(pool.map(extract, chunks, [extractor] * len(chunks), [resolver] * len(chunks)))
     # Chunks hold whole entries and ids name their entry, so no claim comes from two chunks;
@@ -147,13 +160,22 @@ def _extract_forked(entries: list[dict[str, Any]], extractor: Extractor, resolve
     )
 
 
+def _session(entry: dict[str, Any]) -> tuple[Any, Any]:
+    return entry["scope"], entry.get("session_id")
+
+
 def _asserter_id(resolver: Resolver, scope: str, name: str | None) -> str | None:
     return resolver.entity_id(scope, name) if name and name.strip() else None
 
 
-def _proposals(entry: dict[str, Any], extractor: Extractor, resolver: Resolver, rejections: dict[str, dict[str, Any]]) -> Iterator[Proposal]:
+def _proposals(
+    entry: dict[str, Any], extractor: Extractor, resolver: Resolver, rejections: dict[str, dict[str, Any]], dialogue: Any = None
+) -> Iterator[Proposal]:
     try:
-        items = list(extractor.propose(entry, resolver) if extractor.uses_resolver else extractor.propose(entry))
+        if dialogue is not None:
+            items = list(extractor.propose(entry, resolver, dialogue=dialogue))
+        else:
+            items = list(extractor.propose(entry, resolver) if extractor.uses_resolver else extractor.propose(entry))
     except ValidationError as exc:  # the extractor built an ill-typed proposal
         _reject(rejections, extractor, entry, "schema", _pydantic_reason(exc), {"error": str(exc)})
         return

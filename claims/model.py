@@ -1,4 +1,5 @@
-"""A claim: one typed statement traced to the verbatim quote in one ledger entry."""
+"""A claim: one typed statement traced to the verbatim quote in one ledger entry (and, for an "it"
+or "they", to the earlier entry of the same speaker that names what it stands for)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ CLAIM_SCHEMA = pa.schema(
         # The entity who asserted the claim: asserted_by's, or the source author's when the author
         # states it. The fold ranks a subject's own word (asserted_by_id = subject_id) above a report.
         pa.field("asserted_by_id", pa.string()),
+        # The entry that names the subject when the source only says "it" or "they": the speaker's
+        # earlier turn in the same session ("I finished my first screenplay!" ... "It's a mix of
+        # drama and romance"). Null when the source names its subject itself.
+        pa.field("subject_entry_id", pa.string()),
     ]
 )
 
@@ -80,6 +85,9 @@ class Proposal(BaseModel):
     time_phrase: str | None = Field(default=None, min_length=1, max_length=64)
     # Who the source reports as saying it (reported speech); None: the source's author says it.
     asserted_by: str | None = Field(default=None, min_length=1, max_length=256)
+    # The earlier entry of the same speaker and session that names the subject, when the source
+    # says only "it" or "they" (claims.validate.provenance checks the subject there).
+    subject_entry_id: str | None = Field(default=None, min_length=1)
 
     @field_validator("valid_at")
     @classmethod
@@ -102,6 +110,7 @@ class Proposal(BaseModel):
             self.polarity,
             # Only when set, so that the ids of what authors state themselves stay as they were.
             *((self.asserted_by,) if self.asserted_by else ()),
+            *(("subject_entry", self.subject_entry_id) if self.subject_entry_id else ()),
         )
 
     def as_json_dict(self) -> dict[str, Any]:

@@ -6,7 +6,9 @@
   supports the fact: the object (and any time phrase) occurs in the quote (the object may skip
   that time phrase), the subject is the
   speaker, named in the source, the "you" of a two-party session or the speaker's own ("Ana's
-  son" where Ana says "my son"), and whoever a report says said it (``asserted_by``) is named.
+  son" where Ana says "my son") or, for an "it" or "they" in the quote, named in the speaker's
+  earlier turn of the session that ``subject_entry_id`` points to; and whoever a report says
+  said it (``asserted_by``) is named.
   A hallucinated quote, an over-inferred object or an unnamed reporter fails here;
 - policy: the claim's visibility is never broader than its source's;
 - temporal: the valid time is plausible (1900..2200), matches its time phrase as resolved against
@@ -30,7 +32,8 @@ from ledger.schema import PUBLIC
 if TYPE_CHECKING:
     from claims.resolve import Resolver
 
-Validator = Callable[[Proposal, "dict[str, Any] | None", "Resolver | None"], "str | None"]
+# (proposal, its source entry, entity resolution, the earlier entry naming its subject if it names one)
+Validator = Callable[[Proposal, "dict[str, Any] | None", "Resolver | None", "dict[str, Any] | None"], "str | None"]
 
 _EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
 _LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
@@ -40,14 +43,14 @@ def _fold(s: str) -> str:
     return " ".join(s.split()).casefold()
 
 
-def ontology(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> str | None:
+def ontology(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None) -> str | None:
     pred = ONTOLOGY.get(p.predicate)
     if pred is None:
         return f"unknown predicate {p.predicate!r} (known: {', '.join(sorted(ONTOLOGY))})"
     return subject_type_error(pred, p.subject) or object_type_error(pred, p.object)
 
 
-def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> str | None:
+def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None) -> str | None:
     if source is None:
         return f"source entry {p.source_entry_id} is not in the ledger"
     if p.quote not in source["content"]:
@@ -63,10 +66,32 @@ def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | 
         return f"object {p.object[:60]!r} is not supported: it does not occur in the quote {p.quote[:60]!r}"
     if p.time_phrase and _fold(p.time_phrase) not in quote:
         return f"time phrase {p.time_phrase!r} does not occur in the quote {p.quote[:60]!r}"
-    if not _person_supported(p.subject, source, resolver, p.quote) and not _owned_supported(p.subject, source, resolver):
+    if p.subject_entry_id is not None:
+        if reason := _antecedent_failure(p, source, resolver, antecedent):
+            return reason
+    elif not _person_supported(p.subject, source, resolver, p.quote) and not _owned_supported(p.subject, source, resolver):
         return f"subject {p.subject!r} is neither the source's speaker ({source.get('actor')!r}) nor named in it"
     if p.asserted_by and not _named(p.asserted_by, source):
         return f"asserted_by {p.asserted_by!r} is not named in entry {p.source_entry_id}: a report names who said it"
+    return None
+
+
+_STANDS_FOR = re.compile(r"(?<!\w)(?:it|they|them|this|these|those)(?!\w)")
+
+
+def _antecedent_failure(p: Proposal, source: dict[str, Any], resolver: Resolver | None, antecedent: dict[str, Any] | None) -> str | None:
+    """Why the earlier entry a claim takes its subject from does not support it: it must be an
+    earlier turn of the same speaker in the same session that names the subject (or says "my
+    <thing>" for "<speaker>'s <thing>"), and the quote must say the pronoun that stands for it."""
+    if antecedent is None or antecedent.get("entry_id") != p.subject_entry_id:
+        return f"subject entry {p.subject_entry_id} is not an entry read before the source"
+    same = all(antecedent.get(k) == source.get(k) for k in ("scope", "session_id", "actor"))
+    if not same or not source.get("session_id") or antecedent.get("seq", 0) >= source.get("seq", 0):
+        return f"subject entry {p.subject_entry_id} is not an earlier turn of the same speaker and session"
+    if not _STANDS_FOR.search(_fold(p.quote)):
+        return f"subject {p.subject!r} is taken from entry {p.subject_entry_id}, but the quote says no pronoun for it"
+    if not _named(p.subject, antecedent) and not _owned_supported(p.subject, antecedent, resolver):
+        return f"subject {p.subject!r} is not named in entry {p.subject_entry_id}"
     return None
 
 
@@ -109,19 +134,20 @@ def _person_supported(name: str, source: dict[str, Any], resolver: Resolver | No
     return False
 
 
-def policy(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> str | None:
+def policy(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None) -> str | None:
     src = set(source["visibility"] or ()) if source else set()
     if not src:
         return "source entry has no visibility: nothing may be derived from it"
-    if PUBLIC in src:
-        return None
-    broader = set(p.visibility) - src
-    if broader:
-        return f"visibility {sorted(p.visibility)} is broader than the source's {sorted(src)}"
+    # An "it" whose subject an earlier entry names derives from both: neither may be narrower.
+    for whose, vis in (("source's", src), ("subject entry's", set(antecedent["visibility"] or ()) if antecedent else None)):
+        if vis is None or PUBLIC in vis:
+            continue
+        if set(p.visibility) - vis:
+            return f"visibility {sorted(p.visibility)} is broader than the {whose} {sorted(vis)}"
     return None
 
 
-def temporal(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> str | None:
+def temporal(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None) -> str | None:
     if not (_EARLIEST <= p.valid_at < _LATEST):
         return f"valid time {p.valid_at.isoformat()} is outside 1900..2200"
     if source is None:
@@ -153,9 +179,13 @@ VALIDATORS: list[tuple[str, Validator]] = [
 VALIDATOR_NAMES = ("schema", *(name for name, _ in VALIDATORS))
 
 
-def first_failure(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None) -> tuple[str, str] | None:
+def first_failure(
+    p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None
+) -> tuple[str, str] | None:
+    """The first validator ``p`` fails, as (name, reason); ``antecedent``: the entry named by
+    ``p.subject_entry_id``, when the pass has read it."""
     for name, check in VALIDATORS:
-        reason = check(p, source, resolver)
+        reason = check(p, source, resolver, antecedent)
         if reason:
             return name, reason
     return None

@@ -39,6 +39,11 @@ class Extractor:
     # Loads what every call needs (a language pipeline, tables, compiled patterns) into this
     # process: a pass calls it before forking its workers, which then inherit it.
     prepare: Callable[[], None] | None = None
+    # A fresh memory of the conversation for one pass over entries in ledger order (the clause
+    # extractor's: what each speaker's last turn named, for an "it" or "they" that names nothing
+    # in its own turn): ``propose(entry, resolver, dialogue=...)``. A pass keeps each session's
+    # entries in one process, so the claims do not depend on how it was split.
+    dialogue: Callable[[], Any] | None = None
 
     @property
     def key(self) -> str:

@@ -301,8 +301,70 @@ def prepare() -> None:
         load()
 
 
-def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator[Proposal]:
-    """Proposals for one ledger entry (a dict with the ledger's columns)."""
+class Dialogue:
+    """What the last turns of each session named, for one pass over entries in ledger order: the
+    things of a speaker's own last turn (owned, titled, pointed at, or the object of a thing made,
+    got, had, seen, started, finished or gone to) are what a pronoun of their next turn stands for
+    when nothing in that turn can be ("I finally finished my first screenplay!" - "What's it
+    about?" - "It's a mix of drama and romance!"). Only the speaker's turn just before, with at
+    most one turn of someone else's between: a topic further back is a guess."""
+
+    def __init__(self) -> None:
+        # (scope, session) -> its last two turns: (speaker, visibility, what the turn named)
+        self._recent: dict[tuple[str, str], list[tuple[str, frozenset[str], tuple[_Thing, ...]]]] = {}
+
+    def earlier(self, entry: dict[str, Any], speaker: str) -> tuple[_Thing, ...]:
+        """What ``speaker``'s last turn of ``entry``'s session named, when it was seen by the same
+        principals (a claim drawn from both must not reach anyone either would not)."""
+        turns = self._recent.get((entry["scope"], entry["session_id"]), []) if entry.get("session_id") else []
+        mine = [t for t in turns[-1:] if t[0] == speaker] or [t for t in turns[-2:-1] if t[0] == speaker and len(turns) == 2]
+        if not mine or mine[0][1] != frozenset(entry["visibility"] or ()):
+            return ()
+        return mine[0][2]
+
+    def said(self, entry: dict[str, Any], speaker: str | None, topics: tuple[_Thing, ...]) -> None:
+        if not entry.get("session_id") or speaker is None:
+            return
+        key = (entry["scope"], entry["session_id"])
+        self._recent[key] = [*self._recent.get(key, [])[-1:], (speaker, frozenset(entry["visibility"] or ()), topics)]
+
+
+# What a claim's object names that a later "it" or "they" may stand for (Dialogue).
+_TOPIC_PREDICATES = frozenset({"created", "received", "has", "watched", "started", "finished", "attended", "has_pet"})
+
+
+def _topics(things: tuple[_Thing, ...], said: list[Proposal], entry_id: str) -> tuple[_Thing, ...]:
+    """What a turn names for its speaker's next turn (Dialogue): its things and groups (not a
+    person named or one of the speaker's people, whom "he"/"she" name), the objects of its claims
+    of things, and the earlier turn's things it said something of."""
+    subjects = {p.subject for p in said}
+    out = [
+        dataclasses.replace(o, at=-1, end=-1, sent=-1, earlier=True, starts=(), source=o.source or entry_id)
+        for o in things
+        if (o.subject in subjects if o.earlier else o.at >= 0 and (o.kind != "person" or o.plural))
+    ]
+    names = [o.subject.lower() for o in out]
+    for p in said:
+        low = p.object.lower()
+        words = low.split()
+        if p.predicate not in _TOPIC_PREDICATES or any(n == low or n.endswith(" " + low) for n in names):
+            continue  # ("first screenplay": the speaker's "first screenplay", named with "my")
+        if len(words) > 3 or set(words) & (_PHRASE_HEADS | _PREPOSITIONS) or words[0].endswith("ing") or lemma(words[-1]) not in word_classes()["noun"]:
+            continue  # a thing, not a phrase: "family for those kids" is no one thing "they" are
+        last = p.object.split()[-1]
+        plural = last.lower().endswith("s") and lemma(last) != last.lower()
+        out.append(_Thing(p.object, -1, -1, "animal" if p.predicate == "has_pet" else "thing", None, plural, False, -1, earlier=True, source=entry_id))
+        names.append(low)
+    return tuple(out)
+
+
+def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue: Dialogue | None = None) -> Iterator[Proposal]:
+    """Proposals for one ledger entry (a dict with the ledger's columns); ``dialogue``: what the
+    session's earlier turns named, read and then written for this turn (a pass in ledger order)."""
+    return _propose(entry, resolver, dialogue)
+
+
+def _propose(entry: dict[str, Any], resolver: Resolver | None, dialogue: Dialogue | None) -> Iterator[Proposal]:
     base = dict(
         source_entry_id=entry["entry_id"],
         visibility=tuple(entry["visibility"] or ()),
@@ -314,6 +376,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
     text, actor = entry["content"], entry["actor"]
     speaker = actor if entry["kind"] in _SPEAKING and rules._is_person(actor) else None
     seen: set[tuple[str, str, str]] = set()
+    said: list[Proposal] = []  # what this turn yields, for the next turn's pronouns (Dialogue)
 
     def once(p: Proposal | None) -> Iterator[Proposal]:
         if p is not None and p.predicate not in ("encourages", "mentions") and " " in p.object:
@@ -322,6 +385,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
                 p = p.model_copy(update={"object": head.rstrip(",;: ")})  # "I love the idea, Jonas": Jonas is spoken to, not loved
         if p is not None and (p.subject, p.predicate, p.object) not in seen:
             seen.add((p.subject, p.predicate, p.object))
+            said.append(p)
             yield p
 
     relations = list(_relations(text))
@@ -360,6 +424,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
     # Where each sentence starts, read once (Token.sent walks the sentences again on every call)
     starts = [sent.start for sent in sents]
     things = _things(doc, text, speaker, starts, third, relations) if speaker else ()
+    if dialogue is not None and speaker:
+        things += dialogue.earlier(entry, speaker)
     matcher, frames = _matcher()
     matches: dict[int, list[tuple[int, _Frame]]] = {}
     for key, start, end in matcher(doc):
@@ -384,11 +450,18 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None) -> Iterator
                 yield from once(_reported(entry, base, text, report, people, matches, conditional))
                 continue
             read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener, things, carried)
+            if read is not None and (earlier := next((o for o in things if o.earlier and o.subject == read.subject), None)) is not None:
+                if any(o.subject == read.subject for o in things if not o.earlier):
+                    pass  # named in this turn too: the source supports it
+                else:
+                    read = read.model_copy(update={"subject_entry_id": earlier.source})  # "It's a mix of ...": the earlier turn names it
             if read is not None and read.subject != speaker and read.object.split()[0].lower() in _OBJECT_PRONOUNS:
                 continue  # "my neighbours make me keep trying": what they do to the speaker, cut at "me"
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
                 yield from once(_apposed(read, text))
                 yield from once(_title_given(entry, base, text, read, sent))
+    if dialogue is not None:
+        dialogue.said(entry, speaker, _topics(things, said, entry["entry_id"]))
     yield from rules._identifiers(entry, base, text, actor)
     if resolver is not None:
         yield from rules._mentions(entry, base, text, actor, resolver)
@@ -823,6 +896,11 @@ class _Thing:
     # Pointed at rather than owned or named: "The studio looks amazing", "That page has ...",
     # "Sunflowers mean warmth": only what it is or is like is read of it (`described_as`).
     pointed: bool = False
+    # Named in the speaker's last turn of the session, not in this one (``Dialogue``): what "it"
+    # or "they" stand for when nothing in the turn can ("What's it about?" "It's a mix of drama
+    # and romance!").
+    earlier: bool = False
+    source: str | None = None  # the entry that names it, for an earlier one (a claim's subject_entry_id)
 
 
 @functools.cache
@@ -870,7 +948,7 @@ def _owned_at(doc: Any, k: int, closers: frozenset[str] = frozenset()) -> tuple[
         end += 1  # "home country", "dance crew": a noun on a noun, then a verb
     if end < n and low not in words["kin"] and not _closes(doc[end]) and doc[end].lower_ not in closers and not (doc[end].is_alpha and doc[end].is_lower and _lemma(doc[end]) in classes["verb"] and _lemma(doc[end]) not in classes["noun"]):
         return None  # the phrase may go on ("my kids love it": "love" may be a noun): where it ends is a guess
-    if end < n and (doc[end].text in ("'", "’", "'s", "’s") or doc[end].is_title and doc[end].text != "I"):
+    if end < n and (doc[end].text in ("'", "’", "'s", "’s", "-", "–") and not doc[end - 1].whitespace_ or doc[end].is_title and doc[end].text != "I"):
         return None  # "my kids' faces", "my sister Ana" (the name is the one meant)
     if end + 1 < n and doc[end].text == "," and doc[end + 1].is_title and doc[end + 1].text != "I":
         return None  # "my friend, Tom": the name is the one meant
@@ -1034,12 +1112,25 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
     ("my son"; not "my sister" for "he"); "it": one thing or pet of the speaker's, or one title,
     named before it; "they": one plural of the speaker's ("my turtles", "our kids")."""
     at = token.i
-    before = [o for o in things if o.at < at]
+    before = [o for o in things if o.at < at and not o.earlier]
     if pronoun in ("he", "she"):
         if not speaking:
             return _the_one(people)  # no speaker: a report's "he" is the one person named
         owned = {o.subject for o in before if o.kind in ("person", "animal") and not o.plural and o.gender in (None, pronoun) and not o.collective}
         return _the_one(list(owned))
+    here = [o for o in before if (o.plural if pronoun == "they" else o.kind in ("thing", "animal") and not o.plural)]
+    introduced = any(
+        t.lower_ in _DETERMINERS | {"a", "an"}
+        or (t.is_title and not t.is_sent_start and t.text != "I" and t.text not in people)  # a name
+        or (t.is_sent_start and t.lower_.endswith("ing") and len(t) > 4)  # "Dancing helps me ...": a doing named
+        for t in token.doc[:at]
+    )
+    if not here and not introduced and (earlier := [o for o in things if o.earlier]):
+        # (and nothing else introduced before it that it might stand for: "the amazing sundae")
+        # Nothing in the turn it could stand for: what the speaker's last turn named (Dialogue),
+        # when that is one thing ("it") or one group ("they")
+        found = {o.subject for o in earlier if (o.plural if pronoun == "they" else o.kind in ("thing", "animal") and not o.plural)}
+        return next(iter(found)) if len(found) == 1 else None
     if pronoun == "it":
         # the same sentence or the one before: "I handed in my thesis. I'm relieved. It's a mix of
         # pride and panic" (the feeling, not the thesis)
@@ -1551,13 +1642,16 @@ def _read_clause(
         if described or (frame is not None and frame.predicate == "described_as"):
             if negated or hedged or future or ability:
                 return None  # "It wasn't great", "it might be a mix": not what it is
-            if it_subject and not (frame is not None and frame.predicate == "described_as") and verb.lower_ not in ("a", "an", "about"):
-                return None  # "It was a tough week", "it's so nice to ...": "it" that names nothing; "It's a mix of ..." says what the thing is
+            # "It was a tough week", "it's so nice to ...": "it" that names nothing; "It's a mix of
+            # ...", "It's dairy-free vanilla with ..." say what the thing is (a noun with more after it)
+            bare_noun = it_subject and verb.is_alpha and verb.lower_ not in _ADVERBS | _DETERMINERS and verb.lower_ not in _NOT_DESCRIPTIONS
+            if it_subject and not (frame is not None and frame.predicate == "described_as") and verb.lower_ not in ("a", "an", "about") and not bare_noun:
+                return None
             first = verb.i if described else end
             while described and first < tokens[-1].i and verb.doc[first].lower_ in ("been", "being", "be"):
                 first += 1  # "She's been a lovely neighbour": what she is follows "been"
             span = _object_span(text, tokens, first, phrase_from_verb=True)
-            if span is None or verb.doc[first].lower_ in ("to", "that", "because", "when", "so", "like", "the", "this", "my", "our", "your", "all") or (
+            if span is None or verb.doc[first].lower_ in ("to", "that", "because", "when", "so", "like", "the", "this", "my", "our", "your", "all", "there", "here") or (
                 thing.pointed and text[span[0] : span[1]].lower() in _IMPORTANT_WORDS
             ):  # ("The garden was important": what is valued is read as a value, in the present only)
                 return None  # "my plan was to ...", "it's like ...": a clause; "My garden is my motivation": said of the speaker (_mine)
@@ -1568,9 +1662,16 @@ def _read_clause(
             head = next((said[k - 1] for k, w in enumerate(said) if k and w in _PREPOSITIONS | {"set", "called"}), None)
             if it_subject and (head is None or head in _NOT_DESCRIPTIONS):
                 return None  # "it's been quite a struggle", "It's a small step": a saying; "a blend of comedy and suspense" says what it is
+            compound = verb.i < tokens[-1].i and verb.doc[verb.i + 1].text in ("-", "–") and not verb.whitespace_  # "part-time", "dairy-free"
+            if bare_noun and verb.lower_ not in ("a", "an", "about") and not (
+                lemma(head) in word_classes()["noun"] and not head.endswith("ing") and (compound or head not in word_classes()["adj"])
+            ):
+                return None  # "It's awesome for the kids", "it's normal to be nervous": said of a moment, not what the thing is
             return _claim(entry, base, text, start_tok.idx, span, subject, "described_as", "assert")
-        if it_subject or thing.pointed:
-            return None  # what "it" does: "it" is most often no thing ("it feels like ..."); a thing pointed at is only described
+        if it_subject or thing.pointed or (thing.earlier and thing.kind == "thing"):
+            # what "it" does: "it" is most often no thing ("it feels like ..."); a thing pointed at
+            # or named in an earlier turn is only described
+            return None
     elif frame is not None and frame.predicate == "described_as":
         return None  # "I represent ...": a description of a thing, not of the speaker
     if we_all and verb.lower_ == _lemma(verb):
@@ -1926,7 +2027,7 @@ def _object_span(
             break  # "made this poster to remind myself": the purpose is another clause (not "a trip to England", a place)
         if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS and not _owned_item(doc, t.i, last + 1):
             break
-        if out and low in ("and", "but") and (_second_doing(doc, t.i + 1, last) or (t.i < last and doc[t.i + 1].lower_ in _COMMON_PASTS)):
+        if out and low in ("and", "but") and not (t.i < last and doc[t.i + 1].lower_ in _word_lists()["feelings"]) and (_second_doing(doc, t.i + 1, last) or (t.i < last and doc[t.i + 1].lower_ in _COMMON_PASTS)):
             break  # "met some kind old folks and thanked them": a second doing, another clause
         if out and low in ("what", "how", "whatever", "that") and content and (low != "that" or out[-1].lower_ not in ("so", "such", *_PREPOSITIONS)):
             break  # "curious to see what the path brings", "a few of the ones that fit": another clause

@@ -13,7 +13,9 @@ from claims.extractors import clauses, rules
 from claims.extractors.base import Extractor, ExtractorError
 
 RULES = Extractor(rules.NAME, rules.VERSION, rules.propose, uses_resolver=True, parallel=True)
-CLAUSES = Extractor(clauses.NAME, clauses.VERSION, clauses.propose, uses_resolver=True, parallel=True, prepare=clauses.prepare)
+CLAUSES = Extractor(
+    clauses.NAME, clauses.VERSION, clauses.propose, uses_resolver=True, parallel=True, prepare=clauses.prepare, dialogue=clauses.Dialogue
+)
 # What "rules" and the default name. A home built by an older version re-extracts under the new
 # key at its next build (the claims asset's code version is the key), beside the old folder,
 # which stays readable (`memc compare`) until it is deleted.

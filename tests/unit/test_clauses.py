@@ -750,3 +750,96 @@ def test_rules_040_claims_quote_their_source_and_pass_the_validators() -> None:
     by_id = {e["entry_id"]: e for e in entries}
     for c in result.claims.to_pylist():
         assert c["quote"] in by_id[c["source_entry_id"]]["content"]
+
+
+SCREENPLAY = [
+    ("Joanna", "Woo! I finally finished my first full screenplay and printed it last Friday."),
+    ("Nate", "Wow, that sounds awesome! What's it about?"),
+    ("Joanna", "Thanks, Nate! It's a mix of drama and romance!"),
+]
+
+
+def session(turns: list[tuple[str, str]], first: int = 1, sid: str = "s1", visibility: tuple[str, ...] = ("public",)) -> list[dict]:
+    out = []
+    for n, (who, text) in enumerate(turns, first):
+        e = entry(text, who, n=n)
+        e.update(session_id=sid, visibility=list(visibility))
+        out.append(e)
+    return out
+
+
+def test_a_pronoun_that_names_nothing_in_its_turn_stands_for_what_the_speakers_last_turn_named() -> None:
+    turns = session(SCREENPLAY)
+    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    (c,) = [c for c in claims if c["predicate"] == "described_as"]
+    assert (c["subject"], c["object"], c["quote"]) == ("Joanna's first full screenplay", "mix of drama and romance", "It's a mix of drama and romance")
+    # Lineage names both entries: the quote's and the one that names the subject.
+    assert (c["source_entry_id"], c["subject_entry_id"]) == ("e3", "e1")
+    assert all(o["subject_entry_id"] is None for o in claims if o is not c)
+    # A claim's object of the turn before is what "it" may stand for too ("a cake I made").
+    cake = session([("Jo", "Here's a pic of a cake I made recently!"), ("Nat", "I love the way the frosting turned out!"), ("Jo", "Thanks! It's dairy-free vanilla with strawberry filling.")])
+    assert ("cake", "described_as", "dairy-free vanilla with strawberry filling") in {
+        (c["subject"], c["predicate"], c["object"]) for c in extract(cake, CLAUSES, Resolver(build_aliases(cake), build_participants(cake))).claims.to_pylist()
+    }
+    # "they" for a group of the speaker's own named in their last turn.
+    kids = session([("John", "It really made an impact on my kids."), ("Maria", "How did they react?"), ("John", "They were awestruck and humbled.")])
+    assert ("John's kids", "described_as", "awestruck and humbled") in {
+        (c["subject"], c["predicate"], c["object"]) for c in extract(kids, CLAUSES, Resolver(build_aliases(kids), build_participants(kids))).claims.to_pylist()
+    }
+
+
+def test_a_pronoun_reaches_back_only_to_the_speakers_own_last_turn_and_only_when_nothing_else_could_be_meant() -> None:
+    def described(turns: list[dict]) -> list[str]:
+        result = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns)))
+        return [c["subject"] for c in result.claims.to_pylist() if c["predicate"] == "described_as"]
+
+    # Something named before it in the turn might be what "it" is: no guess from the turn before.
+    assert described(session([*SCREENPLAY[:2], ("Joanna", "My favourite is the sundae. It's a mix of drama and romance!")])) == []
+    # Another speaker's turn, or one further back, is not the speaker's last turn.
+    assert described(session([SCREENPLAY[0], ("Nate", "What's it about?"), ("Nate", "It's a mix of drama and romance!")])) == []
+    assert described(session([SCREENPLAY[0], ("Nate", "Wow!"), ("Joanna", "Yes."), ("Nate", "And?"), SCREENPLAY[2]])) == []
+    # Not across sessions, and not from a turn fewer people may see.
+    assert described([*session(SCREENPLAY[:2], sid="s1"), *session(SCREENPLAY[2:], first=3, sid="s2")]) == []
+    private = [*session(SCREENPLAY[:1], visibility=("joanna",)), *session(SCREENPLAY[1:], first=2)]
+    assert described(private) == []
+    # Without a dialogue (one entry at a time) nothing reaches back.
+    assert not [p for p in clauses.propose(session(SCREENPLAY)[2]) if p.predicate == "described_as"]
+
+
+def test_a_claims_subject_entry_is_checked_like_its_source() -> None:
+    turns = session(SCREENPLAY)
+    resolver = Resolver(build_aliases(turns), build_participants(turns))
+    good = next(p for p in clauses.propose(turns[2], resolver, dialogue=_after(turns[:2], resolver)) if p.predicate == "described_as")
+    assert good.subject_entry_id == "e1" and first_failure(good, turns[2], resolver, turns[0]) is None
+    assert first_failure(good, turns[2], resolver, None)[0] == "provenance"  # the subject entry was not read
+    nate = dict(turns[1], entry_id="e1")  # another speaker's turn under the subject entry's id
+    assert "same speaker" in first_failure(good, turns[2], resolver, nate)[1]
+    later = dict(turns[0], seq=9)
+    assert "same speaker" in first_failure(good, turns[2], resolver, later)[1]
+    unnamed = dict(turns[0], content="Woo! I finally finished it.")
+    assert "not named" in first_failure(good, turns[2], resolver, unnamed)[1]
+    no_pronoun = good.model_copy(update={"quote": "a mix of drama and romance"})
+    assert "no pronoun" in first_failure(no_pronoun, turns[2], resolver, turns[0])[1]
+    narrower = dict(turns[0], visibility=["joanna"])
+    assert first_failure(good, turns[2], resolver, narrower)[0] == "policy"
+
+
+def _after(turns: list[dict], resolver: Resolver) -> clauses.Dialogue:
+    dialogue = clauses.Dialogue()
+    for t in turns:
+        list(clauses.propose(t, resolver, dialogue=dialogue))
+    return dialogue
+
+
+def test_a_forked_pass_keeps_each_session_in_one_worker() -> None:
+    # 1,203 entries in sessions of three: the cut between the two workers' chunks falls inside a
+    # session and moves to its end, so every "it" still reaches its turn before.
+    entries = []
+    for k in range(PARALLEL_MIN_ENTRIES // 3 + 68):
+        entries += session(SCREENPLAY, first=3 * k + 1, sid=f"s{k}")
+    assert (len(entries) // 2) % 3  # the plain cut would split a session
+    resolver = Resolver(build_aliases(entries), build_participants(entries))
+    one = extract(entries, CLAUSES, resolver)
+    two = extract(entries, CLAUSES, resolver, workers=2)
+    assert two.claims.equals(one.claims) and two.rejections.equals(one.rejections)
+    assert sum(c is not None for c in one.claims.column("subject_entry_id").to_pylist()) == len(entries) // 3
