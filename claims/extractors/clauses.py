@@ -978,7 +978,7 @@ def _closes(t: Any) -> bool:
 
 _THING_OPENERS = re.compile(r"\b(?:[Mm]y|[Oo]ur|MY|OUR|[Tt]his)\b|[\"“]|(?:^|(?<=[.!?,;:\-–—]\s))(?:[Tt]he|[Tt]hat|[Tt]hese|[Tt]hose|[A-Z][a-z]+s)\b")
 # After a thing's name, verbs that say what it is like, as "is" does: "it looks great".
-_SENSES = frozenset({"looks", "looked", "seems", "seemed", "sounds", "sounded", "tastes", "tasted", "smells", "smelled"})
+_SENSES = frozenset({"look", "looks", "looked", "seem", "seems", "seemed", "sound", "sounds", "sounded", "taste", "tastes", "tasted", "smell", "smells", "smelled"})
 # Verbs that say what a thing pointed at is like ("The studio looks amazing", "Sunflowers mean
 # warmth"): where its noun phrase ends, though most are nouns too.
 _DESCRIBING = frozenset({
@@ -1279,8 +1279,8 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
         if txt in ("-", "–") and i and not tokens[i - 1].whitespace_:
             cur.append(t)  # a hyphen inside a word ("dairy-free") joins, it does not split
             continue
-        if txt == "," and cur and _things_listed(tokens, i):
-            cur.append(t)  # "a mix of seeds, greens, and mealworms": one object, not three clauses
+        if txt == "," and cur and (_things_listed(tokens, i) or _adjectives_listed(tokens, i)):
+            cur.append(t)  # "a mix of seeds, greens, and mealworms", "a safe, inviting place": one object, not three clauses
             continue
         if txt in _SPLIT_PUNCT or t.is_space:
             if cur:
@@ -1308,7 +1308,7 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
         if txt == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and (
             cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom")
             or (len(cur) > 1 and lows[i - 2] == "now" and lows[i - 1] == "that")  # "... paid off now that I'm an assistant manager": a fact, a clause of its own
-        ):
+        ) and not (len(cur) > 1 and cur[-1].lower_ == "like" and _lemma(cur[-2]) == "feel"):  # "I felt like I was in a fairy tale": one feeling
             yield cur, at  # "since I'm colour blind I'm trying ...": a new subject, a new clause
             cur, at = [t], "I"
             continue
@@ -1319,6 +1319,19 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
         cur.append(t)
     if cur:
         yield cur, at
+
+
+def _adjectives_listed(tokens: list[Any], i: int) -> bool:
+    """Whether the comma at ``tokens[i]`` parts two words describing one noun after an article
+    ("a safe, inviting place", "a long, quiet walk")."""
+    if not (2 <= i and i + 2 < len(tokens)) or tokens[i - 2].lower_ not in ("a", "an", "the", "my", "our", "this", "such"):
+        return False
+    adj = word_classes()["adj"]
+    before, after, noun = tokens[i - 1], tokens[i + 1], tokens[i + 2]
+    return (
+        before.is_lower and after.is_lower and noun.is_lower and _lemma(before) in adj and (after.lower_ in adj or _lemma(after) in adj or after.lower_.endswith("ing"))
+        and _lemma(noun) in word_classes()["noun"] and not _closes(noun)
+    )
 
 
 def _things_listed(tokens: list[Any], i: int) -> bool:
@@ -1574,7 +1587,7 @@ def _read_clause(
             # "This cake is a recipe ...": what a thing pointed at is, not a frame ("is a" as "am a")
             copula, i = True, i + 1
             continue
-        if thing is not None and t.lower_ in _SENSES and i + 1 < len(tokens) and tokens[i + 1].is_alpha and tokens[i + 1].lower_ not in ("like", "to", "that", "as", "so", "the", "a", "an"):
+        if thing is not None and t.lower_ in _SENSES and i + 1 < len(tokens) and tokens[i + 1].is_alpha and tokens[i + 1].lower_ not in ("like", "to", "that", "as", "the", "a", "an"):
             copula, i = True, i + 1  # "The studio looks amazing": what it is like, as after "is"
             continue
         if lem in _HAVE or t.lower_ in ("have", "has", "had"):
@@ -1720,10 +1733,19 @@ def _read_clause(
             if frame.predicate not in ("plans", "goal", "practices") and end <= tokens[-1].i and verb.doc[end].lower_ == "to" and not frame.surface[-1:] == ("to",):
                 return None  # "painting to stay calm": the purpose, not what was made
             led = verb.i == tokens[0].i and verb.lower_.endswith("ing")  # "Cycling to the coast ... was awesome"
+            if frame.predicate == "feels" and end < tokens[-1].i and verb.doc[end].lower_ == "like" and verb.doc[end + 1].text in ("I", "we"):
+                # "I felt like I was in a fairy tale": what it felt like is the whole clause after "like"
+                span = (verb.doc[end].idx, tokens[-1].idx + len(tokens[-1].text))
+                if len(content_words(text[span[0] : span[1]])) > MAX_CONTENT_WORDS or any(
+                    t.lower_ in _ABILITY_MODALS | {"could", "would", "might", "may", "will", "'ll", "'d", "wo"} for t in tokens if t.i > end
+                ):
+                    return None  # "I feel like we should go home": a thought of what to do, not a feeling
+                return _claim(entry, base, text, start_tok.idx, span, subject, "feels", polarity)
             # What one practises is the doing itself: "went fishing with my dad", "play guitar".
             first = verb.i if frame.predicate == "practices" else end
-            span = _object_span(
-                text, tokens, first, phrase_from_verb=frame.predicate in ("plans", "goal", "practices"),
+            doing = frame.predicate in ("likes", "dislikes") and first <= tokens[-1].i and verb.doc[first].lower_.endswith("ing") and _lemma(verb.doc[first]) in word_classes()["verb"]
+            span = _object_span(  # (a doing liked keeps what it is for: "creating a safe place for people to grow")
+                text, tokens, first, phrase_from_verb=frame.predicate in ("plans", "goal", "practices") or doing,
                 stop_lemmas=_GERUND_VERBS if led else frozenset(), naming=frame.predicate not in ("plans", "goal"),
             )
         if span is None:

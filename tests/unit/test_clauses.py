@@ -717,6 +717,13 @@ RULES_040 = [
         ("Ana", "practices", "Cyberpunk 2077", "assert"),
     ),
     ("Another movie script that I contributed to was shown on the big screen!", ("Ana", "created", "movie script", "assert")),
+    ("I felt like I was in a fairy tale! The water sounded so calming.", ("Ana", "feels", "like I was in a fairy tale", "assert")),
+    ("I felt like I was in a fairy tale! The water sounded so calming.", ("water", "described_as", "calming", "assert")),
+    (
+        "Now I'm passionate about creating a safe, inviting place for people to grow.",
+        ("Ana", "likes", "creating a safe, inviting place for people to grow", "assert"),
+    ),
+    ("We went on a long, quiet walk by the river.", ("Ana", "attended", "long, quiet walk by the river", "assert")),
 ]
 
 
@@ -741,6 +748,8 @@ def test_rules_040_keep_their_limits() -> None:
         ("Ana's son", "activity", "fell off his bike", "assert"),
     }
     assert said("Sunflowers mean warmth and happiness, right?") == set()  # a question asserts nothing
+    assert said("I feel like we should go home.") == set()  # a thought of what to do, not a feeling
+    assert said("I love painting.") == {("Ana", "likes", "painting", "assert")}
 
 
 def test_rules_040_claims_quote_their_source_and_pass_the_validators() -> None:
