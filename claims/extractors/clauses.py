@@ -107,7 +107,7 @@ _NOT_ACTIVITIES = {
     "imagine", "suppose", "feel", "be", "have", "do", "get", "let", "want", "love", "like", "appreciate",
     "promise", "admit", "realize", "realise", "notice", "hate", "miss", "look", "sound", "seem", "bet",
     "totally", "definitely", "am", "gotta", "gonna", "wanna", "keep", "try", "hope", "will", "speak", "talk",
-    "chat", "ask", "catch", "check", "assume", "figure", "reckon", "expect", "doubt",
+    "chat", "ask", "catch", "check", "assume", "figure", "reckon", "expect", "doubt", "recommend", "reccomend", "suggest",
 }  # fmt: skip
 _SPEAKING = ("message", "correction", "observation")
 _ASKING = frozenset({"ask", "see", "wonder", "know", "check", "decide", "tell"})
@@ -119,7 +119,7 @@ _CLAUSE_SUBJECTS = frozenset({
     "i'll", "i'd", "i've", "we'll", "we'd", "we've", "you'll", "you're", "you've", "he'll", "she'll", "they'll",
 })  # fmt: skip
 # Sayings of "make", "see", "have", "get": nothing made, seen, had or received.
-_MADE_IDIOMS = frozenset({"connections", "relationships", "bonds", "friendships", "team", "pair", "difference", "impact", "point", "sense", "progress", "memories", "memory", "time", "effort", "decision", "mistake", "change", "living", "money", "sure", "friends", "choice", "plans", "way", "day", "night"})
+_MADE_IDIOMS = frozenset({"connections", "relationships", "bonds", "friendships", "team", "pair", "difference", "impact", "point", "sense", "progress", "memories", "memory", "time", "effort", "decision", "mistake", "change", "living", "money", "sure", "friends", "choice", "plans", "way", "day", "night", "wish", "wishes"})
 # Times the resolver does not date still end an object: "last Tues", "the other day".
 _TIME_NOUNS = frozenset({
     "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "mon", "tue", "tues", "wed",
@@ -132,7 +132,7 @@ _TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "fo
 _FEELING_LINKS = frozenset({"about", "for", "to", "with", "of", "by", "and", "at", "that", "in", "when", "from"})
 _PREPOSITIONS = frozenset({"for", "to", "with", "at", "in", "on", "from", "about", "by", "of", "into"})
 _DETERMINERS = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "these", "those"})
-_HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point"})
+_HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point", "faith"})
 _GOT_IDIOMS = frozenset({"attitude", "point", "idea", "feeling", "sense", "hang", "vibe", "gist", "message", "impression", "back", "covered", "chance", "opportunity"})
 # "got married", "got sick": a change of state.
 _GOT_STATES = frozenset({"allergic", "pregnant", "engaged", "interested", "involved", "sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
@@ -1560,6 +1560,7 @@ def _read_clause(
         if tokens[k].lower_ not in _ABILITY_MODALS  # "can" shares its lemma with "could"; it is read below
         and not (_lemma(tokens[k]) == "can" and tokens[k].lower_ != "could")  # "canned food" hedges nothing
         and not (tokens[k].text == "May" and k and tokens[k - 1].lower_ in _PREPOSITIONS | {"last", "next", "this", "early", "late", "mid"})  # "in May"
+        and not (tokens[k].lower_ == "wishes" or (k and tokens[k - 1].lower_ in _DETERMINERS | {"a", "an", "made", "make"}))  # "We all made wishes": a thing, no hedge
     )
     negated = ability = copula = False
     future = i >= 2 and tokens[i - 2].lower_ == "let" and tokens[i - 1].lower_ in ("'s", "’s")  # "Let's ...": to come
@@ -1689,6 +1690,8 @@ def _read_clause(
         return None  # "I represent ...": a description of a thing, not of the speaker
     if we_all and verb.lower_ == _lemma(verb):
         return None  # a general remark: "We all have our own pace"
+    if copula and verb.lower_ == "like":
+        return None  # "We're like a family": a likeness, not a liking
     if ability and not hedged:
         return None  # ability, advice and obligation say what could be, not what is
     if gerund and hedged:
@@ -1714,6 +1717,13 @@ def _read_clause(
         return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "plans", "assert")
     if frame is not None and gerund and frame.predicate in ("watched", "received"):
         return None  # "Seeing my students grow ...", "Finding my Zen ...": an experience remarked on
+    if gerund and verb.i == tokens[0].i and (
+        any(t.lower_ in ("can", "could", "should", "must", "important", "key", "essential", "crucial") for t in tokens[i + 1 :])
+        or any(a.lower_ == "is" and b.lower_ in ("n't", "not") for a, b in zip(tokens[i + 1 :], tokens[i + 2 :]))
+    ):
+        # "Spending time with loved ones is important", "Joining a church can be encouraging",
+        # "Starting this studio isn't just a business": a remark on a doing in general, not one done
+        return None
     if frame is not None and frame.predicate in ("likes", "dislikes") and verb.lower_.endswith("ed") and (
         copula or verb.i == tokens[0].i or (verb.i and _lemma(verb.doc[verb.i - 1]) in ("feel", "get", "be"))
     ):
@@ -1840,6 +1850,10 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "make the room feel [like ...]": cut before what it looks like
     if first in ("being", "been") and predicate in ("created", "received", "started", "finished", "watched"):
         return None  # "a song I wrote being sung": what follows the thing, not the thing
+    if predicate == "created" and first.endswith("ing") and lemma(first) != first and (
+        (before := text[: span[0]].split()[-1:]) and before[0].lower() not in _DETERMINERS | {"a", "an"} and rest[1:2] != ["of"]
+    ):
+        return None  # "We've been working on building up confidence": a doing, nothing made (not "a painting of the lake")
     if first in ("something", "anything", "everything", "nothing", "ta", "tta") or (predicate in ("created", "received", "started", "finished", "has") and first in _PREPOSITIONS | {"as"}):
         return None  # "I've got something to show", "I baked for my friends": what, the clause does not say
     if predicate == "has_pet" and set(named) & (_PEOPLE_WORDS | set(_word_lists()["relations"]["has_relative"])):
@@ -1852,8 +1866,10 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "going through a move": something undergone, not practised
     if predicate == "plans" and any(w in ("posted", "updated", "informed") for w in rest):
         return None  # "I'll keep you updated": a courtesy, not a plan
-    if predicate in ("plans", "goal", "considers") and first == "make" and named[-1] in _MADE_IDIOMS:
-        return None  # "I'll make sure": nothing planned is named
+    if predicate in ("plans", "goal", "considers") and first == "make" and (named[-1] in _MADE_IDIOMS or rest[1:2] == ["sure"]):
+        return None  # "I'll make sure", "I'll make sure to remember this": nothing planned is named
+    if predicate in ("plans", "goal", "considers") and first == "do" and rest[1:3] == ["my", "best"]:
+        return None  # "I'll do my best to ...": a promise of effort, not a plan
     if predicate in ("plans", "goal", "considers") and len(named) + (first not in named) < 2:
         return None  # "I'll get 'em", "I'll have to ask": a verb alone plans nothing named
     if predicate == "has" and (
