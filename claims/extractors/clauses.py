@@ -1715,8 +1715,10 @@ def _read_clause(
     if future and not negated and (frame is None or frame.predicate not in ("plans", "goal")):
         span = _object_span(text, tokens, verb.i, phrase_from_verb=True)  # "I'll visit my aunt" -> plans "visit my aunt"
         return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "plans", "assert")
-    if frame is not None and gerund and frame.predicate in ("watched", "received"):
-        return None  # "Seeing my students grow ...", "Finding my Zen ...": an experience remarked on
+    if frame is not None and gerund and (frame.predicate in ("watched", "received") or (frame.predicate == "plans" and verb.lower_ == "going")):
+        # "Seeing my students grow ...", "Finding my Zen ...": an experience remarked on; "Going to
+        # community meetings has given me ...": a doing remarked on, no plan
+        return None
     if gerund and verb.i == tokens[0].i and (
         any(t.lower_ in ("can", "could", "should", "must", "important", "key", "essential", "crucial") for t in tokens[i + 1 :])
         or any(a.lower_ == "is" and b.lower_ in ("n't", "not") for a, b in zip(tokens[i + 1 :], tokens[i + 2 :]))
@@ -1822,6 +1824,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         or (predicate == "practices" and len(words) <= 5 and any(w.lower().strip(".,!?") in ("it", "them") for w in words[1:]))  # "played it and recommended it"
     ):
         return None
+    if predicate in ("likes", "dislikes", "values") and rest[:2] in (["making", "sure"], ["make", "sure"]):
+        return None  # "passionate about making sure veterans [are supported]": a clause, cut before its verb
     if predicate in ("values", "likes") and re.search(r"\b(?:your|you)\s*$", text[: span[0]], re.I):
         return None  # "I believe in your talent", "Loving your new hobby": said of the listener
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):

@@ -871,3 +871,6 @@ def test_what_the_audit_of_rules_040_found() -> None:
     assert said("Mixed emotions are rough, but I have faith in you!") == set()
     assert said("I'll make sure to remember this when I need the encouragement the most.") == set()
     assert said("I'll do my best to make sure these kids have a safe and loving home.") == set()
+    # A second draw after those (seed 7311): 96 correct; two of the four errors mended here.
+    assert said("I'm really passionate about making sure veterans are supported and valued.") == set()
+    assert said("Going to community meetings and getting involved has given me a better understanding.") == set()
