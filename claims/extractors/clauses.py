@@ -14,8 +14,11 @@ and each clause is read in four steps:
    person or pet of the speaker's or a third person named, "it" a thing or pet of the speaker's
    or a title named in that sentence or the one before, "they" the speaker's own people or pets),
    and for no one when there are two or none: no claim rather than a guess. "It's a blend of comedy
-   and suspense" after a title describes it (`described_as`). Reported speech ("Jonas says Mira
-   works at ...") is read as the reported clause, asserted by the reporter.
+   and suspense" after a title describes it (`described_as`). A thing pointed at where a clause
+   starts ("The studio looks amazing", "That page has ...") is only described. When nothing in the
+   turn can be meant, "it" and "they" stand for the one thing or group the speaker's last turn of
+   the session named (``Dialogue``; the claim's ``subject_entry_id`` names that turn). Reported
+   speech ("Jonas says Mira works at ...") is read as the reported clause, asserted by the reporter.
 2. Its modality and polarity, from the words before the verb and the clause's opener:
    hedges ("might", "maybe", "thinking about", "would love to", a condition, ...) make the
    claim a low-confidence `considers` instead of a fact; a negation ("not", "never", "no
@@ -361,10 +364,6 @@ def _topics(things: tuple[_Thing, ...], said: list[Proposal], entry_id: str) -> 
 def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue: Dialogue | None = None) -> Iterator[Proposal]:
     """Proposals for one ledger entry (a dict with the ledger's columns); ``dialogue``: what the
     session's earlier turns named, read and then written for this turn (a pass in ledger order)."""
-    return _propose(entry, resolver, dialogue)
-
-
-def _propose(entry: dict[str, Any], resolver: Resolver | None, dialogue: Dialogue | None) -> Iterator[Proposal]:
     base = dict(
         source_entry_id=entry["entry_id"],
         visibility=tuple(entry["visibility"] or ()),
@@ -450,11 +449,10 @@ def _propose(entry: dict[str, Any], resolver: Resolver | None, dialogue: Dialogu
                 yield from once(_reported(entry, base, text, report, people, matches, conditional))
                 continue
             read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener, things, carried)
-            if read is not None and (earlier := next((o for o in things if o.earlier and o.subject == read.subject), None)) is not None:
-                if any(o.subject == read.subject for o in things if not o.earlier):
-                    pass  # named in this turn too: the source supports it
-                else:
-                    read = read.model_copy(update={"subject_entry_id": earlier.source})  # "It's a mix of ...": the earlier turn names it
+            earlier = next((o for o in things if o.earlier and o.subject == read.subject), None) if read is not None else None
+            if earlier is not None and not any(o.subject == read.subject for o in things if not o.earlier):
+                # "It's a mix of ...": the earlier turn names the subject (unless this one does too)
+                read = read.model_copy(update={"subject_entry_id": earlier.source})
             if read is not None and read.subject != speaker and read.object.split()[0].lower() in _OBJECT_PRONOUNS:
                 continue  # "my neighbours make me keep trying": what they do to the speaker, cut at "me"
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
@@ -1126,9 +1124,9 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
         for t in token.doc[:at]
     )
     if not here and not introduced and (earlier := [o for o in things if o.earlier]):
-        # (and nothing else introduced before it that it might stand for: "the amazing sundae")
-        # Nothing in the turn it could stand for: what the speaker's last turn named (Dialogue),
-        # when that is one thing ("it") or one group ("they")
+        # Nothing in the turn it could stand for (no thing of the speaker's, and nothing else
+        # introduced before it: "My favourite is the sundae. It's ..."): what the speaker's last
+        # turn named (Dialogue), when that is one thing ("it") or one group ("they")
         found = {o.subject for o in earlier if (o.plural if pronoun == "they" else o.kind in ("thing", "animal") and not o.plural)}
         return next(iter(found)) if len(found) == 1 else None
     if pronoun == "it":
