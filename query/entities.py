@@ -37,6 +37,8 @@ def entity_names(home: MemcHome) -> tuple[list[dict[str, Any]], dict[str, list[i
         rows = read_mart(path, columns=cols).to_pylist()
         names: dict[str, list[int]] = {}
         for i, r in enumerate(rows):
+            if r["name"] and not r["name"][0].isupper():
+                continue  # a thing pointed at ("The studio looks amazing"): a common noun, no name a question says
             for a in dict.fromkeys(a.casefold() for a in [r["name"], *(r["aliases"] or [])] if a):
                 names.setdefault(a, []).append(i)
         return rows, names

@@ -42,3 +42,15 @@ def test_names_and_aliases_the_asker_may_see_are_found_in_the_mart_order(tmp_pat
     _write(home, [{"entity_id": "ent_elena", "scope": "team", "name": "Elena", "aliases": ["Elle"], "visibility": ["public"]}])
     assert named_entities(home, "where does lena live?", "tomasz", "team") == {}
     assert named_entities(home, "and elle?", "tomasz", "team") == {"ent_elena": "Elle"}
+
+
+def test_a_thing_pointed_at_is_no_name_a_question_says(tmp_path):
+    # "The studio looks amazing" makes "studio" a subject of the mart; "What did the studio cost?"
+    # does not name it (a question's common nouns would otherwise pick such rows everywhere).
+    home = MemcHome.resolve(tmp_path / "home").ensure()
+    _write(home, [
+        {"entity_id": "ent_studio", "scope": "team", "name": "studio", "aliases": [], "visibility": ["public"]},
+        {"entity_id": "ent_film", "scope": "team", "name": "Inception", "aliases": [], "visibility": ["public"]},
+    ])  # fmt: skip
+    assert named_entities(home, "what did the studio cost?", "tomasz", "team") == {}
+    assert named_entities(home, "who liked inception?", "tomasz", "team") == {"ent_film": "Inception"}
