@@ -166,6 +166,8 @@ _NOT_DOINGS = {"be", "go", "imagine", "root", "end", "think", "look", "hope", "w
                "lose", "miss", "fail", "hurt", "break", "lack"}  # "Losing my job made me ...": undergone, not practised
 _ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
+# Words after which a hedge word is a noun ("a wish", "made wishes").
+_BEFORE_A_NOUN = _DETERMINERS | {"made", "make"}
 # Verbs after "let's" that cheer rather than plan: "Let's keep going", "let's spread the love".
 _EXHORTATIONS = frozenset({"keep", "continue", "stay", "spread", "hope", "chase", "reach", "join", "work", "be", "see", "give", "never", "not", "hang", "stick"})
 _TIME_WORDS_STOP = {"yet", "yesterday", "today", "tonight", "lately", "recently", "ago", "someday", "again", "too", "together"}
@@ -266,6 +268,8 @@ def _word_lists() -> dict[str, Any]:
     return {
         "hedge_before": [lemmas(h) for h in lex.hedges.before_verb],
         "hedge_clause": [lemmas(h) for h in lex.hedges.clause],
+        # The lemmas a hedge may start with: a clause's other words are not tried against every hedge
+        "hedge_firsts": frozenset(lemmas(h)[0] for h in (*lex.hedges.before_verb, *lex.hedges.clause)),
         "negations": [lemmas(n) for n in lex.negations.words],
         "feelings": set(lex.feelings.words),
         "reporting": set(lex.reporting.words),
@@ -974,7 +978,7 @@ def _closes(t: Any) -> bool:
     return _past_verb(t) and _lemma(t) in word_classes()["verb"] and not low.endswith("s") and low not in word_classes()["noun"]  # "crew" is no past of "crow" here
 
 
-_THING_OPENERS = re.compile(r"\b(?:[Mm]y|[Oo]ur|MY|OUR|[Tt]his)\b|[\"“]|(?:^|(?<=[.!?,;:\-–—]\s))(?:[Tt]he|[Tt]hat|[Tt]hese|[Tt]hose|[A-Z][a-z]+s)\b")
+_THING_OPENERS = re.compile(r"\b(?:[Mm]y|[Oo]ur|MY|OUR|[Tt]his)\b|[\"“]|(?:^|(?<=[.!?,;:\-–—]\s))(?:[Tt]he|[Tt]hat|[Tt]hese|[Tt]hose|[A-Z][a-z]+s(?=\s+(?:mean|stand|symboli[sz]e|represent|remind)\b))\b")
 # After a thing's name, verbs that say what it is like, as "is" does: "it looks great".
 _SENSES = frozenset({"look", "looks", "looked", "seem", "seems", "seemed", "sound", "sounds", "sounded", "taste", "tastes", "tasted", "smell", "smells", "smelled"})
 # Verbs that say what a thing pointed at is like ("The studio looks amazing", "Sunflowers mean
@@ -1117,13 +1121,7 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
         owned = {o.subject for o in before if o.kind in ("person", "animal") and not o.plural and o.gender in (None, pronoun) and not o.collective}
         return _the_one(list(owned))
     here = [o for o in before if (o.plural if pronoun == "they" else o.kind in ("thing", "animal") and not o.plural)]
-    introduced = any(
-        t.lower_ in _DETERMINERS | {"a", "an"}
-        or (t.is_title and not t.is_sent_start and t.text != "I" and t.text not in people)  # a name
-        or (t.is_sent_start and t.lower_.endswith("ing") and len(t) > 4)  # "Dancing helps me ...": a doing named
-        for t in token.doc[:at]
-    )
-    if not here and not introduced and (earlier := [o for o in things if o.earlier]):
+    if not here and (earlier := [o for o in things if o.earlier]) and not _introduced(token.doc[:at], people):
         # Nothing in the turn it could stand for (no thing of the speaker's, and nothing else
         # introduced before it: "My favourite is the sundae. It's ..."): what the speaker's last
         # turn named (Dialogue), when that is one thing ("it") or one group ("they")
@@ -1139,6 +1137,18 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
     else:
         found = {o.subject for o in before if o.plural and o.kind in ("person", "animal")}  # "they" for things is most often someone else
     return next(iter(found)) if len(found) == 1 else None
+
+
+def _introduced(tokens: Any, people: list[str]) -> bool:
+    """Whether ``tokens`` (a turn up to a pronoun) introduce something the pronoun might stand
+    for: a noun after a determiner, a name that is no one's talking here, a doing opening a
+    sentence ("Dancing helps me ... It's ...")."""
+    return any(
+        t.lower_ in _DETERMINERS
+        or (t.is_title and not t.is_sent_start and t.text != "I" and t.text not in people)
+        or (t.is_sent_start and t.lower_.endswith("ing") and len(t) > 4)
+        for t in tokens
+    )
 
 
 def _named_people(entry: dict[str, Any], text: str, relations: list[tuple[str, int, int, int]], resolver: Resolver | None) -> list[str]:
@@ -1553,12 +1563,13 @@ def _read_clause(
     # makes it hypothetical: precision over recall for facts.
     main = next((k for k in range(i + 1, len(tokens)) if tokens[k].lower_ in _RELATIVES), len(tokens))
     hedged = conditional or any(
-        _starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"])
+        _lemma(tokens[k]) in words["hedge_firsts"]
+        and (_starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"]))
+        and not (tokens[k].lower_ == "wishes" or (k and tokens[k - 1].lower_ in _BEFORE_A_NOUN))  # "We all made wishes": a thing, no hedge
         for k in range(main)  # "I used to be nervous about what my boss might say": the hedge is theirs
         if tokens[k].lower_ not in _ABILITY_MODALS  # "can" shares its lemma with "could"; it is read below
         and not (_lemma(tokens[k]) == "can" and tokens[k].lower_ != "could")  # "canned food" hedges nothing
         and not (tokens[k].text == "May" and k and tokens[k - 1].lower_ in _PREPOSITIONS | {"last", "next", "this", "early", "late", "mid"})  # "in May"
-        and not (tokens[k].lower_ == "wishes" or (k and tokens[k - 1].lower_ in _DETERMINERS | {"a", "an", "made", "make"}))  # "We all made wishes": a thing, no hedge
     )
     negated = ability = copula = False
     future = i >= 2 and tokens[i - 2].lower_ == "let" and tokens[i - 1].lower_ in ("'s", "’s")  # "Let's ...": to come
