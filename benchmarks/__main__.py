@@ -165,7 +165,7 @@ def _section(title: str, intro: str, result: dict, module: str | None = None) ->
 # its baseline is.
 SECTIONS = [
     ("bench_extract", "Rule-based extraction on the LoCoMo dev conversations",
-     "Entries/s of the rule-based extractors (0.2.0, and the clause extractor 0.3.0 under `clauses`, in one process and split over two forked workers as the claims asset runs it on two cores) against a baseline in the same process that only splits the same entries into sentences (read from ../shared/eval/locomo-dev in place)."),
+     "Entries/s of the rule-based extractors (0.2.0, and the clause extractor, rules 0.3.0 on, under `clauses` with its key, in one process and split over two forked workers as the claims asset runs it on two cores) against a baseline in the same process that only splits the same entries into sentences (read from ../shared/eval/locomo-dev in place)."),
     ("bench_state", "State models (dbt on DuckDB) at 10k and 100k ledger entries",
      "dbt build time of the state models: full build, then incremental and full refresh after a 1% append."),
     ("bench_views", "Retrieval and graph views",

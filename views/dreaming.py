@@ -34,7 +34,9 @@ from memc.visibility import meet
 
 PRODUCER = "dreaming"
 # 1.1: community claims (Louvain) beside centrality. 1.2: an unchanged value is not restated.
-PRODUCER_VERSION = "1.2"
+# 1.3: a thing pointed at (an entity under a common noun: "studio" for "The studio looks
+# amazing", rules 0.4.0 on) is not ranked: it is a node of the graph with no interaction.
+PRODUCER_VERSION = "1.3"
 
 
 @dataclass(frozen=True)
@@ -121,7 +123,10 @@ def centrality_entries(
         if inp is None or not ranks:
             continue
         for entity_id, rank in ranks:
-            out.append(_entry(inp, entity_id, names.get(entity_id, entity_id), "centrality", f"{rank:.4f}", algorithm="pagerank"))
+            name = names.get(entity_id, entity_id)
+            if entity_id in names and not name[:1].isupper():
+                continue  # a common noun, no one (1.3)
+            out.append(_entry(inp, entity_id, name, "centrality", f"{rank:.4f}", algorithm="pagerank"))
     return out
 
 

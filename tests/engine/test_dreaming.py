@@ -202,3 +202,15 @@ def test_dream_entries_are_valid_derived_claims_for_the_extractor(setup):
         attrs = e.attributes
         assert {"subject", "subject_id", "predicate", "object", "graph_version", "algorithm"} <= set(attrs)
         assert json.loads(json.dumps(attrs)) == attrs
+
+
+def test_a_thing_pointed_at_is_not_ranked(setup):
+    # "The studio looks amazing" makes "studio" an entity of the mart (rules 0.4.0): a node of the
+    # graph with no interaction, whose PageRank would only be the teleport share.
+    ledger, ents, inter, graph, seq_of = setup
+    studio = pa.Table.from_pylist([{**ents.slice(0, 1).to_pylist()[0], "entity_id": "studio", "name": "studio"}], schema=ents.schema)
+    with_thing = pa.concat_tables([ents, studio])
+    graph.rebuild(with_thing, both_directions(inter.drop_columns(["visibility"])))
+    assert "studio" in dict(graph.pagerank("acme"))  # the graph ranks it: dreaming leaves it out
+    ranked = {e.attributes["subject_id"] for e in dream(graph, inter, with_thing, seq_of) if e.attributes["predicate"] == "centrality"}
+    assert "studio" not in ranked and len(ranked) == len(PEOPLE)
