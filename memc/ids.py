@@ -60,6 +60,12 @@ def normalize_name(name: str) -> str:
     return " ".join(name.split()).casefold()
 
 
+def is_common_noun(name: str | None) -> bool:
+    """Whether an entity's name is a common noun rather than a name: a thing pointed at ("studio"
+    for "The studio looks amazing"), which no question names and no interaction ranks."""
+    return bool(name) and not name[0].isupper()
+
+
 def entity_id(scope: str, name: str) -> str:
     """Entities are per scope: two people who share a name in different scopes never merge.
 

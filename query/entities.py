@@ -11,7 +11,7 @@ from typing import Any
 from claims.ontology import ONTOLOGY
 from memc.filecache import cached
 from memc.home import MemcHome
-from memc.ids import entity_id
+from memc.ids import entity_id, is_common_noun
 from memc.visibility import may_see
 from views.build import graph_store
 from views.marts import ENTITIES, GRAPH_RELATIONS, mart_path, read_mart
@@ -37,7 +37,7 @@ def entity_names(home: MemcHome) -> tuple[list[dict[str, Any]], dict[str, list[i
         rows = read_mart(path, columns=cols).to_pylist()
         names: dict[str, list[int]] = {}
         for i, r in enumerate(rows):
-            if r["name"] and not r["name"][0].isupper():
+            if is_common_noun(r["name"]):
                 continue  # a thing pointed at ("The studio looks amazing"): a common noun, no name a question says
             for a in dict.fromkeys(a.casefold() for a in [r["name"], *(r["aliases"] or [])] if a):
                 names.setdefault(a, []).append(i)

@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 
 from ledger.schema import NewEntry
-from memc.ids import digest
+from memc.ids import digest, is_common_noun
 from memc.visibility import meet
 
 PRODUCER = "dreaming"
@@ -124,7 +124,7 @@ def centrality_entries(
             continue
         for entity_id, rank in ranks:
             name = names.get(entity_id, entity_id)
-            if entity_id in names and not name[:1].isupper():
+            if entity_id in names and is_common_noun(name):
                 continue  # a common noun, no one (1.3)
             out.append(_entry(inp, entity_id, name, "centrality", f"{rank:.4f}", algorithm="pagerank"))
     return out

@@ -324,7 +324,7 @@ class Dialogue:
         """What ``speaker``'s last turn of ``entry``'s session named, when it was seen by the same
         principals (a claim drawn from both must not reach anyone either would not)."""
         turns = self._recent.get((entry["scope"], entry["session_id"]), []) if entry.get("session_id") else []
-        mine = [t for t in turns[-1:] if t[0] == speaker] or [t for t in turns[-2:-1] if t[0] == speaker and len(turns) == 2]
+        mine = [t for t in turns[-1:] if t[0] == speaker] or [t for t in turns[-2:-1] if t[0] == speaker]  # (two turns kept)
         if not mine or mine[0][1] != frozenset(entry["visibility"] or ()):
             return ()
         return mine[0][2]
@@ -358,9 +358,7 @@ def _topics(things: tuple[_Thing, ...], said: list[Proposal], entry_id: str) -> 
             continue  # ("first screenplay": the speaker's "first screenplay", named with "my")
         if len(words) > 3 or set(words) & (_PHRASE_HEADS | _PREPOSITIONS) or words[0].endswith("ing") or lemma(words[-1]) not in word_classes()["noun"]:
             continue  # a thing, not a phrase: "family for those kids" is no one thing "they" are
-        last = p.object.split()[-1]
-        plural = last.lower().endswith("s") and lemma(last) != last.lower()
-        out.append(_Thing(p.object, -1, -1, "animal" if p.predicate == "has_pet" else "thing", None, plural, False, -1, earlier=True, source=entry_id))
+        out.append(_Thing(p.object, -1, -1, "animal" if p.predicate == "has_pet" else "thing", None, _plural(words[-1]), False, -1, earlier=True, source=entry_id))
         names.append(low)
     return tuple(out)
 
@@ -978,16 +976,22 @@ def _closes(t: Any) -> bool:
     return _past_verb(t) and _lemma(t) in word_classes()["verb"] and not low.endswith("s") and low not in word_classes()["noun"]  # "crew" is no past of "crow" here
 
 
-_THING_OPENERS = re.compile(r"\b(?:[Mm]y|[Oo]ur|MY|OUR|[Tt]his)\b|[\"“]|(?:^|(?<=[.!?,;:\-–—]\s))(?:[Tt]he|[Tt]hat|[Tt]hese|[Tt]hose|[A-Z][a-z]+s(?=\s+(?:mean|stand|symboli[sz]e|represent|remind)\b))\b")
 # After a thing's name, verbs that say what it is like, as "is" does: "it looks great".
 _SENSES = frozenset({"look", "looks", "looked", "seem", "seems", "seemed", "sound", "sounds", "sounded", "taste", "tastes", "tasted", "smell", "smells", "smelled"})
-# Verbs that say what a thing pointed at is like ("The studio looks amazing", "Sunflowers mean
-# warmth"): where its noun phrase ends, though most are nouns too.
-_DESCRIBING = frozenset({
-    "looks", "looked", "seems", "seemed", "sounds", "sounded", "tastes", "tasted", "smells", "smelled", "means", "meant",
-    "stands", "stood", "symbolizes", "symbolises", "represents", "represented", "reminds", "reminded",
-    "mean", "stand", "symbolize", "symbolise", "represent", "remind",
+# Verbs that say what a thing stands for ("Sunflowers mean warmth", "it reminds me of ..."); a
+# plural in general is a thing pointed at only before one of their base forms.
+_MEANING_BASES = ("mean", "stand", "symbolize", "symbolise", "represent", "remind")
+_MEANING = frozenset({
+    *_MEANING_BASES, "means", "meant", "stands", "stood", "symbolizes", "symbolises", "represents", "represented", "reminds", "reminded",
 })  # fmt: skip
+# Verbs that say what a thing pointed at is like ("The studio looks amazing", "Sunflowers mean
+# warmth"): where its noun phrase ends, though most are nouns too. Not the senses' base forms,
+# which a phrase may start with ("the sound of the river").
+_DESCRIBING = _MEANING | (_SENSES - {"look", "seem", "sound", "taste", "smell"})
+_THING_OPENERS = re.compile(
+    r"\b(?:[Mm]y|[Oo]ur|MY|OUR|[Tt]his)\b|[\"“]|(?:^|(?<=[.!?,;:\-–—]\s))(?:[Tt]he|[Tt]hat|[Tt]hese|[Tt]hose|[A-Z][a-z]+s(?=\s+(?:"
+    + "|".join(_MEANING_BASES) + r")\b))\b"
+)
 # What a thing pointed at is not: a saying's word ("The thing is ...", "The best part was ...", "That idea ...").
 _NOT_POINTED = frozenset({"thing", "things", "stuff", "other", "rest", "same", "whole", "idea", "point", "problem", "issue", "worst", "toughest", "hardest", "more", "most", "only", "first", "last", "next", "one", "ones", "kind", "sort", "fact", "truth", "reason", "answer", "news", "moment", "feeling", "end", "result", "key"})
 
@@ -1027,7 +1031,7 @@ def _things(
                 continue  # "my choir called "Open Doors"": the name given is the one a pronoun stands for
             phrase = doc[t.i + 1 : end]
             head = phrase[-1].lower_
-            plural = head in words["plural_people"] or (_lemma(phrase[-1]) != head and head.endswith("s"))
+            plural = head in words["plural_people"] or _plural(head)
             gender = "he" if head in words["he"] else "she" if head in words["she"] else None
             collective = head in words["collective"]
             out.append(_Thing(f"{speaker}'s {phrase.text}", t.i + 1, end, kind, gender, plural, True, _sentence_start(starts, t.i), collective))
@@ -1039,8 +1043,7 @@ def _things(
         elif (pointed := _pointed_at(doc, t)) is not None:
             at, end, kind = pointed
             phrase = doc[at:end]
-            plural = _lemma(phrase[-1]) != phrase[-1].lower_ and phrase[-1].lower_.endswith("s")
-            out.append(_Thing(phrase.text, at, end, kind, None, plural, False, _sentence_start(starts, t.i), pointed=True))
+            out.append(_Thing(phrase.text, at, end, kind, None, _plural(phrase[-1].lower_), False, _sentence_start(starts, t.i), pointed=True))
     for m in _NAME_IS.finditer(text) if "name" in text else ():
         # "Her name is Pepper! She's full of mischief": the one named is whom "she" stands for, in place
         # of the pet or child of the speaker's named before, which is most often the same one
@@ -1051,6 +1054,11 @@ def _things(
         out = [o for o in out if not (o.owned and o.kind in ("person", "animal") and o.at < span[0].i)]
         out.append(_Thing(m.group("obj"), span[0].i, span[-1].i + 1, "animal", gender, False, False, _sentence_start(starts, span[0].i)))
     return tuple(dataclasses.replace(o, starts=tuple(starts)) for o in out)
+
+
+def _plural(low: str) -> bool:
+    """Whether a lower-case noun is a plural: an -s form whose lemma differs ("turtles", not "glass")."""
+    return low.endswith("s") and lemma(low) != low
 
 
 def _only_adverb(t: Any) -> bool:
@@ -1090,7 +1098,7 @@ def _pointed_at(doc: Any, t: Any) -> tuple[int, int, str] | None:
             end = _noun_phrase_end(doc, end + 2) or end  # "The sunset and the surrounding beauty were ..."
         words = _owned_words()
         kind = "person" if {w.lower_ for w in doc[at:end]} & (words["people"] | _PEOPLE_WORDS) else "thing"
-    elif t.is_title and t.i + 1 < len(doc) and doc[t.i + 1].lower_ in _DESCRIBING - {"looks", "looked", "seems", "seemed", "sounds", "sounded"}:
+    elif t.is_title and t.i + 1 < len(doc) and doc[t.i + 1].lower_ in _MEANING:
         if _lemma(t) == low or _lemma(t) not in word_classes()["noun"]:
             return None  # a plural noun, said of its kind: "Roses stand for love"
         at, end, kind = t.i, t.i + 1, "thing"
