@@ -57,6 +57,20 @@ def test_the_rendering_cites_turns_by_source_ref_and_by_entry_id_without_one():
     assert _item_lines(1, written, "tomasz") == ["   1. 2024-05-01", "      [D1:1] a", "    > [D1:2 via bob] b", "      [D1:3] c"]
 
 
+def test_a_fact_cites_its_sources_by_ref_and_by_entry_id_only_without_one():
+    # The same citation as an item's turns: an entry id costs ~21 word pieces of a ~50-token line.
+    from query.context import StateFact, state_line
+
+    def fact(ref: str | None) -> StateFact:
+        return StateFact(subject="Omar", predicate="lives_in", object="Bergen", valid_from="2024-02-26T00:00:00+00:00", valid_to=None,
+                         source_entry_id="e_14190c6bc4565212c472b9b9", source_ref=ref, quote="I live in Bergen", scope="team",
+                         sources=[{"source_entry_id": "e_14190c6bc4565212c472b9b9", "source_ref": ref},
+                                  {"source_entry_id": "e_140c37da9b8d9f723c897cba", "source_ref": "OA2:1"}])  # fmt: skip
+
+    assert state_line(fact("OA3:1"), "tomasz") == '  Omar lives_in Bergen  (since 2024-02-26; source OA3:1: "I live in Bergen"; also OA2:1)'
+    assert 'source entry e_14190c6bc4565212c472b9b9: "I live in Bergen"' in state_line(fact(None), "tomasz")
+
+
 def test_hits_a_few_turns_apart_show_as_one_stretch_of_the_conversation():
     from query.context import ContextItem
     from query.windows import join_stretch as _join_stretch
