@@ -30,12 +30,15 @@ class QueryConfig(BaseModel):
     fulltext_k: int = Field(default=80, ge=1)
     rrf_k: int = Field(default=30, ge=1)
     max_state_facts: int = Field(default=10, ge=0)
-    # Share of the budget state facts may take (facts are dense but not all relevant), the asked
-    # predicate's current value kept whatever the share leaves (query/pack.py). On LoCoMo dev
-    # (whole context at 1,000 / 2,000 tokens, multi-hop at 2,000) a twentieth gives 0.834 / 0.897
-    # and 0.703, a tenth 0.833 / 0.894 and 0.692 (docs/context.md, "A twentieth of the budget for
-    # the facts"); earlier, by recall@10, a tenth 0.82, a quarter 0.80, all of it 0.74.
-    state_share: float = Field(default=0.05, ge=0.0, le=1.0)
+    # Share of the budget state facts may take before the evidence (facts are dense but not all
+    # relevant); the asked predicate's current value is kept whatever the share leaves, and the
+    # facts the share left out fill what the evidence leaves (query/pack.py). Balanced gives none:
+    # only the asked value goes before the evidence. On LoCoMo dev (whole context at 500 / 1,000 /
+    # 2,000 tokens, multi-hop at 2,000) none gives 0.739 / 0.853 / 0.905 and 0.713, a twentieth
+    # 0.739 / 0.851 / 0.905 and 0.706 (docs/context.md, "Facts after the evidence"); earlier a
+    # tenth gave 0.833 / 0.894 at 1,000 / 2,000 against a twentieth's 0.834 / 0.897, and by
+    # recall@10 a tenth 0.82, a quarter 0.80, all of it 0.74.
+    state_share: float = Field(default=0.0, ge=0.0, le=1.0)
     budget_tokens: int = Field(default=2000, ge=50)
     staleness: dict[str, ViewPolicy] = Field(default_factory=lambda: dict(DEFAULT_POLICIES))
     # Route weights in the fusion. Full text leads: on LoCoMo dev, BM25-style full text alone
@@ -151,7 +154,7 @@ PRESETS: dict[str, QueryConfig] = {
     # balanced only.
     "fast": QueryConfig(
         k=5, vector_k=15, fulltext_k=15, rrf_k=60, max_state_facts=8, budget_tokens=800, window_before=1, window_after=1, wide_items=5,
-        facts_weight=0.0, ranker=None, exchange_fulltext=False, exchange_vector=False,
+        facts_weight=0.0, ranker=None, exchange_fulltext=False, exchange_vector=False, state_share=0.05,
     ),
     "balanced": QueryConfig(),
     # Memory units on at 4,000 tokens: LoCoMo dev 0.917 -> 0.921, multi-hop 0.716 -> 0.728; at
@@ -160,7 +163,7 @@ PRESETS: dict[str, QueryConfig] = {
     # 1,000 tokens it costs 0.02 overall as a fused route, so balanced only takes candidates from it).
     "thorough": QueryConfig(
         k=20, vector_k=100, fulltext_k=100, rrf_k=60, max_state_facts=40, budget_tokens=4000, unit_seeds=5, wide_items=20, facts_weight=0.3,
-        facts_fulltext=True, ranker=None, exchange_fulltext=False, exchange_vector=False, window_before=2,
+        facts_fulltext=True, ranker=None, exchange_fulltext=False, exchange_vector=False, window_before=2, state_share=0.05,
     ),
 }
 # The preset names as a type, for the API's and MCP's schemas (the CLI offers ``list(PRESETS)``).

@@ -154,11 +154,12 @@ def test_a_later_hit_that_asks_shows_its_reply_and_one_that_states_shows_itself(
     assert [t["entry_id"] for t in later_window(window, window[1], QueryConfig(narrow_before=1))] == ["e0", "e1", "e2"]
 
 
-def test_the_asked_value_is_kept_whatever_the_facts_share_and_the_share_bounds_the_rest():
+def test_the_asked_value_is_kept_whatever_the_facts_share_and_the_rest_fill_what_the_evidence_leaves():
     # The first fact is the current value of the predicate the question asks for (query/facts.py
     # rank_facts; query/compile.py says so with keep_first): shown whenever the budget holds it,
-    # even when the facts' share holds none.
-    from query.context import Context, StateFact
+    # even when the facts' share holds none. The share bounds the facts before the evidence; the
+    # facts it left out come after the evidence, into what the evidence leaves.
+    from query.context import Context, ContextItem, StateFact
     from query.pack import pack
     from query.tokens import count_tokens
 
@@ -166,17 +167,28 @@ def test_the_asked_value_is_kept_whatever_the_facts_share_and_the_share_bounds_t
         return StateFact(subject="Elena", predicate=predicate, object=obj, valid_from="2024-04-01T00:00:00+00:00", valid_to=None,
                          source_entry_id=f"e_{predicate}", source_ref=f"ET:{predicate}", quote=f"I {predicate} {obj}", scope="team")  # fmt: skip
 
+    def turn(n: int) -> ContextItem:
+        return ContextItem(entry_id=f"e_{n}", source_ref=f"D1:{n}", scope="team", kind="message", actor="Elena",
+                           text=f"turn {n}: we talked about moving house and the new job at length", valid_at="2024-05-01T10:00:00+00:00",
+                           recorded_at="", routes=["fulltext"], score=0.1, entry_ids=[f"e_{n}"])  # fmt: skip
+
     facts = [fact("works_at", "Helio Labs"), fact("lives_in", "Berlin"), fact("likes", "green tea"), fact("has_pet", "a cat")]
+
+    def packed(share: float, *, items: int = 40, keep_first: bool = True, budget: int = 400) -> Context:
+        ctx = Context(question="Where does Elena work?", asker="tomasz", scope=None, ledger_head=3, watermarks={})
+        ctx.state, ctx.items = list(facts), [turn(n) for n in range(1, items + 1)]
+        pack(ctx, budget, share, keep_first=keep_first)
+        assert ctx.tokens <= budget
+        return ctx
+
+    assert packed(0.01, keep_first=False).state == []  # a share of 4 tokens, evidence to fill the rest: no fact line
+    assert [f.predicate for f in packed(0.01).state] == ["works_at"]  # ...but the asked value is shown
+    more = packed(0.3)  # 120 tokens before the evidence: more lines, in rank order
+    assert [f.predicate for f in more.state][:2] == ["works_at", "lives_in"] and len(more.state) > 1
+    # Little evidence: the facts the share left out fill what it leaves, in rank order.
+    few = packed(0.0, items=2)
+    assert [f.predicate for f in few.state] == ["works_at", "lives_in", "likes", "has_pet"] and len(few.items) == 2
     ctx = Context(question="Where does Elena work?", asker="tomasz", scope=None, ledger_head=3, watermarks={})
-    ctx.state = list(facts)
-    pack(ctx, 400, 0.01)  # a share of 4 tokens: no fact line fits it
-    assert ctx.state == []
-    ctx.state = list(facts)
-    pack(ctx, 400, 0.01, keep_first=True)  # ...but the asked value is shown
-    assert [f.predicate for f in ctx.state] == ["works_at"]
-    ctx.state = list(facts)
-    pack(ctx, 400, 0.3, keep_first=True)  # 120 tokens: more lines, in order
-    assert [f.predicate for f in ctx.state][:2] == ["works_at", "lives_in"] and len(ctx.state) > 1
     ctx.state = list(facts)
     fixed = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))
     pack(ctx, fixed + 3, 1.0, keep_first=True)  # the whole budget cannot hold one line: none
