@@ -992,6 +992,13 @@ _THING_OPENERS = re.compile(
     r"\b(?:[Mm]y|[Oo]ur|MY|OUR|[Tt]his)\b|[\"“]|(?:^|(?<=[.!?,;:\-–—]\s))(?:[Tt]he|[Tt]hat|[Tt]hese|[Tt]hose|[A-Z][a-z]+s(?=\s+(?:"
     + "|".join(_MEANING_BASES) + r")\b))\b"
 )
+# Participles before a preposition that say what a thing is made from or of: "It was inspired by
+# personal experiences", "it's based on a true story", "It's made with coconut milk".
+_MADE_FROM = frozenset({"inspired", "based", "made", "set", "written", "filled", "decorated"})
+# After "It's about", words that make "about" no topic: "about time", "about all I could afford",
+# "about the same", "about to start", "about twenty".
+_ABOUT_NOT_A_TOPIC = frozenset({"time", "all", "the", "to", "as", "it", "that", "this", "how", "what", "half", "twice", "one", "two", "three", "ten", "twenty", "fifty", "hundred"})
+_ABOUT_AMOUNTS = frozenset({"hundred", "thousand", "dozen", "mile", "minute", "hour", "day", "week", "month", "year", "third", "quarter", "bit", "foot", "meter", "metre"})
 # What a thing pointed at is not: a saying's word ("The thing is ...", "The best part was ...", "That idea ...").
 _NOT_POINTED = frozenset({"thing", "things", "stuff", "other", "rest", "same", "whole", "idea", "point", "problem", "issue", "worst", "toughest", "hardest", "more", "most", "only", "first", "last", "next", "one", "ones", "kind", "sort", "fact", "truth", "reason", "answer", "news", "moment", "feeling", "end", "result", "key"})
 
@@ -1691,10 +1698,14 @@ def _read_clause(
                 span = (span[0], span[0] + cut.start())
             said = text[span[0] : span[1]].lower().split()
             head = next((said[k - 1] for k, w in enumerate(said) if k and w in _PREPOSITIONS | {"set", "called"}), None)
+            if it_subject and said[:1] == ["about"] and len(said) > 1 and not (
+                said[1][:1].isdigit() or said[1] in _ABOUT_NOT_A_TOPIC or (said[1] in ("a", "an") and said[2:3] and said[2].strip(".,!?") in _ABOUT_AMOUNTS)
+            ):
+                head = "about"  # "It's about loss, identity, and connection": what a work is about (not "about 2 feet wide")
             if it_subject and (head is None or head in _NOT_DESCRIPTIONS):
                 return None  # "it's been quite a struggle", "It's a small step": a saying; "a blend of comedy and suspense" says what it is
             compound = verb.i < tokens[-1].i and verb.doc[verb.i + 1].text in ("-", "–") and not verb.whitespace_  # "part-time", "dairy-free"
-            if bare_noun and verb.lower_ not in ("a", "an", "about") and not (
+            if bare_noun and verb.lower_ not in ("a", "an", "about") and (head not in _MADE_FROM or thing.earlier) and not (
                 lemma(head) in word_classes()["noun"] and not head.endswith("ing") and (compound or head not in word_classes()["adj"])
             ):
                 return None  # "It's awesome for the kids", "it's normal to be nervous": said of a moment, not what the thing is
@@ -1874,7 +1885,11 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate == "created" and first.endswith("ing") and lemma(first) != first and (
         (before := text[: span[0]].split()[-1:]) and before[0].lower() not in _DETERMINERS | {"a", "an"} and rest[1:2] != ["of"]
     ):
-        return None  # "We've been working on building up confidence": a doing, nothing made (not "a painting of the lake")
+        if text[: span[0]].lower().split()[-2:] == ["working", "on"]:
+            # "Still working on opening a dance studio", "We've been working on building up
+            # confidence": nothing made yet, an aim worked towards
+            return _claim(entry, base, text, start, span, subject, "goal", polarity)
+        return None  # "I was painting ...": a doing, nothing made (not "a painting of the lake")
     if first in ("something", "anything", "everything", "nothing", "ta", "tta") or (predicate in ("created", "received", "started", "finished", "has") and first in _PREPOSITIONS | {"as"}):
         return None  # "I've got something to show", "I baked for my friends": what, the clause does not say
     if predicate == "has_pet" and set(named) & (_PEOPLE_WORDS | set(_word_lists()["relations"]["has_relative"])):

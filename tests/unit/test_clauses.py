@@ -448,7 +448,7 @@ print(json.dumps([before, pipeline.cache_info().currsize, claims]))
 def test_versions_live_side_by_side(monkeypatch) -> None:
     monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
     # "rules" (and the default) is the newest rules version; the one it replaced by its key
-    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.4.0"
+    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.4.1"
     assert active_extractor(RULES.key) is RULES and RULES.version == "0.2.0"
     # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
     e = entry("I moved to Berlin last month and I love it.")
@@ -760,6 +760,29 @@ def test_rules_040_claims_quote_their_source_and_pass_the_validators() -> None:
     by_id = {e["entry_id"]: e for e in entries}
     for c in result.claims.to_pylist():
         assert c["quote"] in by_id[c["source_entry_id"]]["content"]
+
+
+RULES_041 = [
+    ("Thanks, Gina. Still working on opening a dance studio.", ("Ana", "goal", "opening a dance studio", "assert")),
+    ("We've been working on building up confidence.", ("Ana", "goal", "building up confidence", "assert")),
+    ("I finished my novel. It's about a dragon and her friends.", ("Ana's novel", "described_as", "about a dragon", "assert")),
+    ("I finished my painting. It's based on a photo of my grandma.", ("Ana's painting", "described_as", "based on a photo of my grandma", "assert")),
+]
+
+
+@pytest.mark.parametrize("text, want", RULES_041)
+def test_rules_041_read_aims_worked_towards_and_what_a_work_is_about(text, want) -> None:
+    assert want in said(text)
+
+
+def test_rules_041_keep_their_limits() -> None:
+    assert said("I'm working on a painting of the lake.") == {("Ana", "created", "painting of the lake", "assert")}  # a thing made
+    for amount in ("It's about 2 feet wide.", "It's about a foot wide.", "It's about time!", "It's about the same size as the last one."):
+        assert ("Ana's painting", "described_as") not in {c[:2] for c in said(f"I finished my painting. {amount}")}, amount
+    # What "it" was made from is read of a thing named in the turn, not of the speaker's last
+    # turn's (which named "the main character", not the story it was inspired by).
+    story = session([("Jo", "The main character is dealing with some tough stuff."), ("Nat", "What inspired you?"), ("Jo", "It was inspired by personal experiences.")])
+    assert not [c for c in extract(story, CLAUSES, Resolver(build_aliases(story), build_participants(story))).claims.to_pylist() if c["predicate"] == "described_as"]
 
 
 SCREENPLAY = [
