@@ -89,6 +89,15 @@ def pack(
                 used += cost
                 state_tokens += cost
     kept_state = [f for f in ctx.state if id(f) in kept]
+    # Skills likewise: the first within the share whenever the budget holds it, the rest after the evidence.
+    kept = {id(sk) for sk in kept_skills}
+    for sk in ctx.skills:
+        if id(sk) not in kept:
+            cost = count_tokens("\n".join(["How this was done before:", *skill_lines(sk)]))
+            if used + cost <= budget:
+                kept.add(id(sk))
+                used += cost
+    kept_skills = [sk for sk in ctx.skills if id(sk) in kept]
     recorder.add("cut", "relevance_floor", floor=relevance_floor, entry_ids=below_floor)
     recorder.add(
         "cut", "budget", budget=budget, state_share=state_share, state_facts=len(ctx.state) - len(kept_state),

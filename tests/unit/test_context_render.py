@@ -193,3 +193,27 @@ def test_the_asked_value_is_kept_whatever_the_facts_share_and_the_rest_fill_what
     fixed = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))
     pack(ctx, fixed + 3, 1.0, keep_first=True)  # the whole budget cannot hold one line: none
     assert ctx.state == []
+
+
+def test_skills_past_the_first_fill_what_the_evidence_leaves():
+    from query.context import Context, ContextItem
+    from query.pack import pack
+
+    def skill(n: int) -> dict:
+        return {"skill_id": f"sk_{n}", "example_task": f"deploy service {n}", "support": 3, "success_rate": 1.0, "baseline_rate": 0.5,
+                "compared": 4, "steps": ["build the image", "run the migrations", "switch the traffic"], "termination": "health checks pass"}  # fmt: skip
+
+    def packed(items: int) -> Context:
+        ctx = Context(question="How do we deploy?", asker="tomasz", scope=None, ledger_head=3, watermarks={})
+        ctx.skills = [skill(1), skill(2)]
+        ctx.items = [
+            ContextItem(entry_id=f"e_{n}", source_ref=f"D1:{n}", scope="team", kind="message", actor="Elena", text=f"turn {n}: we deployed the service by hand again",
+                        valid_at="2024-05-01T10:00:00+00:00", recorded_at="", routes=["fulltext"], score=0.1, entry_ids=[f"e_{n}"])  # fmt: skip
+            for n in range(1, items + 1)
+        ]
+        pack(ctx, 400, 0.0)
+        return ctx
+
+    assert [sk["skill_id"] for sk in packed(40).skills] == ["sk_1"]  # the evidence fills the budget: the first only
+    few = packed(2)
+    assert [sk["skill_id"] for sk in few.skills] == ["sk_1", "sk_2"] and len(few.items) == 2
