@@ -5,7 +5,7 @@ in rank order, an item that does not fit shown with a narrower window.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from query.context import Context, ContextItem, item_lines, mixed_scopes, skill_lines, state_line
 from query.plan import PlanRecorder
@@ -43,8 +43,15 @@ def pack(
     # Counted as rendered: with its [scope] when the candidates mix scopes (if the packed ones turn
     # out to share one, the render leaves it out and the count was a few tokens high, never low).
     show_scope = mixed_scopes(ctx.state)
+
+    def fact_cost(f) -> int:
+        return count_tokens(state_line(f, ctx.asker, show_scope=show_scope))
+
+    def skill_cost(sk) -> int:
+        return count_tokens("\n".join(["How this was done before:", *skill_lines(sk)]))
+
     for f in ctx.state:
-        cost = count_tokens(state_line(f, ctx.asker, show_scope=show_scope))
+        cost = fact_cost(f)
         if used + cost > (budget if keep_first and not kept_state else min(budget, state_budget)):
             break
         kept_state.append(f)
@@ -55,7 +62,7 @@ def pack(
     # they ask for (tests/platform/test_skills_view.py: its deploy did not fit a twentieth of 2,000).
     kept_skills = []
     for sk in ctx.skills:
-        cost = count_tokens("\n".join(["How this was done before:", *skill_lines(sk)]))
+        cost = skill_cost(sk)
         if used + cost > (budget if not kept_skills else min(budget, state_budget)):
             break
         kept_skills.append(sk)
@@ -79,25 +86,10 @@ def pack(
     # Facts their share left out, in rank order, into what the evidence left: on a small home
     # the evidence does not fill the budget and every fact is shown; on a large one it does, and
     # a fact the question did not ask for costs an evidence item (LoCoMo dev, docs/context.md
-    # "Facts after the evidence").
-    kept = {id(f) for f in kept_state}
-    for f in ctx.state:
-        if id(f) not in kept:
-            cost = count_tokens(state_line(f, ctx.asker, show_scope=show_scope))
-            if used + cost <= budget:
-                kept.add(id(f))
-                used += cost
-                state_tokens += cost
-    kept_state = [f for f in ctx.state if id(f) in kept]
-    # Skills likewise: the first within the share whenever the budget holds it, the rest after the evidence.
-    kept = {id(sk) for sk in kept_skills}
-    for sk in ctx.skills:
-        if id(sk) not in kept:
-            cost = count_tokens("\n".join(["How this was done before:", *skill_lines(sk)]))
-            if used + cost <= budget:
-                kept.add(id(sk))
-                used += cost
-    kept_skills = [sk for sk in ctx.skills if id(sk) in kept]
+    # "Facts cited by their ref, after the evidence"). Skills likewise.
+    kept_state, used, late_facts = _fill(ctx.state, kept_state, fact_cost, used, budget)
+    kept_skills, used, late_skills = _fill(ctx.skills, kept_skills, skill_cost, used, budget)
+    state_tokens += late_facts + late_skills
     recorder.add("cut", "relevance_floor", floor=relevance_floor, entry_ids=below_floor)
     recorder.add(
         "cut", "budget", budget=budget, state_share=state_share, state_facts=len(ctx.state) - len(kept_state),
@@ -110,6 +102,17 @@ def pack(
         fixed_tokens=fixed, tokens=ctx.tokens,
         items=[{"entry_id": it.entry_id, "turns": len(it.entry_ids or [it.entry_id]), "tokens": c} for it, c in zip(kept_items, costs)],
     )  # fmt: skip
+
+
+def _fill(ranked: list, kept: list, cost: Callable[[Any], int], used: int, budget: int) -> tuple[list, int, int]:
+    """``kept`` and those of ``ranked`` not in it that fit what is left of ``budget``, in
+    ``ranked``'s order; the tokens used after, and how many of them these took."""
+    chosen, before = {id(x) for x in kept}, used
+    for x in ranked:
+        if id(x) not in chosen and used + (c := cost(x)) <= budget:
+            chosen.add(id(x))
+            used += c
+    return [x for x in ranked if id(x) in chosen], used, used - before
 
 
 def _narrower(it: ContextItem) -> Iterator[ContextItem]:
