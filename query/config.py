@@ -34,10 +34,10 @@ class QueryConfig(BaseModel):
     # relevant); the asked predicate's current value is kept whatever the share leaves, and the
     # facts the share left out fill what the evidence leaves (query/pack.py). Balanced gives none:
     # only the asked value goes before the evidence. On LoCoMo dev (whole context at 500 / 1,000 /
-    # 2,000 tokens, multi-hop at 2,000) none gives 0.739 / 0.853 / 0.905 and 0.713, a twentieth
-    # 0.739 / 0.851 / 0.905 and 0.706 (docs/context.md, "Facts after the evidence"); earlier a
-    # tenth gave 0.833 / 0.894 at 1,000 / 2,000 against a twentieth's 0.834 / 0.897, and by
-    # recall@10 a tenth 0.82, a quarter 0.80, all of it 0.74.
+    # 2,000 tokens, multi-hop at 2,000; the rules-0.4.0 homes) none gives 0.739 / 0.853 / 0.905 and
+    # 0.713, a twentieth 0.739 / 0.851 / 0.905 and 0.706 (docs/context.md, "Facts cited by their
+    # ref, after the evidence"); earlier a tenth gave 0.833 / 0.894 at 1,000 / 2,000 against a
+    # twentieth's 0.834 / 0.897, and by recall@10 a tenth 0.82, a quarter 0.80, all of it 0.74.
     state_share: float = Field(default=0.0, ge=0.0, le=1.0)
     budget_tokens: int = Field(default=2000, ge=50)
     staleness: dict[str, ViewPolicy] = Field(default_factory=lambda: dict(DEFAULT_POLICIES))

@@ -153,8 +153,8 @@ def state_line(f: StateFact, asker: str, *, show_scope: bool = False) -> str:
 
     The source is cited as an item cites a turn (:func:`item_lines`): by its ref, by its entry
     id only when it has none. The id cost ~21 of a line's ~50 tokens; cited by ref alone, LoCoMo
-    dev at 500 / 1,000 / 2,000 tokens went 0.728 / 0.849 / 0.904 -> 0.739 / 0.851 / 0.905
-    (docs/context.md, "Facts cited by their ref")."""
+    dev at 500 / 1,000 / 2,000 tokens went 0.728 / 0.849 / 0.904 -> 0.740 / 0.851 / 0.905 on
+    homes built afresh (docs/context.md, "Facts cited by their ref, after the evidence")."""
     until = f" until {f.valid_to[:10]}" if f.valid_to else ""
     where = f"[{f.scope}] " if show_scope else ""
     # The older sources of a restated value by their refs only: the newest one's quote says it.

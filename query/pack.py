@@ -16,9 +16,10 @@ def pack(
     ctx: Context, budget: int, state_share: float, relevance_floor: float = 0.0, recorder: PlanRecorder | None = None, *, keep_first: bool = False
 ) -> None:
     """Keep the state facts up to their share, then the evidence items, then the facts the share
-    left out, that fit the token budget, each in rank order. An item whose window does not fit is shown with a narrower one (down to the hit alone)
-    rather than dropped: on LoCoMo dev this packs 9 items into 2,000 tokens instead of 8, and
-    lifts evidence recall@10 0.835 -> 0.842 (multi-hop 0.500 -> 0.528).
+    left out, that fit the token budget, each in rank order. An item whose window does not fit
+    is shown with a narrower one (down to the hit alone) rather than dropped: on LoCoMo dev this
+    packs 9 items into 2,000 tokens instead of 8, and lifts evidence recall@10 0.835 -> 0.842
+    (multi-hop 0.500 -> 0.528).
 
     ``relevance_floor``: items that reached less than that share of the best score on every route
     that found them (``ContextItem.relevance``) are not packed at all (QueryConfig.relevance_floor),
