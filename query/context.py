@@ -128,10 +128,14 @@ class Context:
         if self.skills:
             lines += ["", "How this was done before:", *(line for s in self.skills for line in skill_lines(s))]
         lines.append("")
-        lines.append("Evidence:" if self.items else "Evidence: none visible to this asker.")
+        lines.append("Evidence:" if self.items else NO_EVIDENCE)
         for i, it in enumerate(self.items, 1):
             lines += item_lines(i, it, self.asker)
         return "\n".join(lines)
+
+
+# The evidence section's title when no item is shown (query/pack.py counts it then).
+NO_EVIDENCE = "Evidence: none visible to this asker."
 
 
 def _via(writer: str | None, asker: str) -> str:

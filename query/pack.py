@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Callable, Iterator
 
-from query.context import Context, ContextItem, item_lines, mixed_scopes, skill_lines, state_line
+from query.context import NO_EVIDENCE, Context, ContextItem, item_lines, mixed_scopes, skill_lines, state_line
 from query.plan import PlanRecorder
 from query.tokens import count_tokens
 
@@ -88,6 +88,12 @@ def pack(
     # the evidence does not fill the budget and every fact is shown; on a large one it does, and
     # a fact the question did not ask for costs an evidence item (LoCoMo dev, docs/context.md
     # "Facts cited by their ref, after the evidence"). Skills likewise.
+    if not kept_items:
+        # The title then says so, in more tokens than the "Evidence:" counted above: what no
+        # longer fits goes, skills first, then facts from the last (the asked value last).
+        used += count_tokens(NO_EVIDENCE) - count_tokens("Evidence:")
+        while used > budget and (kept_skills or kept_state):
+            used -= skill_cost(kept_skills.pop()) if kept_skills else fact_cost(kept_state.pop())
     kept_state, used, late_facts = _fill(ctx.state, kept_state, fact_cost, used, budget)
     kept_skills, used, late_skills = _fill(ctx.skills, kept_skills, skill_cost, used, budget)
     state_tokens += late_facts + late_skills

@@ -217,3 +217,26 @@ def test_skills_past_the_first_fill_what_the_evidence_leaves():
     assert [sk["skill_id"] for sk in packed(40).skills] == ["sk_1"]  # the evidence fills the budget: the first only
     few = packed(2)
     assert [sk["skill_id"] for sk in few.skills] == ["sk_1", "sk_2"] and len(few.items) == 2
+
+
+def test_facts_filling_a_context_without_evidence_stay_within_the_budget():
+    # With no item packed the section's title is longer ("Evidence: none visible to this asker."):
+    # the facts after the evidence are counted against it (a 60-token budget once rendered 65).
+    from query.context import Context, ContextItem, StateFact
+    from query.pack import pack
+    from query.tokens import count_tokens
+
+    facts = [
+        StateFact(subject="Elena", predicate=p, object=o, valid_from="2024-04-01T00:00:00+00:00", valid_to=None, source_entry_id=f"e_{p}",
+                  source_ref=f"ET:{p}", quote=f"I {p} {o}", scope="team")  # fmt: skip
+        for p, o in (("works_at", "Helio Labs"), ("lives_in", "Berlin"), ("likes", "green tea"), ("has_pet", "a cat"))
+    ]
+    long_turn = ContextItem(entry_id="e_1", source_ref="D1:1", scope="team", kind="message", actor="Elena", text="words " * 300,
+                            valid_at="2024-05-01T10:00:00+00:00", recorded_at="", routes=["fulltext"], score=0.1, entry_ids=["e_1"])  # fmt: skip
+    probe = Context(question="Where does Elena work?", asker="tomasz", scope=None, ledger_head=3, watermarks={})
+    empty = count_tokens(probe.render())  # the header and "Evidence: none visible ...": always shown
+    for budget in range(empty, empty + 120, 3):
+        ctx = Context(question="Where does Elena work?", asker="tomasz", scope=None, ledger_head=3, watermarks={})
+        ctx.state, ctx.items = list(facts), [long_turn]
+        pack(ctx, budget, 0.0, keep_first=True)
+        assert ctx.items == [] and ctx.tokens <= budget, (budget, ctx.tokens, len(ctx.state))
