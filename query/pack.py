@@ -84,16 +84,16 @@ def pack(
                 break
         else:
             over_budget.append(it.entry_id)
-    # Facts their share left out, in rank order, into what the evidence left: on a small home
-    # the evidence does not fill the budget and every fact is shown; on a large one it does, and
-    # a fact the question did not ask for costs an evidence item (LoCoMo dev, docs/context.md
-    # "Facts cited by their ref, after the evidence"). Skills likewise.
     if not kept_items:
         # The title then says so, in more tokens than the "Evidence:" counted above: what no
         # longer fits goes, skills first, then facts from the last (the asked value last).
         used += count_tokens(NO_EVIDENCE) - count_tokens("Evidence:")
         while used > budget and (kept_skills or kept_state):
             used -= skill_cost(kept_skills.pop()) if kept_skills else fact_cost(kept_state.pop())
+    # Facts their share left out, in rank order, into what the evidence left: on a small home
+    # the evidence does not fill the budget and every fact is shown; on a large one it does, and
+    # a fact the question did not ask for costs an evidence item (LoCoMo dev, docs/context.md
+    # "Facts cited by their ref, after the evidence"). Skills likewise.
     kept_state, used, late_facts = _fill(ctx.state, kept_state, fact_cost, used, budget)
     kept_skills, used, late_skills = _fill(ctx.skills, kept_skills, skill_cost, used, budget)
     state_tokens += late_facts + late_skills
