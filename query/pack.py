@@ -68,7 +68,6 @@ def pack(
             break
         kept_skills.append(sk)
         used += cost
-    state_tokens = used - fixed
     for it in ctx.items:
         if it.relevance < relevance_floor:
             below_floor.append(it.entry_id)
@@ -94,9 +93,8 @@ def pack(
     # the evidence does not fill the budget and every fact is shown; on a large one it does, and
     # a fact the question did not ask for costs an evidence item (LoCoMo dev, docs/context.md
     # "Facts cited by their ref, after the evidence"). Skills likewise.
-    kept_state, used, late_facts = _fill(ctx.state, kept_state, fact_cost, used, budget)
-    kept_skills, used, late_skills = _fill(ctx.skills, kept_skills, skill_cost, used, budget)
-    state_tokens += late_facts + late_skills
+    kept_state, used = _fill(ctx.state, kept_state, fact_cost, used, budget)
+    kept_skills, used = _fill(ctx.skills, kept_skills, skill_cost, used, budget)
     recorder.add("cut", "relevance_floor", floor=relevance_floor, entry_ids=below_floor)
     recorder.add(
         "cut", "budget", budget=budget, state_share=state_share, state_facts=len(ctx.state) - len(kept_state),
@@ -105,21 +103,21 @@ def pack(
     ctx.state, ctx.skills, ctx.items = kept_state, kept_skills, kept_items
     ctx.tokens = count_tokens(ctx.render())
     recorder.add(
-        "packed", state_facts=len(kept_state), skills=[sk["skill_id"] for sk in kept_skills], state_tokens=state_tokens,
+        "packed", state_facts=len(kept_state), skills=[sk["skill_id"] for sk in kept_skills], state_tokens=sum(map(fact_cost, kept_state)) + sum(map(skill_cost, kept_skills)),
         fixed_tokens=fixed, tokens=ctx.tokens,
         items=[{"entry_id": it.entry_id, "turns": len(it.entry_ids or [it.entry_id]), "tokens": c} for it, c in zip(kept_items, costs)],
     )  # fmt: skip
 
 
-def _fill(ranked: list, kept: list, cost: Callable[[Any], int], used: int, budget: int) -> tuple[list, int, int]:
+def _fill(ranked: list, kept: list, cost: Callable[[Any], int], used: int, budget: int) -> tuple[list, int]:
     """``kept`` and those of ``ranked`` not in it that fit what is left of ``budget``, in
-    ``ranked``'s order; the tokens used after, and how many of them these took."""
-    chosen, before = {id(x) for x in kept}, used
+    ``ranked``'s order; the tokens used after."""
+    chosen = {id(x) for x in kept}
     for x in ranked:
         if id(x) not in chosen and used + (c := cost(x)) <= budget:
             chosen.add(id(x))
             used += c
-    return [x for x in ranked if id(x) in chosen], used, used - before
+    return [x for x in ranked if id(x) in chosen], used
 
 
 def _narrower(it: ContextItem) -> Iterator[ContextItem]:
