@@ -427,7 +427,7 @@ def stages(embedder: Any) -> Iterator[StageTimer]:
     t.wrap(qc, "retrieve", "other (retrieve: fusion, items)")
     t.wrap(embedder, "encode", "embed question")
     t.wrap(LanceVectorStore, "search", _search_stage)
-    t.wrap(LanceVectorStore, "session_rows", "session windows")
+    t.wrap(query.retrieve, "session_windows", "session windows")  # the rows read and the hits' windows made; a window made later counts where it is looked up
     t.wrap(query.retrieve, "named_entities", "named entities")
     t.wrap(query.retrieve, "rerank", "learned order")
     t.wrap(qc, "state_facts", "state facts")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections.abc import Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -115,7 +116,7 @@ def _on_route(ranks: dict[str, int], route: str, rrf_k: int) -> float:
 
 
 def features(
-    ranked: list[dict[str, Any]], windows: dict[str, list[dict[str, Any]]], named: dict[str, str], rrf_k: int
+    ranked: list[dict[str, Any]], windows: Mapping[str, list[dict[str, Any]]], named: dict[str, str], rrf_k: int
 ) -> np.ndarray:
     """One row of :data:`FEATURES` per fused slot (``{"hit", "score", "ranks"}``), in order.
     ``windows``: each message hit's session turns around it as the asker sees them, with their
@@ -179,7 +180,7 @@ def wants_features() -> bool:
 
 
 def rerank(
-    ranked: list[dict[str, Any]], windows: dict[str, list[dict[str, Any]]], named: dict[str, str], *, ranker: Ranker | None, keep: int, rrf_k: int
+    ranked: list[dict[str, Any]], windows: Mapping[str, list[dict[str, Any]]], named: dict[str, str], *, ranker: Ranker | None, keep: int, rrf_k: int
 ) -> list[dict[str, Any]]:
     """The fused slots in the order their items are made: the first ``keep`` as fused, the rest
     by the ranker's score (ties in fused order). Without a ranker, the fused order."""

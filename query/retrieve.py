@@ -25,7 +25,7 @@ from query.plan import PlanRecorder
 from query.rerank import FEATURE_DEPTH, load_ranker, rerank, wants_features
 from query.timewindow import TimeWindow, question_window
 from query.units import with_units
-from query.windows import join_stretch, later_span, later_window, said, session_windows, turn_item, within_time
+from query.windows import Windows, join_stretch, later_span, later_window, said, session_windows, turn_item, within_time
 from views.build import vector_store
 from views.embedder_onnx import question_embedder
 from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, EXCHANGE_KIND, evidence_rows
@@ -222,12 +222,13 @@ def retrieve(
         # The learned order (query/rerank.py): its neighbour features come from the sessions of
         # the first FEATURE_DEPTH hits (deeper hits have them only when they share such a session).
         windows = session_windows(store, ranked[:FEATURE_DEPTH], principals, scope, config, when)
+        windows.prepare(s["hit"]["entry_id"] for s in ranked)  # every hit's features look its window up
         ranker = load_ranker(config.ranker) if config.ranker else None
         ranked = rerank(ranked, windows, named, ranker=ranker, keep=config.wide_items, rrf_k=config.rrf_k)
         if ranker is not None:
             recorder.add("rerank", ranker=ranker.name[:100], kept=min(config.wide_items, len(ranked)), entry_ids=[s["hit"]["entry_id"] for s in ranked])
     else:
-        windows = {}
+        windows = Windows()
     scan = ranked[: config.k * 3]
     early = config.wide_items * 5
     wanted = [s for i, s in enumerate(scan) if s["hit"]["entry_id"] not in windows and (i < early or any(later_span(s["hit"], config)))]

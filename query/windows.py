@@ -4,12 +4,18 @@ turns apart joined into one stretch.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import datetime
 from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from query.config import QueryConfig
 from query.context import ContextItem, iso
 from views.evidence import asks
+from views.grouped import table_rows
+from views.lance_filters import visible_rows
 
 
 def set_turns(item: ContextItem, turns: list[dict[str, Any]]) -> ContextItem:
@@ -64,6 +70,90 @@ def join_stretch(items: list[ContextItem], stretches: list[list[dict[str, Any]]]
     return None
 
 
+class Windows(Mapping[str, list[dict[str, Any]]]):
+    """Each conversation turn's window by its entry id: the turns around it in its session as
+    the asker sees them, each row with ``turn_no`` (its place in the session) and
+    ``session_turns`` (how many the asker sees there).
+
+    The sessions' rows stay in Arrow and a turn becomes a Python row when a window showing it is
+    first looked up; :func:`session_windows` converts the windows of the hits it was given in one
+    go. At 100k ledger entries a compile's windows read ~800 turns of ~40 sessions and show a
+    fraction of them: converting every one (and checking it) was ~11 of ~75 ms (docs/benchmarks.md).
+    ``|=`` adds another read's windows (an entry's later window replaces its earlier one)."""
+
+    def __init__(self) -> None:
+        self._at: dict[str, tuple[_Read, list[int], int]] = {}  # entry id -> (read, its session's rows, its place)
+
+    def add(self, read: "_Read") -> None:
+        for session in read.sessions:
+            for i, p in enumerate(session):
+                self._at[read.entry_ids[p]] = (read, session, i)
+
+    def window(self, entry_id: str) -> tuple["_Read", list[int]] | None:
+        """The read that holds ``entry_id`` and the positions of its window's rows there."""
+        found = self._at.get(entry_id)
+        if found is None:
+            return None
+        read, session, i = found
+        return read, session[max(0, i - read.before) : i + read.after + 1]
+
+    def __getitem__(self, entry_id: str) -> list[dict[str, Any]]:
+        found = self.window(entry_id)
+        if found is None:
+            raise KeyError(entry_id)
+        read, positions = found
+        return read.rows(positions)
+
+    def prepare(self, entry_ids: Iterable[str]) -> None:
+        """Make the windows of these entries Python now, one take per read (each lookup alone
+        would take its own)."""
+        wanted: dict[int, tuple[_Read, list[int]]] = {}
+        for e in entry_ids:
+            if (found := self.window(e)) is not None:
+                read, positions = found
+                wanted.setdefault(id(read), (read, []))[1].extend(positions)
+        for read, positions in wanted.values():
+            read.make(positions)
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._at
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._at)
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __ior__(self, other: "Windows") -> "Windows":
+        self._at.update(other._at)
+        return self
+
+
+class _Read:
+    """The rows of one read of sessions (an Arrow table), each session's turns as positions in
+    turn order, and the rows made Python so far, checked again for the asker as they are made."""
+
+    def __init__(self, table: pa.Table, sessions: list[list[int]], entry_ids: list[str], before: int, after: int, check: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> None:
+        self.table, self.sessions, self.entry_ids, self.before, self.after, self.check = table, sessions, entry_ids, before, after, check
+        self._made: dict[int, dict[str, Any] | None] = {}  # None: a row the check refused
+        self._place = {p: (i, len(session)) for session in sessions for i, p in enumerate(session)}
+
+    def rows(self, positions: list[int]) -> list[dict[str, Any]]:
+        self.make(positions)
+        return [r for p in positions if (r := self._made[p]) is not None]
+
+    def make(self, positions: Iterable[int]) -> None:
+        """Convert the rows at ``positions`` not made yet, in one take."""
+        missing = sorted({p for p in positions if p not in self._made})
+        if not missing:
+            return
+        made = table_rows(self.table.take(pa.array(missing, pa.int64())))
+        kept = {id(r) for r in self.check(made)}
+        for p, r in zip(missing, made):
+            r["turn_no"], r["session_turns"] = self._place[p]
+            self._made[p] = r if id(r) in kept else None
+
+
 def session_windows(
     store,
     ranked: list[dict[str, Any]],
@@ -71,36 +161,38 @@ def session_windows(
     scope: str | None,
     config: QueryConfig,
     when: tuple[datetime | None, datetime | None] = (None, None),
-) -> dict[str, list[dict[str, Any]]]:
+) -> Windows:
     """For conversation turns, the turns around each hit in the same session (``window_before``
     and ``window_after``): the answer to a question is often the reply to the hit, or the line
     that set it up. On LoCoMo dev, windows of 2+2 turns lift evidence recall@10 from 0.64 to 0.86
-    for about 5x the tokens per item. The neighbours are fetched under the same visibility filter."""
+    for about 5x the tokens per item. The neighbours are fetched under the same visibility filter.
+    Every turn of the hits' sessions has its window; those of ``ranked`` are made Python here."""
+    windows = Windows()
     if not (config.window_before or config.window_after):
-        return {}
+        return windows
     sessions = sorted({s["hit"]["session_id"] for s in ranked if s["hit"].get("kind") == "message" and s["hit"].get("session_id")})
     if not sessions:
-        return {}
-    by_session: dict[str, list[dict[str, Any]]] = {}
-    for row in store.session_rows(session_ids=sessions, principals=principals, scope=scope, kinds=("message",)):
-        if not within_time(row, when):
-            continue
-        by_session.setdefault(row["session_id"], []).append(row)
-    out: dict[str, list[dict[str, Any]]] = {}
-    for turns in by_session.values():
-        turns.sort(key=lambda r: (r["valid_at"], r["seq"], r["id"]))
-        # one row per entry (a long message may have several chunks): keep the first chunk
-        seen, unique = set(), []
-        for r in turns:
-            if r["entry_id"] not in seen:
-                seen.add(r["entry_id"])
-                unique.append(r)
-        for i, r in enumerate(unique):
-            r["turn_no"] = i  # its place in the session as this asker sees it
-            r["session_turns"] = len(unique)
-        for i, r in enumerate(unique):
-            out[r["entry_id"]] = unique[max(0, i - config.window_before) : i + config.window_after + 1]
-    return out
+        return windows
+    kinds = ("message",)
+    rows = store.session_table(session_ids=sessions, principals=principals, scope=scope, kinds=kinds)
+    as_of, known_at = when
+    for column, bound in (("valid_at", as_of), ("recorded_at", known_at)):
+        if bound is not None and rows.num_rows:
+            rows = rows.filter(pc.fill_null(pc.less_equal(rows.column(column), pa.scalar(bound, rows.schema.field(column).type)), False))
+    # Turn order within each session, one row per entry (a long message may have several chunks:
+    # the first is kept).
+    order = pc.sort_indices(rows, sort_keys=[("session_id", "ascending"), ("valid_at", "ascending"), ("seq", "ascending"), ("id", "ascending")])
+    entry_ids, session_ids = rows.column("entry_id").to_pylist(), rows.column("session_id").to_pylist()
+    turns: dict[str, list[int]] = {}
+    seen: set[str] = set()
+    for p in order.to_pylist():
+        if entry_ids[p] not in seen:
+            seen.add(entry_ids[p])
+            turns.setdefault(session_ids[p], []).append(p)
+    read = _Read(rows, list(turns.values()), entry_ids, config.window_before, config.window_after, lambda made: visible_rows(made, principals, scope, kinds))
+    windows.add(read)
+    windows.prepare(s["hit"]["entry_id"] for s in ranked)
+    return windows
 
 
 def narrowed(window: list[dict[str, Any]], entry_id: str, before: int, after: int) -> list[dict[str, Any]]:

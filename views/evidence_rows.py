@@ -46,18 +46,18 @@ class EvidenceRows:
         at = [self._at[i] for i in ids if i in self._at]
         return table_rows(self._sessions.take(at)) if at else []
 
-    def of_sessions(self, sessions: Iterable[str], keep: Keep | None = None) -> list[dict[str, Any]]:
+    def of_sessions(self, sessions: Iterable[str], keep: Keep | None = None) -> pa.Table:
         """Every row of these sessions that ``keep`` keeps (a mask over them; the store's filter
-        for the asker, which checks the rows again)."""
-        return self._sessions.rows_of(sessions, keep)
+        for the asker, which checks again the rows a caller converts)."""
+        return self._sessions.table_of(sessions, keep)
 
-    def of_entries(self, entry_ids: Iterable[str], keep: Keep | None = None) -> list[dict[str, Any]]:
+    def of_entries(self, entry_ids: Iterable[str], keep: Keep | None = None) -> pa.Table:
         """Every row of these ledger entries (a turn's chunks and the claims drawn from it) that
         ``keep`` keeps: the turns the state and facts routes reach through a claim. Read from
         LanceDB by an ``entry_id IN (...)`` filter, the facts routes' turns took a compile's
         retrieval stage from 5 to 39 ms at 100k entries; grouped here (once per version, on
         first use) they are a lookup."""
-        return self._entries.rows_of(entry_ids, keep)
+        return self._entries.table_of(entry_ids, keep)
 
     def of_texts(self, texts: Iterable[str]) -> list[dict[str, Any]]:
         """Every row of these texts, unfiltered: the rows a vector search's tie at its k-th place

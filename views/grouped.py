@@ -50,11 +50,13 @@ class Grouped:
     def rows_of(self, keys: Iterable[str], keep: Keep | None = None) -> list[dict[str, Any]]:
         """Every row of these groups (each group once), as ``Table.to_pylist`` gives them;
         ``keep``: a mask over the groups' rows, applied before they are converted."""
+        return table_rows(self.table_of(keys, keep))
+
+    def table_of(self, keys: Iterable[str], keep: Keep | None = None) -> pa.Table:
+        """:meth:`rows_of` as an Arrow table, for a caller that converts only the rows it uses."""
         parts = [self._order[start : start + count] for start, count in (self._spans[k] for k in dict.fromkeys(keys) if k in self._spans)]
-        if not parts:
-            return []
-        rows = self.take(np.concatenate(parts))
-        return table_rows(rows.filter(keep(rows)) if keep is not None else rows)
+        rows = self.take(np.concatenate(parts) if parts else [])
+        return rows.filter(keep(rows)) if keep is not None and rows.num_rows else rows
 
     def take(self, positions: Sequence[int] | np.ndarray) -> pa.Table:
         """The rows at ``positions`` of the table, in that order, taken chunk by chunk (see above)."""

@@ -83,6 +83,20 @@ def arrow_filter(rows: pa.Table, principals: Sequence[str], scope: str | None = 
     return mask
 
 
+def visible_rows(rows: Iterable[dict[str, Any]], principals: Sequence[str], scope: str | None = None, kinds: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """:func:`arrow_filter`'s test again in Python, over rows already made Python objects: what a
+    store's filter returned is checked a second time before anyone sees it (a row failing here is
+    a bug upstream, and is dropped)."""
+    allowed = set(allowed_principals(principals))
+    kind_set = None if kinds is None else set(kinds)
+    return [
+        r for r in rows
+        if allowed.intersection(r.get("visibility") or ())
+        and (scope is None or r.get("scope") == scope)
+        and (kind_set is None or r.get("kind") in kind_set)
+    ]  # fmt: skip
+
+
 def search_filter(
     principals: Sequence[str],
     scope: str | None = None,

@@ -38,7 +38,7 @@ import threading
 import uuid
 import warnings
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -74,6 +74,7 @@ from views.lance_filters import (
     ids_filter,
     search_filter,
     sql_list,
+    visible_rows,
     within_window,
 )  # fmt: skip
 from views.evidence import CLAIM_KIND
@@ -236,6 +237,19 @@ class VectorStore(Protocol):
         table: str = DEFAULT_TABLE,
     ) -> list[dict[str, Any]]:
         """Every row of these sessions the principals may see: a hit's conversation window."""
+        ...
+
+    def session_table(
+        self,
+        *,
+        session_ids: Sequence[str],
+        principals: Sequence[str],
+        scope: str | None,
+        kinds: Sequence[str] | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> pa.Table:
+        """:meth:`session_rows` as Arrow, unordered, for a caller that converts only the rows it
+        shows and checks those again (views/lance_filters.py visible_rows)."""
         ...
 
     def entry_rows(
@@ -1055,13 +1069,31 @@ class LanceVectorStore:
         table: str,
         extra: Sequence[str] = (),
     ) -> list[dict[str, Any]]:
+        want = set(values)
+        rows = visible_rows(table_rows(self._table_in(column, values, principals, scope, kinds, table, extra)), principals, scope, kinds)
+        out = {r["id"]: r for r in rows if r[column] in want}  # a row once, whichever part or filter found it
+        return sorted(out.values(), key=lambda r: (r["session_id"] or "", r["valid_at"] is None, r["valid_at"], r["seq"] or 0, r["id"]))
+
+    def _table_in(
+        self,
+        column: str,
+        values: Sequence[str],
+        principals: Sequence[str],
+        scope: str | None,
+        kinds: Sequence[str] | None,
+        table: str,
+        extra: Sequence[str] = (),
+    ) -> pa.Table:
+        """The rows whose ``column`` is one of ``values`` that the principals may see, in Arrow:
+        LanceDB's filter (or the rows held in memory), then :func:`arrow_filter` and the values
+        again on every part's rows. Callers check in Python the rows they convert."""
         if isinstance(values, str):
             raise TypeError(f"{column}s must be a list of strings, not a string")
+        columns = [*HIT_COLUMNS, *extra]
         wanted = sorted({s for s in values if s})
         if not wanted:
-            return []
+            return _empty(columns)
         base = search_filter(principals, scope, kinds)
-        allowed = set(allowed_principals(principals))
         # Session ids come from sources (up to 512 chars of anything): only values that pass
         # the id pattern are inlined into a filter; the others are matched below after a scan.
         inline = [s for s in wanted if ID_RE.match(s)]
@@ -1069,28 +1101,33 @@ class LanceVectorStore:
         wheres = [f"({base}) AND ({p})" for p in lists] + ([base] if len(inline) < len(wanted) else [])
 
         def keep(rows: pa.Table) -> pa.Array:
-            return arrow_filter(rows, principals, scope, kinds)
+            return pc.and_(arrow_filter(rows, principals, scope, kinds), pc.is_in(rows.column(column), value_set=pa.array(wanted, pa.string())))
 
-        def rows_of(part: str, tbl: Any) -> Iterable[dict[str, Any]]:
+        def rows_of(part: str, tbl: Any) -> list[pa.Table]:
             held = self._held_rows(tbl, part) if column in ("session_id", "entry_id") and not extra else None
             if held is not None:
-                # The asker's filter in Arrow first (converting rows to Python is most of a lookup's
-                # cost), then the checks below, as for the rows LanceDB filtered.
-                return held.of_sessions(wanted, keep) if column == "session_id" else held.of_entries(wanted, keep)
-            return (r for where in wheres for r in table_rows(self._scan(tbl, [*HIT_COLUMNS, *extra], where)))
+                # Filtered in Arrow before anything becomes Python (most of a lookup's cost).
+                return [held.of_sessions(wanted, keep) if column == "session_id" else held.of_entries(wanted, keep)]
+            return [found.filter(keep(found)) for where in wheres if (found := self._scan(tbl, columns, where)).num_rows]
 
-        kind_set = None if kinds is None else set(kinds)
-        want = set(wanted)
-        out: dict[str, dict[str, Any]] = {}
-        for r in (r for part, tbl in self._opened(table, kinds) for r in rows_of(part, tbl)):
-            if r[column] not in want or not allowed.intersection(r.get("visibility") or ()):
-                continue
-            if scope is not None and r.get("scope") != scope:
-                continue
-            if kind_set is not None and r.get("kind") not in kind_set:
-                continue
-            out[r["id"]] = r
-        return sorted(out.values(), key=lambda r: (r["session_id"] or "", r["valid_at"] is None, r["valid_at"], r["seq"] or 0, r["id"]))
+        found = [t for part, tbl in self._opened(table, kinds) for t in rows_of(part, tbl) if t.num_rows]
+        if not found:
+            return _empty(columns)
+        return pa.concat_tables(found, promote_options="permissive") if len(found) > 1 else found[0]
+
+    def session_table(
+        self,
+        *,
+        session_ids: Sequence[str],
+        principals: Sequence[str],
+        scope: str | None,
+        kinds: Sequence[str] | None = None,
+        table: str = DEFAULT_TABLE,
+    ) -> pa.Table:
+        """:meth:`session_rows` in Arrow, unordered (a row two filters found comes twice), for a
+        caller that converts only the rows it shows (query/windows.py: ~800 rows a compile at
+        100k entries, of which it shows a fifth) and checks those with :func:`visible_rows`."""
+        return self._table_in("session_id", session_ids, principals, scope, kinds, table)
 
     def hold(self, table: str = DEFAULT_TABLE) -> int:
         return sum(len(held) for part, tbl in self._opened(table) if (held := self._held_rows(tbl, part)) is not None)
@@ -1196,6 +1233,11 @@ def _merged(table: str, stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
     out["version"] = stats[table]["version"]
     out["parts"] = {part: {"rows": st["rows"], "version": st["version"]} for part, st in stats.items()}
     return out
+
+
+def _empty(columns: Sequence[str]) -> pa.Table:
+    """No rows, with the index's columns (a vector column as a list: its size is the table's)."""
+    return pa.schema([EVIDENCE_SCHEMA.field(c) if c in EVIDENCE_SCHEMA.names else pa.field(c, pa.list_(pa.float32())) for c in columns]).empty_table()
 
 
 def _hit_rows(query: Any, score: str, held: EvidenceRows | None) -> list[dict[str, Any]]:

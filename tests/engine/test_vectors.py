@@ -748,6 +748,45 @@ def test_session_rows_returns_the_visible_turns_of_the_sessions(store, counting)
     assert store.session_rows(session_ids=[], principals=[], scope=None) == []
 
 
+def test_session_windows_number_the_turns_the_asker_sees_and_convert_only_the_windows_looked_up(store, counting) -> None:
+    """query/windows.py over a real store: each turn's window is the turns around it as the asker
+    sees them (a turn private to another is not counted, a long turn's second chunk is not a turn,
+    a time-travel ask sees only what was valid by then); the rows stay in Arrow until a window
+    showing them is looked up."""
+    from query.config import QueryConfig
+    from query.windows import session_windows
+
+    rows = [dict(row(n, f"Turn {n} of the long chat."), session_id="s1", visibility=["ana"] if n == 3 else ["public"]) for n in range(12)]
+    rows.append(dict(row(5, "The second chunk of turn 5."), session_id="s1"))  # same entry, another chunk
+    rows += [dict(row(20 + n, f"Turn {n} of the short chat."), session_id="s2") for n in range(3)]
+    store.sync(evidence_table(rows), counting)
+    config = QueryConfig(window_before=2, window_after=2)
+    hit = lambda n: {"hit": {"entry_id": f"e_{n:04d}", "kind": "message", "session_id": "s1" if n < 20 else "s2"}}  # noqa: E731
+
+    windows = session_windows(store, [hit(4)], ["bruno"], "acme", config)
+    got = windows.get("e_0004")
+    assert [r["seq"] for r in got] == [1, 2, 4, 5, 6]  # turn 3 is ana's: bruno's window skips it
+    assert [r["turn_no"] for r in got] == [1, 2, 3, 4, 5] and {r["session_turns"] for r in got} == {11}
+    assert len([r for r in got if r["seq"] == 5]) == 1  # one chunk stands for the turn
+    assert "e_0003" not in windows and "e_0021" not in windows  # ana's turn; a session no hit was in
+    assert len(windows) == 11 and windows.get("e_0099") is None
+    read = windows.window("e_0004")[0]
+    assert len(read._made) == 5  # only the window asked for became Python rows
+    assert [r["seq"] for r in windows["e_0011"]] == [9, 10, 11] and len(read._made) == 8  # another on first use
+    assert [r["seq"] for r in windows.get("e_0000")] == [0, 1, 2]
+
+    # as the owner sees it, turn 3 is there; as of turn 6's time, nothing later is
+    assert [r["seq"] for r in session_windows(store, [hit(4)], ["ana"], "acme", config)["e_0004"]] == [2, 3, 4, 5, 6]
+    past = session_windows(store, [hit(4)], ["ana"], "acme", config, when=(T0 + timedelta(minutes=6), None))
+    assert [r["seq"] for r in past["e_0004"]] == [2, 3, 4, 5, 6] and {r["session_turns"] for r in past["e_0004"]} == {7}
+    assert "e_0007" not in past
+
+    windows |= session_windows(store, [hit(21)], ["bruno"], "acme", config)  # a second read joins the first
+    assert [r["seq"] for r in windows["e_0021"]] == [20, 21, 22] and [r["seq"] for r in windows["e_0004"]] == [1, 2, 4, 5, 6]
+    assert session_windows(store, [hit(4)], ["bruno"], "globex", config) == {}  # nothing in that scope
+    assert len(session_windows(store, [hit(4)], ["bruno"], "acme", QueryConfig(window_before=0, window_after=0))) == 0
+
+
 def test_large_tables_get_an_approximate_vector_index_that_keeps_every_filter(tmp_path, embedder) -> None:
     """From ``vector_index_min_rows`` rows on (50k by default; 300 here) the table gets an
     IVF_HNSW_SQ index: visibility stays a prefilter, rows added after the index are still found,

@@ -175,9 +175,10 @@ def test_a_store_filter_bug_is_caught_by_the_independent_checker(tmp_path_factor
 
     fh = forensic_home(tmp_path_factory)
     everyone = list(PRINCIPALS)
-    real_search, real_rows = vectors.LanceVectorStore.search, vectors.LanceVectorStore.session_rows
+    real_search, real_rows = vectors.LanceVectorStore.search, vectors.LanceVectorStore.session_table
     monkeypatch.setattr(vectors.LanceVectorStore, "search", lambda self, **kw: real_search(self, **{**kw, "principals": everyone}))
-    monkeypatch.setattr(vectors.LanceVectorStore, "session_rows", lambda self, **kw: real_rows(self, **{**kw, "principals": everyone}))
+    # the windows' read too (query/windows.py checks the rows it converts again, for the asker)
+    monkeypatch.setattr(vectors.LanceVectorStore, "session_table", lambda self, **kw: real_rows(self, **{**kw, "principals": everyone}))
     visible = _oracle(fh.home)
     q = "What is the salary review for Dana? recovery key runbook password rotation"
     emb = CachedEmbedder([q])
