@@ -77,8 +77,9 @@ class Windows(Mapping[str, list[dict[str, Any]]]):
 
     The sessions' rows stay in Arrow and a turn becomes a Python row when a window showing it is
     first looked up; :func:`session_windows` converts the windows of the hits it was given in one
-    go. At 100k ledger entries a compile's windows read ~800 turns of ~40 sessions and show a
-    fraction of them: converting every one (and checking it) was ~11 of ~75 ms (docs/benchmarks.md).
+    go. At 100k ledger entries a compile's windows read ~800 turns of ~40 sessions, and the windows
+    it looks up hold under a third of them (~230): converting every one (and checking it) was ~11
+    of ~75 ms (docs/benchmarks.md).
     ``|=`` adds another read's windows (an entry's later window replaces its earlier one)."""
 
     def __init__(self) -> None:

@@ -1126,7 +1126,7 @@ class LanceVectorStore:
     ) -> pa.Table:
         """:meth:`session_rows` in Arrow, unordered (a row two filters found comes twice), for a
         caller that converts only the rows it shows (query/windows.py: ~800 rows a compile at
-        100k entries, of which it shows a fifth) and checks those with :func:`visible_rows`."""
+        100k entries, of which it makes ~230 Python rows) and checks those with :func:`visible_rows`."""
         return self._table_in("session_id", session_ids, principals, scope, kinds, table)
 
     def hold(self, table: str = DEFAULT_TABLE) -> int:
