@@ -221,8 +221,8 @@ def retrieve(
     if config.ranker or wants_features():
         # The learned order (query/rerank.py): its neighbour features come from the sessions of
         # the first FEATURE_DEPTH hits (deeper hits have them only when they share such a session).
-        windows = session_windows(store, ranked[:FEATURE_DEPTH], principals, scope, config, when)
-        windows.prepare(s["hit"]["entry_id"] for s in ranked)  # every hit's features look its window up
+        # every hit's features look its window up: all made in the read's one take
+        windows = session_windows(store, ranked[:FEATURE_DEPTH], principals, scope, config, when, look_up=[s["hit"]["entry_id"] for s in ranked])
         ranker = load_ranker(config.ranker) if config.ranker else None
         ranked = rerank(ranked, windows, named, ranker=ranker, keep=config.wide_items, rrf_k=config.rrf_k)
         if ranker is not None:
