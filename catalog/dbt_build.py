@@ -139,6 +139,30 @@ def _leading_comment(sql: str) -> str | None:
     return " ".join(lines).strip() or None
 
 
+def _listed(names: list[str]) -> str:
+    """Column names quoted and joined as a sentence lists them: a, a and b, a, b and c."""
+    quoted = [f"`{n}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _no_two_rows_share(columns: list[str]) -> str:
+    return "no two rows share (" + ", ".join(f"`{c}`" for c in columns) + ")"
+
+
+def _columns_hold_sentence(kwargs: dict) -> str:
+    """A ``columns_hold`` test's rules as one sentence, rule by rule in the order the test checks them."""
+    parts = []
+    if nulls := kwargs.get("not_null"):
+        parts.append(f"{_listed(nulls)} {'is' if len(nulls) == 1 else 'are'} never null")
+    single = [c for c in kwargs.get("unique") or [] if isinstance(c, str)]
+    if single:
+        parts.append(f"{_listed(single)} {'is' if len(single) == 1 else 'are each'} unique")
+    parts += [_no_two_rows_share(c) for c in kwargs.get("unique") or [] if not isinstance(c, str)]
+    for column, values in (kwargs.get("accepted_values") or {}).items():
+        parts.append(f"`{column}` is one of " + ", ".join(f"'{v}'" for v in values))
+    return "; ".join(parts)
+
+
 def dbt_test_description(manifest: dict, test: dict) -> str:
     """What a dbt test checks, in a sentence for the catalog (dagster-dbt leaves an asset check's
     description empty unless the test has ``meta.description``): the test's own description from
@@ -161,9 +185,10 @@ def dbt_test_description(manifest: dict, test: dict) -> str:
         sentence = f"{col} is one of " + ", ".join(f"'{v}'" for v in kwargs.get("values", []))
     elif name == "relationships":
         sentence = f"every {col} names an existing `{kwargs.get('field')}` of {_ref_name(kwargs.get('to', '?'))} (no orphans)"
-    elif name in ("unique_combination", "unique_combination_of_columns"):
-        cols = kwargs.get("columns") or kwargs.get("combination_of_columns") or []
-        sentence = "no two rows share (" + ", ".join(f"`{c}`" for c in cols) + ")"
+    elif name == "unique_combination_of_columns":  # dbt_utils'
+        sentence = _no_two_rows_share(kwargs.get("combination_of_columns") or [])
+    elif name == "columns_hold":  # the project's per-model rules (dbt_project/macros/tests.sql)
+        sentence = _columns_hold_sentence(kwargs)
     else:
         macro = next((m for m in test.get("depends_on", {}).get("macros", []) if m.endswith(f".test_{name}")), None)
         text = " ".join(((manifest.get("macros", {}).get(macro) or {}).get("description") or "").split())

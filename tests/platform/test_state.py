@@ -237,6 +237,38 @@ def test_dbt_build_runs_the_fold_unit_tests_and_every_data_test(fold_home):
     assert tests and all(r["status"] == "pass" for r in tests), [r["unique_id"] for r in tests if r["status"] != "pass"]
 
 
+def test_a_models_column_rules_are_one_check_that_names_each_broken_rule(fold_home):
+    """The project's column rules are one dbt test per model (macros/tests.sql `columns_hold`: one
+    node and one scan instead of one per column and rule). The SQL dbt compiled for two of them,
+    run against tables that break every kind of rule, returns one row per broken rule."""
+    import duckdb
+
+    home, _, _, _ = fold_home
+    compiled = home.root / "dbt_target" / "compiled" / "memc" / "models"
+    claims_sql = (compiled / "staging" / "_staging.yml" / "columns_hold_stg_memc__claims.sql").read_text()
+    history_sql = (compiled / "marts" / "_marts.yml" / "columns_hold_state_history.sql").read_text()
+    con = duckdb.connect()
+    con.execute("attach ':memory:' as memc")
+    con.execute("create table memc.main.stg_memc__claims as select * from (values"
+                " ('c1', 's1', 'lives_in', 'assert', 'e1', 'functional'),"
+                " ('c1', 's1', 'lives_in', 'assert', 'e1', 'functional'),"  # claim_id twice
+                " ('c2', null, 'likes', 'retract', 'e2', 'multi'),"  # no subject
+                " ('c3', 's3', 'likes', 'asserted', 'e3', null),"  # a polarity not accepted; a NULL cardinality passes
+                " ('c4', 's4', 'likes', 'assert', 'e4', 'several'))"  # a cardinality not accepted
+                " as t(claim_id, subject_id, predicate, polarity, source_entry_id, cardinality)")
+    assert sorted(con.execute(claims_sql).fetchall()) == [
+        ("accepted_values", "cardinality", 1), ("accepted_values", "polarity", 1),
+        ("not_null", "subject_id", 1), ("unique", "claim_id", 1),
+    ]
+    con.execute("create table memc.main.state_history as select * from (values"
+                " ('s1', 'c1', 1), ('s1', 'c1', 1), ('s1', 'c1', 1), ('s1', 'c1', 2), (null, 'c2', 1))"
+                " as t(subject_id, claim_id, version)")
+    assert sorted(con.execute(history_sql).fetchall()) == [("not_null", "subject_id", 1), ("unique", "claim_id, version", 2)]
+    con.execute("delete from memc.main.state_history where version = 1 and subject_id is not null")
+    con.execute("update memc.main.state_history set subject_id = 's2' where subject_id is null")
+    assert con.execute(history_sql).fetchall() == []
+
+
 def test_incremental_builds_equal_a_full_refresh(fold_home):
     home, grown, incremental_sql, _ = fold_home
     # The later builds really appended (the compiled model took its incremental branch).

@@ -104,14 +104,16 @@ def test_every_asset_and_check_has_catalog_text():
     assert not blank, blank
     text = {f"{s.asset_key.to_user_string()}:{s.name}": s.description for s in check_specs}
     # made from the generic test and its arguments, or from the project's own test's yml
-    assert text["state_current:not_null_state_current_claim_id"] == "`claim_id` is never null."
-    assert "'superseded', 'corrected', 'retracted', 'outranked'" in text[
-        "int_claim_closings_paired:accepted_values_int_claim_closings_paired_reason__superseded__corrected__retracted__outranked"
+    assert text["state_current:columns_hold_state_current"] == (
+        "`scope`, `subject_id`, `claim_id` and `source_entry_id` are never null; `claim_id` is unique."
+    )
+    assert "`reason` is one of 'superseded', 'corrected', 'retracted', 'outranked'" in text[
+        "int_claim_closings_paired:columns_hold_int_claim_closings_paired"
     ]
     assert "int_claims_joined_to_entries" in text[
         "int_claim_closings_paired:relationships_int_claim_closings_paired_claim_id__claim_id__ref_int_claims_joined_to_entries_"
     ]
-    assert "(`claim_id`, `version`)" in text["state_history:unique_combination_state_history_claim_id__version"]
+    assert "no two rows share (`claim_id`, `version`)" in text["state_history:columns_hold_state_history"]
     assert "names what it closed" in text["memory_actions:names_what_it_closes_memory_actions_closes"]
 
 
@@ -125,6 +127,11 @@ def test_dbt_test_description_prefers_the_tests_own_text_and_reads_a_singular_te
     singular = {"name": "assert_one_city", "description": "", "raw_code": "-- At most one current city\n-- per person.\nselect 1"}
     assert dbt_test_description({}, singular) == "At most one current city per person."
     assert dbt_test_description({}, {**singular, "raw_code": "/* No orphan\n closings */ select 1"}) == "No orphan closings"
+    rules = {"name": "columns_hold_m", "description": "", "test_metadata": {"name": "columns_hold", "kwargs": {
+        "not_null": ["a"], "unique": ["a", "b", ["c", "d"]], "accepted_values": {"e": ["x", "y"]}}}}
+    assert dbt_test_description({}, rules) == (
+        "`a` is never null; `a` and `b` are each unique; no two rows share (`c`, `d`); `e` is one of 'x', 'y'."
+    )
 
 
 def test_table_assets_have_typed_column_tables():
