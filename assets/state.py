@@ -79,7 +79,7 @@ def state_models():
         if reason:
             context.log.info(f"full refresh of the incremental state models: {reason}")
         target = dbt_target(home, context.run_id)
-        seed_partial_parse(target)
+        seed_partial_parse(target, project)
         # dbt runs as a child process of this one, forked warm from this process's zygote
         with dbt_home_environ(home.root, watermark, zygote=start_zygote()):
             invocation = dbt.cli(dbt_build_args(watermark, key, reason is not None), context=context, target_path=target)

@@ -82,20 +82,35 @@ def dbt_build_args(watermark: int, key: str, full_refresh: bool) -> list[str]:
 PARTIAL_PARSE = "partial_parse.msgpack"
 
 
-def seed_partial_parse(target: Path) -> bool:
+# Beside a build's parse: the fingerprint of the project files it was made from.
+PARSED_PROJECT = "parsed_project"
+
+
+def seed_partial_parse(target: Path, project: str) -> bool:
     """Copy the newest earlier build's parse of this home (``partial_parse.msgpack`` in a sibling
     target folder) into ``target``, so that dbt parses only what changed since (dbt checks the
     files' hashes, its version, the vars and the profile itself, and parses everything again
     when any of those differ). dagster-dbt would otherwise copy the project's own parse, made
-    for another warehouse path (the profile differs), which dbt discards. Returns whether a
-    parse was found."""
+    for another warehouse path (the profile differs), which dbt discards.
+
+    Only a parse of the same project files (``project``: :func:`catalog.dbt_project.project_fingerprint`,
+    written beside each build's parse) is seeded; after an upgrade that changed them, dbt parses
+    the whole project once. dbt does not always read a file again to see that it changed (a
+    YAML file whose modification time equals the one its parse recorded is taken as unchanged:
+    dbt/parser/read_files.py), and a build seeded with a parse of other project files once ran
+    the data tests of the old files (the column tests that 070b1d1 grouped per model), which
+    dagster-dbt's manifest did not hold: the step failed. Returns whether a parse was found."""
+    target.mkdir(parents=True, exist_ok=True)
+    (target / PARSED_PROJECT).write_text(project)
     earlier = sorted(
-        (p for p in target.parent.glob(f"*/{PARTIAL_PARSE}") if p.parent != target),
+        (
+            p for p in target.parent.glob(f"*/{PARTIAL_PARSE}")
+            if p.parent != target and (p.parent / PARSED_PROJECT).is_file() and (p.parent / PARSED_PROJECT).read_text() == project
+        ),
         key=lambda p: p.stat().st_mtime,
-    )
+    )  # fmt: skip
     if not earlier:
         return False
-    target.mkdir(parents=True, exist_ok=True)
     shutil.copy2(earlier[-1], target / PARTIAL_PARSE)
     return True
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import dagster as dg
 
 from catalog import keys
@@ -132,6 +134,25 @@ def test_dbt_test_description_prefers_the_tests_own_text_and_reads_a_singular_te
     assert dbt_test_description({}, rules) == (
         "`a` is never null; `a` and `b` are each unique; no two rows share (`c`, `d`); `e` is one of 'x', 'y'."
     )
+
+
+def test_a_build_is_seeded_only_with_a_parse_of_the_same_project_files(tmp_path):
+    """A build's dbt gets the home's last parse only if that parse was made from the same dbt
+    project files (catalog/dbt_build.py seed_partial_parse): after an upgrade dbt parses anew."""
+    from catalog.dbt_build import PARSED_PROJECT, PARTIAL_PARSE, seed_partial_parse
+
+    root = tmp_path / "dbt"
+    for name, project, parse in (("older", "p1", b"older p1"), ("newer", "p2", b"newer p2"), ("unmarked", None, b"no mark")):
+        (root / name).mkdir(parents=True)
+        (root / name / PARTIAL_PARSE).write_bytes(parse)
+        if project:
+            (root / name / PARSED_PROJECT).write_text(project)
+    os.utime(root / "older" / PARTIAL_PARSE, (1, 1))  # the oldest of the three
+    assert seed_partial_parse(root / "run1", "p1")
+    assert (root / "run1" / PARTIAL_PARSE).read_bytes() == b"older p1"  # not the newer parse of other files
+    assert (root / "run1" / PARSED_PROJECT).read_text() == "p1"
+    assert not seed_partial_parse(root / "run2", "p3")  # files no parse was made from: dbt parses them whole
+    assert not (root / "run2" / PARTIAL_PARSE).exists() and (root / "run2" / PARSED_PROJECT).read_text() == "p3"
 
 
 def test_table_assets_have_typed_column_tables():
