@@ -1216,7 +1216,7 @@ class LanceVectorStore:
                 r["score"] = float(r.pop("_score"))
             return rows
 
-        return _top_k(fetch, k, first=2 * k)
+        return _top_k(fetch, k, first=FULLTEXT_FIRST_FETCH * k)
 
 
 # What a sync or rebuild reports per part, summed over the parts of a table (the flags: any part).
@@ -1257,6 +1257,14 @@ def _hit_rows(query: Any, score: str, held: EvidenceRows | None) -> list[dict[st
 # A tie group straddling the k-th place is fetched whole, up to this many rows.
 _MAX_TIE_FETCH = 4096
 
+# A full-text search first asks for this many times k rows. BM25 ties at the k-th place are
+# common (short turns of the same length sharing the question's terms), and a tie group running
+# past the first fetch costs a second query at 4x its rows. At 100k entries (the compile bench's
+# home, k 80, 200 questions) 26 tie groups ran past 2k rows and none past 4k (the longest ended
+# at row 222); the search took 7.0 ms at the median and 17.1 at p95 with 2k first, 8.2 and 8.9
+# with 4k, 10.1 and 11.0 with 8k (docs/benchmarks.md). The answer is the same whatever it is.
+FULLTEXT_FIRST_FETCH = 4
+
 
 def _top_k(fetch: Any, k: int, first: int | None = None) -> list[dict[str, Any]]:
     """The best ``k`` rows, ties broken by id, independent of storage order.
@@ -1269,11 +1277,10 @@ def _top_k(fetch: Any, k: int, first: int | None = None) -> list[dict[str, Any]]
 
     The first fetch asks for ``first`` rows, at least one more than ``k``: with exactly ``k`` rows
     nothing shows whether the k-th is tied with the next, so every search used to fetch a second
-    time (at 4k). Full text passes 2k: BM25 ties at the k-th place are common (short turns of the
-    same length sharing the query's terms), and a second query costs as much as the first, while
-    2k rows cost barely more than k+1 (at 160k rows 12 ms against 24 ms with the refetch; vectors
-    keep k+1, and with the rows held complete a tie from them instead: LanceVectorStore._vector_route).
-    Whatever the first limit, the answer is the same."""
+    time (at 4k). Full text passes more (:data:`FULLTEXT_FIRST_FETCH`): BM25 ties at the k-th
+    place are common, and a second query costs more than the first, while a few k rows cost
+    barely more than k+1; vectors keep k+1, and with the rows held complete a tie from them
+    instead (LanceVectorStore._vector_route). Whatever the first limit, the answer is the same."""
     limit = min(max(first or 0, k + 1), _MAX_TIE_FETCH) if k < _MAX_TIE_FETCH else k
     while True:
         rows = fetch(limit)
