@@ -36,7 +36,7 @@ from memc.locks import exclusive
 from orchestration.runner import build, rebuild_views
 from query.acl import UnknownScopeError
 from query.asking import Goal, GoalError
-from query.compile import compile_context, prepare, view_watermarks
+from query.compile import compile_context, prepare, settle_heap, view_watermarks
 from query.config import QueryConfig
 from query.staleness import StaleViewError
 from query.state import StateQueryError, state_for_entity
@@ -83,6 +83,7 @@ class Service:
         self._lock = threading.Lock()
         self._build_lock = threading.Lock()
         self.keeper: ViewKeeper | None = None
+        self._settled: dict[str, Any] | None = None  # the views' watermarks when the heap was last settled
 
     def keep_fresh(self, **kw: Any) -> ViewKeeper:
         """Build the views by itself whenever the ledger is ahead of them (api/keeper.py): what
@@ -99,8 +100,18 @@ class Service:
                 return build(self.home)
 
         if self.keeper is None:
-            self.keeper = ViewKeeper(run_build, self.watermarks, warm=lambda: prepare(self.home), **kw).start()
+            self.keeper = ViewKeeper(run_build, self.watermarks, warm=self.read_views, **kw).start()
         return self.keeper
+
+    def read_views(self) -> None:
+        """Read what the next compile reads of the views (query's ``prepare``); once per version
+        of the views, settle the heap after it (``settle_heap``: the long-lived objects out of
+        the collector's reach), so no compile pays a full collection over them."""
+        prepare(self.home)
+        views = view_watermarks(self.home)
+        if views != self._settled:
+            settle_heap()
+            self._settled = views
 
     def build_now(self, *, force: bool = False) -> dict[str, Any]:
         """`memc build` run here for the operator (the local channel, api/local.py): the same

@@ -89,3 +89,31 @@ def test_a_build_is_followed_by_a_warm_up_and_a_failed_warm_up_is_only_logged(ca
     finally:
         current.stop()
     assert order == ["warm"] and current.warmed == 1
+
+
+def test_a_server_settles_its_heap_once_per_version_of_the_views(tmp_path, monkeypatch):
+    """After reading the views (query's prepare) the service moves the long-lived objects out of
+    the cyclic collector's reach, once per version of the views: the keeper's look every
+    interval finds the same watermarks and leaves the heap as it is."""
+    import gc
+
+    import api.service as service_module
+    from api.service import Service
+    from memc.home import MemcHome
+
+    marks = {"evidence_index": 3}
+    read, settled = [], []
+    monkeypatch.setattr(service_module, "prepare", lambda home: read.append(home))
+    monkeypatch.setattr(service_module, "view_watermarks", lambda home: dict(marks))
+    real = service_module.settle_heap
+    monkeypatch.setattr(service_module, "settle_heap", lambda: settled.append(dict(marks)) or real())
+    service = Service(MemcHome.resolve(tmp_path / "home"))
+    try:
+        service.read_views()
+        assert gc.get_freeze_count() > 0  # the objects alive then are frozen
+        service.read_views()
+        marks["evidence_index"] = 4  # a build brought the views up
+        service.read_views()
+        assert len(read) == 3 and settled == [{"evidence_index": 3}, {"evidence_index": 4}]
+    finally:
+        gc.unfreeze()  # the rest of the test process collects as usual
