@@ -827,3 +827,32 @@ def test_large_tables_get_an_approximate_vector_index_that_keeps_every_filter(tm
     # deletes alone: a few are walked past in the index's graph, a tenth of the rows rebuild it
     assert store.sync(evidence_table(rows[:380]), embedder)["vector_indexed"] is False  # 20 of 380
     assert store.sync(evidence_table(rows[:330]), embedder)["vector_indexed"] is True  # 50 of 330
+
+
+def test_a_search_runs_its_query_in_one_call_into_lancedbs_loop(tmp_path, counting, corpus_rows, monkeypatch) -> None:
+    """views/vectors.py `_searched`: a search's query is built on the table's async twin
+    (`LanceTable._table`, private in the pinned lancedb) and run in LanceDB's loop in one call,
+    not the eight its sync query builder makes. Counted: the calls into the loop while a vector
+    and a full-text search run, once the first searches have read the rows the store holds (a
+    home's index on disk: the in-memory twin of a patched tail holds none)."""
+    import asyncio
+
+    from lancedb.table import LanceTable
+
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(corpus_rows), counting)
+    tbl = store._opened("evidence")[0][1]
+    assert isinstance(tbl, LanceTable) and tbl._table is not None  # what _searched relies on
+    vector = counting.encode(["What does Ana drink in the morning?"])[0]
+    for search in ({"vector": vector}, {"text": "Order shipped"}):  # first searches read the rows to hold
+        store.search(principals=["ana"], scope="acme", k=3, **search)
+    calls: list[int] = []
+    real = asyncio.run_coroutine_threadsafe
+    monkeypatch.setattr(asyncio, "run_coroutine_threadsafe", lambda coro, loop: calls.append(1) or real(coro, loop))
+    hits = store.search(vector=vector, principals=["ana"], scope="acme", k=3)
+    assert hits and hits[0]["text"] == CORPUS[3]
+    assert len(calls) <= 4, len(calls)  # the table's handle, its version, its schema, the query
+    calls.clear()
+    hits = store.search(text="Order shipped", principals=["ana"], scope="acme", k=3)
+    assert hits and hits[0]["text"] == CORPUS[1]
+    assert len(calls) <= 3, len(calls)  # the handle, the version, the query
