@@ -1247,9 +1247,9 @@ def _empty(columns: Sequence[str]) -> pa.Table:
 
 def _searched(tbl: Any, build: Any) -> pa.Table:
     """The rows of the query ``build`` makes on the table's async twin, run in LanceDB's event
-    loop in one call. LanceDB 0.40's sync query builder calls into that loop eight times a
-    search (the table's version, its schema three times for its own checks, the query), each a
-    thread hop of ~0.15-0.4 ms; the same query on ``LanceTable._table`` (the AsyncTable the sync
+    loop in one call. A search made eight calls into that loop, six of them LanceDB 0.40's sync
+    query builder's (the table's schema three times for its own checks, the query, its batches),
+    each a thread hop of ~0.15-0.4 ms; the same query on ``LanceTable._table`` (the AsyncTable the sync
     API wraps: private, so tests/engine/test_vectors.py holds it to the pinned version) is one.
     At 100k entries, alone: a vector search 10.4-12.0 -> 8.9-9.1 ms, a full-text search
     6.3-6.7 -> 5.1 ms at the median, the same ids and scores (docs/benchmarks.md)."""

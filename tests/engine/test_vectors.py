@@ -832,7 +832,7 @@ def test_large_tables_get_an_approximate_vector_index_that_keeps_every_filter(tm
 def test_a_search_runs_its_query_in_one_call_into_lancedbs_loop(tmp_path, counting, corpus_rows, monkeypatch) -> None:
     """views/vectors.py `_searched`: a search's query is built on the table's async twin
     (`LanceTable._table`, private in the pinned lancedb) and run in LanceDB's loop in one call,
-    not the eight its sync query builder makes. Counted: the calls into the loop while a vector
+    not the six its sync query builder makes. Counted: the calls into the loop while a vector
     and a full-text search run, once the first searches have read the rows the store holds (a
     home's index on disk: the in-memory twin of a patched tail holds none)."""
     import asyncio
