@@ -160,6 +160,10 @@ def _listed(names: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
+def _is_one_of(column: str | None, values: list) -> str:
+    return f"{column} is one of " + ", ".join(f"'{v}'" for v in values)
+
+
 def _no_two_rows_share(columns: list[str]) -> str:
     return "no two rows share (" + ", ".join(f"`{c}`" for c in columns) + ")"
 
@@ -174,7 +178,7 @@ def _columns_hold_sentence(kwargs: dict) -> str:
         parts.append(f"{_listed(single)} {'is' if len(single) == 1 else 'are each'} unique")
     parts += [_no_two_rows_share(c) for c in kwargs.get("unique") or [] if not isinstance(c, str)]
     for column, values in (kwargs.get("accepted_values") or {}).items():
-        parts.append(f"`{column}` is one of " + ", ".join(f"'{v}'" for v in values))
+        parts.append(_is_one_of(f"`{column}`", values))
     return "; ".join(parts)
 
 
@@ -197,7 +201,7 @@ def dbt_test_description(manifest: dict, test: dict) -> str:
     elif name == "unique":
         sentence = f"{col} is unique: no two rows share a value"
     elif name == "accepted_values":
-        sentence = f"{col} is one of " + ", ".join(f"'{v}'" for v in kwargs.get("values", []))
+        sentence = _is_one_of(col, kwargs.get("values", []))
     elif name == "relationships":
         sentence = f"every {col} names an existing `{kwargs.get('field')}` of {_ref_name(kwargs.get('to', '?'))} (no orphans)"
     elif name == "unique_combination_of_columns":  # dbt_utils'
