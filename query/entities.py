@@ -8,12 +8,16 @@ import logging
 import re
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from claims.ontology import ONTOLOGY
 from memc.filecache import cached
 from memc.home import MemcHome
 from memc.ids import entity_id, is_common_noun
 from memc.visibility import may_see
-from views.build import graph_store
+from views.graph_memory import MemoryGraphStore
+from views.graph_tables import INTERACTION_SCHEMA
 from views.marts import ENTITIES, GRAPH_RELATIONS, mart_path, read_mart
 
 log = logging.getLogger(__name__)
@@ -77,11 +81,11 @@ NOT_WALKED = frozenset(name for name, p in ONTOLOGY.items() if not p.walked)
 
 
 def related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: str | None) -> list[str]:
-    """Entities one typed relation away from the known entities the question names, walked in
-    the graph view (GraphStore.neighbours, visibility pushed into the walk). ``mentions`` edges
-    and who-talks-to-whom are not relations of this kind: in a conversation everyone is one
-    such hop from everyone. Asked only when the graph has a typed relation at all (read from
-    the graph_relations mart, cached per build), since opening the graph costs ~30 ms."""
+    """Entities one typed relation away from the known entities the question names, walked over
+    the graph's relations held in memory (:func:`held_relations`; GraphStore.neighbours, visibility
+    pushed into the walk). ``mentions`` edges and who-talks-to-whom are not relations of this
+    kind: in a conversation everyone is one such hop from everyone. Asked only when there is a
+    typed relation at all (read from the graph_relations mart, cached per build)."""
     known = {r["entity_id"] for r in entity_rows(home)}
     seeds = sorted(set(named) & known)
     if not seeds:
@@ -91,12 +95,39 @@ def related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: s
     typed = cached("typed_relations", [path], lambda: bool(set(read_mart(path, columns=["predicate"]).column("predicate").to_pylist()) - NOT_WALKED - {None}))
     if not typed:
         return []
-
     try:
-        # keep_open=False: Kùzu lets one process hold the file, and Dagster runs open it too
-        with graph_store(home, keep_open=False) as graph:
-            found = graph.neighbours(seeds, depth=1, scope=scope, principals=[asker])
-    except RuntimeError as exc:  # the file is locked by a build: answer without the route
+        graph = held_relations(home)
+    except ValueError as exc:  # the two marts caught between two builds' writes: answer without the route
         log.warning("graph route skipped: %s", exc)
         return []
+    if graph is None:
+        return []
+    found = graph.neighbours(seeds, depth=1, scope=scope, principals=[asker])
     return sorted(n["entity_id"] for n in found if set(n["relations"]) - NOT_WALKED)
+
+
+def held_relations(home: MemcHome) -> MemoryGraphStore | None:
+    """The entity graph's typed relations in this process's memory: the entities and
+    graph_relations marts, the rows the graph view's Entity nodes and RELATES edges are loaded
+    from (views/build.py build_graph), in the graph store's in-memory twin, read once per version
+    of the two files (None before a state build). The compile's walk is one hop over a walked
+    relation, so the who-talks-to-whom edges and the relations not walked are left out: they
+    never make an entity related.
+
+    The Kùzu view is not opened on the ask path: a process may hold its file only between calls
+    (dreaming's Dagster runs open it read-write), and opening and closing it cost ~25 ms of every
+    compile that named someone on a home with typed relations (LoCoMo conversations: most
+    questions), plus the walk's rows read one by one (docs/benchmarks.md, "The graph route
+    without opening the graph"). Dreaming, the dossiers and `memc graph` still read Kùzu."""
+    entities, relations = mart_path(home, ENTITIES), mart_path(home, GRAPH_RELATIONS)
+
+    def load() -> MemoryGraphStore:
+        rows = read_mart(relations)
+        # the walked ones only: `mentions` alone were 17k of a 100k-entry home's rows, and an entity
+        # reached by none but those is no relative
+        rows = rows.filter(pc.invert(pc.is_in(rows.column("predicate"), value_set=pa.array(sorted(NOT_WALKED), pa.string()))))
+        graph = MemoryGraphStore()
+        graph.rebuild(read_mart(entities), INTERACTION_SCHEMA.empty_table(), relations=rows)
+        return graph
+
+    return cached("held_relations", [entities, relations], load)

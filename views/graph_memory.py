@@ -2,6 +2,8 @@
 Python lists, with PageRank and Louvain from networkx. Unit tests of whatever reads a graph
 (dreaming, the query module's neighbourhoods) use it to run without a database file; the Kùzu
 store stays the one the platform builds, and tests/engine/test_graph.py runs the contract over both.
+The compiler holds the graph's relations in one for its walks (query/entities.py held_relations):
+a walk reads its frontier's edges from an index by endpoint, not every edge.
 
 Input goes through the same ``prepare_graph`` (validation, canonical order) and the same graph
 version; walks go through the same ``walk``. Where the engines may differ, and how much:
@@ -19,11 +21,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import networkx as nx
+from typing import TYPE_CHECKING
+
 import pyarrow as pa
 
 from views.graph import check_pagerank, name_communities, walk
 from views.graph_tables import EDGE_TABLES, NODE_TABLES, SCOPE_RE, check_literal, prepare_graph, prepared_version
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 # Louvain is randomised; a fixed seed makes the partition a function of the graph.
 LOUVAIN_SEED = 0
@@ -34,6 +40,8 @@ class MemoryGraphStore:
 
     def __init__(self) -> None:
         self._tables: dict[str, list[dict[str, Any]]] | None = None
+        self._ends: dict[str, list[tuple[str, dict[str, Any]]]] | None = None  # see _edges_by_end
+        self._by_id: dict[str, dict[str, Any]] | None = None
 
     def __repr__(self) -> str:
         return "MemoryGraphStore()"
@@ -60,6 +68,7 @@ class MemoryGraphStore:
         tables = prepare_graph(entities, interactions, entries=entries, sessions=sessions, mentions=mentions, relations=relations)
         version = prepared_version(tables)
         self._tables = {name: table.to_pylist() for name, table in tables.items()}
+        self._ends = self._by_id = None
         counts = self.counts()
         return {
             "nodes": sum(counts[t] for t in NODE_TABLES),
@@ -68,6 +77,25 @@ class MemoryGraphStore:
             "graph_version": version,
             "path": None,
         }
+
+    def _entities(self) -> dict[str, dict[str, Any]]:
+        if self._by_id is None:
+            self._by_id = {r["entity_id"]: r for r in self._rows("Entity")}
+        return self._by_id
+
+    def _edges_by_end(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
+        """Each entity's edges (INTERACTS, then RELATES) as (the other end, the edge), from both
+        ends, made once per rebuild: a walk reads its frontier's edges, not every edge of the
+        graph (the query module walks a graph held in memory on every compile, query/entities.py)."""
+        if self._ends is None:
+            ends: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+            edges = [{**r, "predicate": None, "edge_visibility": None} for r in self._rows("INTERACTS")]
+            edges += [{**r, "edge_visibility": r["visibility"]} for r in self._rows("RELATES")]
+            for e in edges:
+                ends.setdefault(e["src"], []).append((e["dst"], e))
+                ends.setdefault(e["dst"], []).append((e["src"], e))
+            self._ends = ends
+        return self._ends
 
     def _rows(self, table: str) -> list[dict[str, Any]]:
         return [] if self._tables is None else self._tables[table]
@@ -102,6 +130,8 @@ class MemoryGraphStore:
     def _projection(self, scope: str) -> nx.MultiDiGraph:
         """The scope's nodes and the scope's INTERACTS edges between them (Kùzu's project_graph);
         a multigraph, so repeated pairs count once each as they do in Kùzu."""
+        import networkx as nx  # lazy: the query module walks this store on the ask path, which runs no algorithm
+
         g = nx.MultiDiGraph()
         g.add_nodes_from(r["entity_id"] for r in self._rows("Entity") if r["scope"] == scope)
         g.add_edges_from(
@@ -117,6 +147,8 @@ class MemoryGraphStore:
         max_iterations: int = 100,
         tolerance: float = 1e-7,
     ) -> list[tuple[str, float]]:
+        import networkx as nx  # lazy: see _projection
+
         check_pagerank(scope, damping, max_iterations, tolerance)
         g = self._projection(scope)
         if g.number_of_nodes() == 0:
@@ -125,6 +157,8 @@ class MemoryGraphStore:
         return sorted(((e, float(r)) for e, r in ranks.items()), key=lambda t: (-t[1], t[0]))
 
     def communities(self, scope: str) -> list[tuple[str, str]]:
+        import networkx as nx  # lazy: see _projection
+
         check_literal(scope, SCOPE_RE, "scope")
         g = nx.Graph(self._projection(scope).to_undirected())
         if g.number_of_nodes() == 0:
@@ -139,20 +173,15 @@ class MemoryGraphStore:
         scope: str | None = None,
         principals: Sequence[str] | None = None,
     ) -> list[dict[str, Any]]:
-        entities = {r["entity_id"]: r for r in self._rows("Entity")}
-        edges = [
-            {**r, "predicate": None, "edge_visibility": None} for r in self._rows("INTERACTS")
-        ] + [{**r, "edge_visibility": r["visibility"]} for r in self._rows("RELATES")]
+        entities = self._entities()
+        ends = self._edges_by_end()
 
         def hop(frontier: list[str]) -> list[dict[str, Any]]:
-            wanted = set(frontier)
             rows = []
-            for e in edges:
-                if scope is not None and e["scope"] != scope:
-                    continue
+            for a in frontier:
                 # An undirected match: an edge between two frontier entities is met from both ends.
-                for a, b in ((e["src"], e["dst"]), (e["dst"], e["src"])):
-                    if a not in wanted or (scope is not None and entities[b]["scope"] != scope):
+                for b, e in ends.get(a, ()):
+                    if scope is not None and (e["scope"] != scope or entities[b]["scope"] != scope):
                         continue
                     node = entities[b]
                     rows.append(

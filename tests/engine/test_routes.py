@@ -57,6 +57,28 @@ def test_related_entities_walk_typed_relations_only(home):
     assert _related_entities(home, {entity_id("team", "Where"): "Where"}, "dev", "team") == []
 
 
+def test_the_graph_route_walks_what_the_graph_view_walks_without_opening_it(home, monkeypatch):
+    """The compiler walks the relations held in memory (query/entities.py held_relations), loaded
+    from the marts the graph view is loaded from: the same entities as the Kùzu view's own walk,
+    for each asker and scope, and no Kùzu database opened by a compile."""
+    from query.entities import NOT_WALKED
+    from views.build import graph_store
+    from views.graph import KuzuGraphStore
+
+    ana = entity_id("team", "Ana")
+    for asker, scope in (("dev", "team"), ("ana", "team"), ("dev", "ops"), ("dev", None)):
+        with graph_store(home, keep_open=False) as graph:
+            walked = graph.neighbours([ana], depth=1, scope=scope, principals=[asker])
+        assert _related_entities(home, {ana: "Ana"}, asker, scope) == sorted(n["entity_id"] for n in walked if set(n["relations"]) - NOT_WALKED)
+
+    def refuse(*a, **k):
+        raise AssertionError("the compile opened the Kùzu database")
+
+    monkeypatch.setattr(KuzuGraphStore, "_open_db", refuse)
+    ctx = compile_context("Where does Ana's relative work?", "dev", home=home, scope="team")
+    assert any(it.source_ref == "carla:1" and "graph" in it.routes for it in ctx.items)
+
+
 def test_the_graph_route_finds_the_relatives_evidence(home):
     ctx = compile_context("Where does Ana's relative work?", "dev", home=home, scope="team")
     hit = next((it for it in ctx.items if it.source_ref == "carla:1"), None)
