@@ -114,11 +114,11 @@ def held_relations(home: MemcHome) -> MemoryGraphStore | None:
     relation, so the who-talks-to-whom edges and the relations not walked are left out: they
     never make an entity related.
 
-    The Kùzu view is not opened on the ask path: a process may hold its file only between calls
-    (dreaming's Dagster runs open it read-write), and opening and closing it cost ~25 ms of every
-    compile that named someone on a home with typed relations (LoCoMo conversations: most
-    questions), plus the walk's rows read one by one (docs/benchmarks.md, "The graph route
-    without opening the graph"). Dreaming, the dossiers and `memc graph` still read Kùzu."""
+    The Kùzu view is not opened on the ask path: a query process may hold its file only between
+    calls (dreaming's Dagster runs open it read-write), and opening it, walking and closing it was
+    ~47 ms of each compile that named someone on a home with typed relations (most questions on
+    the LoCoMo dev homes: compile p50 137 -> 90 ms there; docs/benchmarks.md, "The graph route
+    without opening the graph"). Dreaming and the dossiers still read Kùzu."""
     entities, relations = mart_path(home, ENTITIES), mart_path(home, GRAPH_RELATIONS)
 
     def load() -> MemoryGraphStore:

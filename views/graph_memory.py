@@ -19,9 +19,7 @@ version; walks go through the same ``walk``. Where the engines may differ, and h
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
