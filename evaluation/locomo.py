@@ -34,7 +34,8 @@ from query.compile import view_watermarks
 from query.config import QueryConfig
 from query.context import item_lines
 from query.tokens import count_tokens
-from views.embedder import Embedder
+from views.embedder import TextEmbedder
+from views.embedder_onnx import question_embedder
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 EVAL_ASKER = "eval"
@@ -169,7 +170,7 @@ def run_locomo_sweep(
     configs = [base.model_copy(update={"budget_tokens": b}) for b in budgets] or [base]
     if outs and len(outs) != len(configs):
         raise ValueError(f"{len(outs)} run files for {len(configs)} budgets")
-    embedder = Embedder()
+    embedder = question_embedder()  # the questions embedded as a serving process embeds them
 
     tmp = tempfile.TemporaryDirectory(prefix="memc-eval-") if work_dir is None else None
     root = Path(tmp.name) if tmp else Path(work_dir)
@@ -206,7 +207,7 @@ class BudgetRun:
     lines: list[str] = field(default_factory=list)
     shares: list[float] = field(default_factory=list)  # per question: share of tokens in evidence-holding items
 
-    def ask(self, q: dict[str, Any], home: MemcHome, conv: str, config: QueryConfig, embedder: Embedder, ks: tuple[int, ...]) -> None:
+    def ask(self, q: dict[str, Any], home: MemcHome, conv: str, config: QueryConfig, embedder: TextEmbedder, ks: tuple[int, ...]) -> None:
         t1 = time.perf_counter()
         ctx = compile_context(q["question"], EVAL_ASKER, home=home, scope=conv, config=config, embedder=embedder)
         self.latencies.append((time.perf_counter() - t1) * 1000)

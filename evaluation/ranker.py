@@ -28,7 +28,7 @@ from ledger import Ledger
 from query import compile_context
 from query.config import QueryConfig
 from query.rerank import FEATURES, Ranker, collecting
-from views.embedder import Embedder
+from views.embedder_onnx import question_embedder
 
 
 @dataclass
@@ -93,7 +93,7 @@ def train_ranker(
         raise ValueError(f"{data_dir}: cross-validation over conversations needs at least two, found {len(convs)}")
     base = QueryConfig.preset("balanced")
     fused = QueryConfig.model_validate({**base.model_dump(), **(settings or {}), "ranker": None})
-    embedder = Embedder()
+    embedder = question_embedder()  # the questions embedded as a serving process embeds them
     tmp = tempfile.TemporaryDirectory(prefix="memc-ranker-")
     root = Path(work_dir) if work_dir is not None else Path(tmp.name) / "homes"
     try:
