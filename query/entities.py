@@ -16,7 +16,6 @@ from memc.filecache import cached
 from memc.home import MemcHome
 from memc.ids import entity_id, is_common_noun
 from memc.visibility import may_see
-from query import intent
 from views.graph_memory import MemoryGraphStore
 from views.graph_tables import INTERACTION_SCHEMA
 from views.marts import ENTITIES, GRAPH_RELATIONS, mart_path, read_mart
@@ -79,19 +78,6 @@ def named_entities(home: MemcHome, question: str, asker: str, scope: str | None)
 
 # Relations that hold between any two people who talk (ontology: walked=False).
 NOT_WALKED = frozenset(name for name, p in ONTOLOGY.items() if not p.walked)
-# What a question names when it asks through someone: "Where does Ana's cousin work?" (has_relative).
-RELATIONS = frozenset(name for name, p in ONTOLOGY.items() if p.walked and p.object_type == "person")
-
-
-def asks_through_relation(question: str) -> bool:
-    """Whether the question names a relation between people (a relative, a friend, a partner:
-    the predicates of RELATIONS, by the words query/intent.py reads): only then does the graph
-    route walk. A question about the named person themself gains nothing from their relatives'
-    turns: on the LoCoMo dev split, walking for every question that named someone left the
-    recall where it was without the walk (0.729 / 0.852 / 0.904 against 0.734 / 0.851 / 0.906 at
-    500 / 1,000 / 2,000 tokens), lowered the first item's recall (R@1 0.601 -> 0.561) and added
-    two searches, 15 ms, to a compile's median (docs/benchmarks.md)."""
-    return bool(RELATIONS & intent.asked(question).keys())
 
 
 def related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: str | None) -> list[str]:

@@ -19,7 +19,7 @@ from ledger import Ledger
 from memc.home import MemcHome
 from query.config import EVIDENCE_KINDS, QueryConfig
 from query.context import ContextItem, iso
-from query.entities import asks_through_relation, named_entities, related_entities
+from query.entities import named_entities, related_entities
 from query.facts import event_lookup
 from query.plan import PlanRecorder
 from query.rerank import FEATURE_DEPTH, load_ranker, rerank, wants_features
@@ -112,7 +112,7 @@ def retrieve(
     if window is not None and config.time_weight:
         for how, (w, kw) in list(plan.items()):
             plan[f"time/{how}"] = (w * config.time_weight, {**kw, "valid_between": window.bounds()})
-    related = related_entities(home, named, asker, scope) if config.graph_weight and asks_through_relation(question) else []
+    related = related_entities(home, named, asker, scope) if config.graph_weight else []
     if related:
         for how, (w, kw) in list(plan.items()):
             if "/" not in how:
