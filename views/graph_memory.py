@@ -84,7 +84,7 @@ class MemoryGraphStore:
     def _edges_by_end(self) -> dict[str, list[tuple[str, dict[str, Any]]]]:
         """Each entity's edges (INTERACTS, then RELATES) as (the other end, the edge), from both
         ends, made once per rebuild: a walk reads its frontier's edges, not every edge of the
-        graph (the query module walks a graph held in memory on every compile, query/entities.py)."""
+        graph (the compiler walks one held in memory for each question naming someone: query/entities.py)."""
         if self._ends is None:
             ends: dict[str, list[tuple[str, dict[str, Any]]]] = {}
             edges = [{**r, "predicate": None, "edge_visibility": None} for r in self._rows("INTERACTS")]
