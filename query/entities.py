@@ -84,16 +84,10 @@ def related_entities(home: MemcHome, named: dict[str, str], asker: str, scope: s
     """Entities one typed relation away from the known entities the question names, walked over
     the graph's relations held in memory (:func:`held_relations`; GraphStore.neighbours, visibility
     pushed into the walk). ``mentions`` edges and who-talks-to-whom are not relations of this
-    kind: in a conversation everyone is one such hop from everyone. Asked only when there is a
-    typed relation at all (read from the graph_relations mart, cached per build)."""
+    kind: in a conversation everyone is one such hop from everyone."""
     known = {r["entity_id"] for r in entity_rows(home)}
     seeds = sorted(set(named) & known)
     if not seeds:
-        return []
-
-    path = mart_path(home, GRAPH_RELATIONS)
-    typed = cached("typed_relations", [path], lambda: bool(set(read_mart(path, columns=["predicate"]).column("predicate").to_pylist()) - NOT_WALKED - {None}))
-    if not typed:
         return []
     try:
         graph = held_relations(home)
@@ -110,9 +104,9 @@ def held_relations(home: MemcHome) -> MemoryGraphStore | None:
     """The entity graph's typed relations in this process's memory: the entities and
     graph_relations marts, the rows the graph view's Entity nodes and RELATES edges are loaded
     from (views/build.py build_graph), in the graph store's in-memory twin, read once per version
-    of the two files (None before a state build). The compile's walk is one hop over a walked
-    relation, so the who-talks-to-whom edges and the relations not walked are left out: they
-    never make an entity related.
+    of the two files (None before a state build, or when no relation is walked: then nothing is
+    held). The compile's walk is one hop over a walked relation, so the who-talks-to-whom edges
+    and the relations not walked are left out: they never make an entity related.
 
     The Kùzu view is not opened on the ask path: a query process may hold its file only between
     calls (dreaming's Dagster runs open it read-write), and opening it, walking and closing it was
@@ -121,11 +115,13 @@ def held_relations(home: MemcHome) -> MemoryGraphStore | None:
     without opening the graph"). Dreaming and the dossiers still read Kùzu."""
     entities, relations = mart_path(home, ENTITIES), mart_path(home, GRAPH_RELATIONS)
 
-    def load() -> MemoryGraphStore:
+    def load() -> MemoryGraphStore | None:
         rows = read_mart(relations)
         # the walked ones only: `mentions` alone were 17k of a 100k-entry home's rows, and an entity
-        # reached by none but those is no relative
+        # reached by none but those is no relative (a null predicate is none either)
         rows = rows.filter(pc.invert(pc.is_in(rows.column("predicate"), value_set=pa.array(sorted(NOT_WALKED), pa.string()))))
+        if not rows.num_rows:
+            return None  # no typed relation (the compile bench's home): the entities are not read
         graph = MemoryGraphStore()
         graph.rebuild(read_mart(entities), INTERACTION_SCHEMA.empty_table(), relations=rows)
         return graph
