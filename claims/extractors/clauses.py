@@ -944,8 +944,8 @@ def _owned_at(doc: Any, k: int, closers: frozenset[str] = frozenset()) -> tuple[
     if low in _TIME_WORDS | _TIME_NOUNS:
         return None
     end = j + 1
-    if end + 1 < n and low not in words["kin"] and doc[end].is_alpha and doc[end].is_lower and not _closes(doc[end]) and doc[end].lower_ not in _CLOSING_VERBS and (doc[end].lower_ in classes["noun"] or _lemma(doc[end]) in classes["noun"] and not _past_verb(doc[end])) and _closes(doc[end + 1]):
-        end += 1  # "home country", "dance crew": a noun on a noun, then a verb
+    if end + 1 < n and low not in words["kin"] and doc[end].is_alpha and doc[end].is_lower and not _closes(doc[end]) and doc[end].lower_ not in _CLOSING_VERBS | closers and (doc[end].lower_ in classes["noun"] or _lemma(doc[end]) in classes["noun"] and not _past_verb(doc[end])) and _closes(doc[end + 1]):
+        end += 1  # "home country", "dance crew": a noun on a noun, then a verb (not "necklace stands for")
     if end < n and low not in words["kin"] and not _closes(doc[end]) and doc[end].lower_ not in closers and not (doc[end].is_alpha and doc[end].is_lower and _lemma(doc[end]) in classes["verb"] and _lemma(doc[end]) not in classes["noun"]):
         return None  # the phrase may go on ("my kids love it": "love" may be a noun): where it ends is a guess
     if end < n and (doc[end].text in ("'", "’", "'s", "’s", "-", "–") and not doc[end - 1].whitespace_ or doc[end].is_title and doc[end].text != "I"):
@@ -1490,8 +1490,8 @@ def _subject(
     if low in ("he", "she", "it", "they"):
         one = _antecedent(low, t, people, things, speaker is not None)
         return (one, i + 1, False) if one is not None else (None, 0, False)
-    if low == "my" and i + 1 < len(tokens) and tokens[i + 1].lower_ == "home":
-        return speaker, i + 1, False  # "My home is now Lisbon": the frame starts at "home"
+    if low == "my" and i + 1 < len(tokens) and tokens[i + 1].lower_ == "home" and tokens[i + 1].i in frame_starts:
+        return speaker, i + 1, False  # "My home is now Lisbon": the frame starts at "home" (not "My home means a lot")
     if low == "my" and i + 2 < len(tokens) and tokens[i + 2].text in people:
         return tokens[i + 2].text, i + 3, False  # "my sister Ana moved ..."
     if low in ("my", "our") and (own := next((o for o in things if o.at == t.i + 1 and o.owned), None)) is not None and not (

@@ -448,7 +448,7 @@ print(json.dumps([before, pipeline.cache_info().currsize, claims]))
 def test_versions_live_side_by_side(monkeypatch) -> None:
     monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
     # "rules" (and the default) is the newest rules version; the one it replaced by its key
-    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.4.1"
+    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.4.2"
     assert active_extractor(RULES.key) is RULES and RULES.version == "0.2.0"
     # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
     e = entry("I moved to Berlin last month and I love it.")
@@ -783,6 +783,22 @@ def test_rules_041_keep_their_limits() -> None:
     # turn's (which named "the main character", not the story it was inspired by).
     story = session([("Jo", "The main character is dealing with some tough stuff."), ("Nat", "What inspired you?"), ("Jo", "It was inspired by personal experiences.")])
     assert not [c for c in extract(story, CLAUSES, Resolver(build_aliases(story), build_participants(story))).claims.to_pylist() if c["predicate"] == "described_as"]
+
+
+# Rules 0.4.2: a possessed noun before a verb of meaning that is a noun too ("stands", "means")
+# ends there, so the thing is the subject; "my home" opens the speaker's subject only where the
+# lives_in frame starts at "home".
+RULES_042 = [
+    ("My necklace stands for love and strength.", {("Ana's necklace", "described_as", "love and strength", "assert")}),
+    ("My old bike means freedom to me.", {("Ana's old bike", "described_as", "freedom", "assert")}),
+    ("My home means a lot to me.", {("Ana", "values", "home", "assert")}),
+    ("My home is now Lisbon.", {("Ana", "lives_in", "Lisbon", "assert")}),
+]
+
+
+@pytest.mark.parametrize("text, want", RULES_042)
+def test_rules_042_end_a_possessed_noun_before_a_verb_of_meaning(text, want) -> None:
+    assert said(text) == want  # before 0.4.2: nothing; nothing; and ("Ana", "activity", "home means")
 
 
 SCREENPLAY = [
