@@ -908,12 +908,15 @@ class LanceVectorStore:
         non_unit = non_finite = 0
         if col is not None and bad_dim == 0 and got.num_rows:
             mat = col.flatten().to_numpy(zero_copy_only=False).reshape(-1, stored_dim)
-            valid = ~np.asarray(col.is_null().to_numpy(zero_copy_only=False))
-            mat = mat[valid]
-            finite = np.isfinite(mat).all(axis=1)
+            if null_vectors:
+                mat = mat[~np.asarray(col.is_null().to_numpy(zero_copy_only=False))]
+            # Each row's sum of squares in float64: not finite exactly when an element is not (a
+            # float32's square cannot overflow it), so one pass over the matrix gives both counts
+            # (at 100k entries 0.77 -> ~0.1 s of the check; it made three full-size copies).
+            squares = np.einsum("ij,ij->i", mat, mat, dtype=np.float64)
+            finite = np.isfinite(squares)
             non_finite = int((~finite).sum())
-            norms = np.linalg.norm(np.where(np.isfinite(mat), mat, 0.0), axis=1)
-            non_unit = int((finite & (np.abs(norms - 1.0) > 1e-3)).sum())
+            non_unit = int((finite & (np.abs(np.sqrt(np.where(finite, squares, 1.0)) - 1.0) > 1e-3)).sum())
         fts = [ix for ix in tbl.list_indices() if str(getattr(ix, "index_type", "")).upper() == "FTS" and list(ix.columns) == ["text"]]
         unindexed = None
         if fts:
