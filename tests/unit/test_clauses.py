@@ -789,16 +789,17 @@ def test_rules_041_keep_their_limits() -> None:
 # ends there, so the thing is the subject; "my home" opens the speaker's subject only where the
 # lives_in frame starts at "home".
 RULES_042 = [
-    ("My necklace stands for love and strength.", {("Ana's necklace", "described_as", "love and strength", "assert")}),
+    ("My compass stands for courage and patience.", {("Ana's compass", "described_as", "courage and patience", "assert")}),
     ("My old bike means freedom to me.", {("Ana's old bike", "described_as", "freedom", "assert")}),
-    ("My home means a lot to me.", {("Ana", "values", "home", "assert")}),
+    ("My home means a great deal to me.", set()),
     ("My home is now Lisbon.", {("Ana", "lives_in", "Lisbon", "assert")}),
 ]
 
 
 @pytest.mark.parametrize("text, want", RULES_042)
 def test_rules_042_end_a_possessed_noun_before_a_verb_of_meaning(text, want) -> None:
-    assert said(text) == want  # before 0.4.2: nothing; nothing; and ("Ana", "activity", "home means")
+    # before 0.4.2: nothing; the same; ("Ana", "activity", "home means a great deal"); the same
+    assert said(text) == want
 
 
 SCREENPLAY = [
