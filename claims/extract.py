@@ -85,15 +85,18 @@ def extract(
     rejections: dict[str, dict[str, Any]] = {}
     dialogue = extractor.dialogue() if extractor.dialogue is not None else None
     read: dict[str, dict[str, Any]] = {}  # the entries read so far: what a claim's subject entry may be
+    last: dict[tuple[Any, Any], dict[str, Any]] = {}  # each session's turn just before: what an answer's question may be
     n = 0
     for entry in entries:
         if entry["kind"] not in EXTRACTABLE_KINDS:
             continue
         n += 1
         scope = entry["scope"]
+        previous = last.get(_session(entry)) if entry.get("session_id") else None
         for raw in _proposals(entry, extractor, resolver, rejections, dialogue):
             antecedent = read.get(raw.subject_entry_id) if raw.subject_entry_id else None
-            failure = first_failure(raw, entry if raw.source_entry_id == entry["entry_id"] else None, resolver, antecedent)
+            question = previous if previous is not None and raw.question_entry_id == previous["entry_id"] else None
+            failure = first_failure(raw, entry if raw.source_entry_id == entry["entry_id"] else None, resolver, antecedent, question)
             if failure:
                 _reject(rejections, extractor, entry, failure[0], failure[1], raw.as_json_dict())
                 continue
@@ -123,9 +126,13 @@ def extract(
                 "asserted_by": raw.asserted_by,
                 "asserted_by_id": _asserter_id(resolver, scope, raw.asserted_by or entry.get("actor")),
                 "subject_entry_id": raw.subject_entry_id,
+                "question_entry_id": raw.question_entry_id,
+                "question_quote": raw.question_quote,
             }
         if dialogue is not None:
             read[entry["entry_id"]] = entry
+            if entry.get("session_id"):
+                last[_session(entry)] = entry
     return ExtractionResult(
         claims=pa.Table.from_pylist(list(claims.values()), schema=CLAIM_SCHEMA).sort_by(CLAIM_ORDER),
         rejections=pa.Table.from_pylist(list(rejections.values()), schema=REJECTION_SCHEMA).sort_by(REJECTION_ORDER),

@@ -77,6 +77,22 @@ class Owned(_Strict):
     not_owned: tuple[str, ...] = Field(min_length=1)
 
 
+class Answers(_Strict):
+    # Replies to the other participant's question (claims/extractors/clauses.py, _answers): the
+    # openers of each kind of question, and the words a reply's frequency or duration is made of.
+    how_often: tuple[str, ...] = Field(min_length=1)
+    often: tuple[str, ...] = Field(min_length=1)
+    qualifiers: tuple[str, ...] = Field(min_length=1)
+    counts: tuple[str, ...] = Field(min_length=1)
+    periods: tuple[str, ...] = Field(min_length=1)
+    every: tuple[str, ...] = Field(min_length=1)
+    how_long: tuple[str, ...] = Field(min_length=1)
+    durations: tuple[str, ...] = Field(min_length=1)
+    plans: tuple[str, ...] = Field(min_length=1)
+    doings: tuple[str, ...] = Field(min_length=1)
+    what: tuple[str, ...] = Field(min_length=1)
+
+
 class Lexicon(_Strict):
     version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
     frame: tuple[Frame, ...] = Field(min_length=1)
@@ -89,6 +105,7 @@ class Lexicon(_Strict):
     encouraging: Encouraging
     owned: Owned
     relations: Relations
+    answers: Answers
 
 
 class LexiconError(ValueError):

@@ -1,5 +1,6 @@
 """A claim: one typed statement traced to the verbatim quote in one ledger entry (and, for an "it"
-or "they", to the earlier entry of the same speaker that names what it stands for)."""
+or "they", to the earlier entry of the same speaker that names what it stands for; for an answer,
+to the question the other participant asked in the turn just before)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,11 @@ CLAIM_SCHEMA = pa.schema(
         # earlier turn in the same session ("I finished my first screenplay!" ... "It's a mix of
         # drama and romance"). Null when the source names its subject itself.
         pa.field("subject_entry_id", pa.string()),
+        # The other participant's turn just before the source, when the source answers its question
+        # ("How often do you swim?" ... "Twice a week."): the question's words say what the answer
+        # is about, so the claim keeps the question's quote beside its own. Null otherwise.
+        pa.field("question_entry_id", pa.string()),
+        pa.field("question_quote", pa.string()),
     ]
 )
 
@@ -88,6 +94,11 @@ class Proposal(BaseModel):
     # The earlier entry of the same speaker and session that names the subject, when the source
     # says only "it" or "they" (claims.validate.provenance checks the subject there).
     subject_entry_id: str | None = Field(default=None, min_length=1)
+    # The other participant's turn just before the source whose question the source answers, and
+    # the question's verbatim words there (claims.validate.provenance checks both, and that the
+    # object is the question's words followed by the answer's, or the answer's alone).
+    question_entry_id: str | None = Field(default=None, min_length=1)
+    question_quote: str | None = Field(default=None, min_length=1, max_length=1024)
 
     @field_validator("valid_at")
     @classmethod
@@ -111,6 +122,7 @@ class Proposal(BaseModel):
             # Only when set, so that the ids of what authors state themselves stay as they were.
             *((self.asserted_by,) if self.asserted_by else ()),
             *(("subject_entry", self.subject_entry_id) if self.subject_entry_id else ()),
+            *(("question", self.question_entry_id, self.question_quote or "") if self.question_entry_id else ()),
         )
 
     def as_json_dict(self) -> dict[str, Any]:

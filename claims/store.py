@@ -40,7 +40,7 @@ def day_dir(claims_root: Path, extractor_key: str, day: str | date) -> Path:
 # What `memc claims` lists of a claim or a rejection (and `memc eval observations` exports).
 LISTED_CLAIM_COLUMNS = (
     "subject", "subject_id", "predicate", "polarity", "object", "object_id", "valid_at", "time_phrase", "asserted_by", "quote",
-    "source_entry_id", "subject_entry_id", "source_ref", "extractor", "extractor_version", "visibility", "claim_id",
+    "source_entry_id", "subject_entry_id", "question_entry_id", "question_quote", "source_ref", "extractor", "extractor_version", "visibility", "claim_id",
 )  # fmt: skip
 LISTED_REJECTION_COLUMNS = ("validator", "reason", "source_entry_id", "source_ref", "extractor", "extractor_version", "proposal", "proposal_id")
 

@@ -8,9 +8,12 @@
   speaker, named in the source, the "you" of a two-party session or the speaker's own ("Ana's
   son" where Ana says "my son") or, for an "it" or "they" in the quote, named in the speaker's
   earlier turn of the session that ``subject_entry_id`` points to; and whoever a report says
-  said it (``asserted_by``) is named.
+  said it (``asserted_by``) is named. An answer to the other participant's question in the turn
+  just before (``question_entry_id``) keeps the question's verbatim words (``question_quote``),
+  and its object may be the question's words followed by the answer's ("swim" + "twice a week").
   A hallucinated quote, an over-inferred object or an unnamed reporter fails here;
-- policy: the claim's visibility is never broader than its source's;
+- policy: the claim's visibility is never broader than its source's (nor than its subject entry's
+  or question's);
 - temporal: the valid time is plausible (1900..2200), matches its time phrase as resolved against
   the source's valid time, and is not later than the source unless the predicate is a plan.
 
@@ -32,8 +35,9 @@ from ledger.schema import PUBLIC
 if TYPE_CHECKING:
     from claims.resolve import Resolver
 
-# (proposal, its source entry, entity resolution, the earlier entry naming its subject if it names one)
-Validator = Callable[[Proposal, "dict[str, Any] | None", "Resolver | None", "dict[str, Any] | None"], "str | None"]
+# (proposal, its source entry, entity resolution, the earlier entry naming its subject if it names
+# one, the turn just before the source if the proposal answers its question)
+Validator = Callable[[Proposal, "dict[str, Any] | None", "Resolver | None", "dict[str, Any] | None", "dict[str, Any] | None"], "str | None"]
 
 _EARLIEST = datetime(1900, 1, 1, tzinfo=timezone.utc)
 _LATEST = datetime(2200, 1, 1, tzinfo=timezone.utc)
@@ -43,14 +47,18 @@ def _fold(s: str) -> str:
     return " ".join(s.split()).casefold()
 
 
-def ontology(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None) -> str | None:
+def ontology(
+    p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None, question: dict[str, Any] | None = None
+) -> str | None:
     pred = ONTOLOGY.get(p.predicate)
     if pred is None:
         return f"unknown predicate {p.predicate!r} (known: {', '.join(sorted(ONTOLOGY))})"
     return subject_type_error(pred, p.subject) or object_type_error(pred, p.object)
 
 
-def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None) -> str | None:
+def provenance(
+    p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None, question: dict[str, Any] | None = None
+) -> str | None:
     if source is None:
         return f"source entry {p.source_entry_id} is not in the ledger"
     if p.quote not in source["content"]:
@@ -61,6 +69,10 @@ def provenance(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | 
     # gig" -> "audition for a writing gig"): the phrase sets the valid time, it is no part of the thing.
     obj = _fold(p.object)
     in_quote = obj in quote or (p.time_phrase is not None and obj in _fold(p.quote.replace(p.time_phrase, " ", 1)))
+    if p.question_entry_id is not None or p.question_quote is not None:
+        if reason := _question_failure(p, source, question):
+            return reason
+        in_quote = in_quote or _asked_then_answered(obj, _fold(p.question_quote or ""), quote)
     if not in_quote and not (person_object and _person_supported(p.object, source, resolver, p.quote)):
         # A person object may be the "you" of a two-party session, as a subject may.
         return f"object {p.object[:60]!r} is not supported: it does not occur in the quote {p.quote[:60]!r}"
@@ -93,6 +105,33 @@ def _antecedent_failure(p: Proposal, source: dict[str, Any], resolver: Resolver 
     if not _named(p.subject, antecedent) and not _owned_supported(p.subject, antecedent, resolver):
         return f"subject {p.subject!r} is not named in entry {p.subject_entry_id}"
     return None
+
+
+def _question_failure(p: Proposal, source: dict[str, Any], question: dict[str, Any] | None) -> str | None:
+    """Why the question a claim answers does not support it: it must be the turn just before the
+    source in its session (the pass hands over only that one), by someone else, and hold the
+    quoted question verbatim."""
+    if p.question_entry_id is None or p.question_quote is None:
+        return "a question's entry and its quote come together"
+    if question is None or question.get("entry_id") != p.question_entry_id:
+        return f"question entry {p.question_entry_id} is not the turn just before the source in its session"
+    same = all(question.get(k) == source.get(k) for k in ("scope", "session_id"))
+    if not same or not source.get("session_id") or question.get("seq", 0) >= source.get("seq", 0) or question.get("actor") == source.get("actor"):
+        return f"question entry {p.question_entry_id} is not another participant's earlier turn of the same session"
+    if p.question_quote not in question["content"] or not p.question_quote.rstrip().endswith("?"):
+        return f"question quote {p.question_quote[:60]!r} is not a question said verbatim in entry {p.question_entry_id}"
+    return None
+
+
+def _asked_then_answered(obj: str, asked: str, answered: str) -> bool:
+    """Whether the object is words of the question followed by words of the answer, each whole
+    words of its own quote ("swim" + "twice a week" for "How often do you swim?" - "Twice a week.")."""
+    words = obj.split(" ")
+    return any(_has_words(asked, " ".join(words[:k])) and _has_words(answered, " ".join(words[k:])) for k in range(1, len(words)))
+
+
+def _has_words(text: str, part: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text) is not None
 
 
 def _named(name: str, source: dict[str, Any]) -> bool:
@@ -134,20 +173,25 @@ def _person_supported(name: str, source: dict[str, Any], resolver: Resolver | No
     return False
 
 
-def policy(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None) -> str | None:
+def policy(
+    p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None, question: dict[str, Any] | None = None
+) -> str | None:
     src = set(source["visibility"] or ()) if source else set()
     if not src:
         return "source entry has no visibility: nothing may be derived from it"
-    # An "it" whose subject an earlier entry names derives from both: neither may be narrower.
-    for whose, vis in (("source's", src), ("subject entry's", set(antecedent["visibility"] or ()) if antecedent else None)):
-        if vis is None or PUBLIC in vis:
+    # An "it" whose subject an earlier entry names, or an answer, derives from both: neither may be narrower.
+    earlier = (("subject entry's", antecedent), ("question's", question))
+    for whose, vis in (("source's", src), *((w, set(e["visibility"] or ())) for w, e in earlier if e is not None)):
+        if PUBLIC in vis:
             continue
         if set(p.visibility) - vis:
             return f"visibility {sorted(p.visibility)} is broader than the {whose} {sorted(vis)}"
     return None
 
 
-def temporal(p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None) -> str | None:
+def temporal(
+    p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None, question: dict[str, Any] | None = None
+) -> str | None:
     if not (_EARLIEST <= p.valid_at < _LATEST):
         return f"valid time {p.valid_at.isoformat()} is outside 1900..2200"
     if source is None:
@@ -180,12 +224,17 @@ VALIDATOR_NAMES = ("schema", *(name for name, _ in VALIDATORS))
 
 
 def first_failure(
-    p: Proposal, source: dict[str, Any] | None, resolver: Resolver | None = None, antecedent: dict[str, Any] | None = None
+    p: Proposal,
+    source: dict[str, Any] | None,
+    resolver: Resolver | None = None,
+    antecedent: dict[str, Any] | None = None,
+    question: dict[str, Any] | None = None,
 ) -> tuple[str, str] | None:
     """The first validator ``p`` fails, as (name, reason); ``antecedent``: the entry named by
-    ``p.subject_entry_id``, when the pass has read it."""
+    ``p.subject_entry_id``, when the pass has read it; ``question``: the turn just before the
+    source in its session, when ``p.question_entry_id`` names it."""
     for name, check in VALIDATORS:
-        reason = check(p, source, resolver, antecedent)
+        reason = check(p, source, resolver, antecedent, question)
         if reason:
             return name, reason
     return None

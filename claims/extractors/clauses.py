@@ -314,11 +314,22 @@ class Dialogue:
     got, had, seen, started, finished or gone to) are what a pronoun of their next turn stands for
     when nothing in that turn can be ("I finally finished my first screenplay!" - "What's it
     about?" - "It's a mix of drama and romance!"). Only the speaker's turn just before, with at
-    most one turn of someone else's between: a topic further back is a guess."""
+    most one turn of someone else's between: a topic further back is a guess. And the question
+    the session's last turn asked, which the next speaker's reply may answer (``_answers``)."""
 
     def __init__(self) -> None:
         # (scope, session) -> its last two turns: (speaker, visibility, what the turn named)
         self._recent: dict[tuple[str, str], list[tuple[str, frozenset[str], tuple[_Thing, ...]]]] = {}
+        # (scope, session) -> its last turn: (entry id, speaker, visibility, its last question)
+        self._last: dict[tuple[str, str], tuple[str, str | None, frozenset[str], str | None]] = {}
+
+    def asked(self, entry: dict[str, Any], speaker: str) -> tuple[str, str] | None:
+        """The question (its entry id and words) that the turn just before ``entry`` in its session
+        asked, when someone other than ``speaker`` asked it and the same principals saw it."""
+        last = self._last.get((entry["scope"], entry["session_id"])) if entry.get("session_id") else None
+        if last is None or last[3] is None or last[1] in (None, speaker) or last[2] != frozenset(entry["visibility"] or ()):
+            return None
+        return last[0], last[3]
 
     def earlier(self, entry: dict[str, Any], speaker: str) -> tuple[_Thing, ...]:
         """What ``speaker``'s last turn of ``entry``'s session named, when it was seen by the same
@@ -329,10 +340,13 @@ class Dialogue:
             return ()
         return mine[0][2]
 
-    def said(self, entry: dict[str, Any], speaker: str | None, topics: tuple[_Thing, ...]) -> None:
-        if not entry.get("session_id") or speaker is None:
+    def said(self, entry: dict[str, Any], speaker: str | None, topics: tuple[_Thing, ...], question: str | None = None) -> None:
+        if not entry.get("session_id"):
             return
         key = (entry["scope"], entry["session_id"])
+        self._last[key] = (entry["entry_id"], speaker, frozenset(entry["visibility"] or ()), question)
+        if speaker is None:
+            return
         self._recent[key] = [*self._recent.get(key, [])[-1:], (speaker, frozenset(entry["visibility"] or ()), topics)]
 
 
@@ -461,10 +475,189 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 yield from once(_apposed(read, text))
                 yield from once(_title_given(entry, base, text, read, sent))
     if dialogue is not None:
-        dialogue.said(entry, speaker, _topics(things, said, entry["entry_id"]))
+        asked = dialogue.asked(entry, speaker) if speaker else None
+        if asked is not None:
+            for p in _answers(entry, base, text, sents, asked, listener):
+                yield from once(p)
+        questions = [sent.text.strip() for sent in sents if sent.text.rstrip().endswith("?")]
+        dialogue.said(entry, speaker, _topics(things, said, entry["entry_id"]), questions[-1] if questions else None)
     yield from rules._identifiers(entry, base, text, actor)
     if resolver is not None:
         yield from rules._mentions(entry, base, text, actor, resolver)
+
+
+@functools.cache
+def _answer_patterns() -> dict[str, re.Pattern[str]]:
+    """The questions ``_answers`` reads and what a reply must say, from the lexicon's [answers]
+    lists (longest alternative first: "once or twice" before "once")."""
+    a = lexicon().answers
+
+    def alt(words: tuple[str, ...]) -> str:
+        return "|".join(re.escape(w).replace(r"\ ", r"\s+").replace("'", "['’]") for w in sorted(words, key=len, reverse=True))
+
+    lead = r"^(?:(?:so|and|but|oh|hey|well)[,!]?\s+)?"
+    you = r"(?:\s+(?:all|guys|two|both))?"
+    number = r"(?:\d+|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a\s+few|a\s+couple(?:\s+of)?|several|many)"
+    return {
+        "how_often": re.compile(rf"{lead}(?:{alt(a.how_often)})\s+(?P<doing>[^?]+?)\s*\?$", re.I),
+        "often": re.compile(rf"{lead}do\s+you{you}\s+(?P<doing>[^?]+?)\s+(?:{alt(a.often)})\s*\?$", re.I),
+        "frequency": re.compile(
+            rf"(?<![\w-])(?:(?:{alt(a.qualifiers)})\s+)*(?:(?:{alt(a.counts)})\s+(?:{alt(a.periods)})|(?:{alt(a.every)}))(?![\w-])", re.I
+        ),
+        "how_long": re.compile(rf"{lead}(?:{alt(a.how_long)})\s+(?P<doing>\w+ing\b[^?]*?)\s*\?$", re.I),
+        "duration": re.compile(
+            rf"(?<![\w-])(?:(?:for|about|around|almost|nearly|over|more\s+than|like)\s+)*{number}\s+(?:{alt(a.durations)})(?![\w-])", re.I
+        ),
+        "plans": re.compile(rf"(?<!\w)(?:{alt(a.plans)})(?!\w)", re.I),
+        "doings": re.compile(rf"(?<!\w)(?:{alt(a.doings)})(?!\w)", re.I),
+        "what": re.compile(
+            rf"{lead}(?:{alt(a.what)})\s+(?P<things>[a-z]+)\s+(?:are|have|do|did|were|will)\s+you{you}\s+(?:been\s+)?"
+            r"(?P<doing>[a-z]+(?:\s+(?:on|at|in|with|to|into|for|about|up|out))?)"
+            r"(?:\s+(?:lately|recently|these\s+days|nowadays|now|so\s+far|right\s+now|at\s+the\s+moment))?\s*\?$",
+            re.I,
+        ),
+    }
+
+
+# A reply's first sentence may only greet or thank ("Thanks, Maria!", "Yeah!"): the answer is in
+# the next one.
+_COURTESY = frozenset({
+    "thanks", "thank", "you", "yeah", "yes", "yep", "yup", "hey", "hi", "hello", "oh", "wow", "sure", "totally",
+    "definitely", "absolutely", "awesome", "aww", "haha", "lol", "great", "so", "much", "a", "lot", "ooh", "hmm",
+    "well", "good", "question", "ha", "nice", "cool", "of", "course", "for", "asking",
+})  # fmt: skip
+# Words that put a reply's answer under a hedge, a negation or another subject: no claim.
+_NOT_ANSWERED = frozenset({
+    "not", "n't", "never", "no", "nope", "maybe", "might", "may", "perhaps", "possibly", "probably", "could", "would",
+    "should", "hopefully", "someday", "if", "unless", "wish", "hope", "he", "she", "they", "his", "her", "their",
+})  # fmt: skip
+# What a "what ... are you doing?" reply must not hold to be a noun phrase alone: a subject or a
+# finite verb makes it a sentence of its own, read clause by clause.
+_NOT_A_PHRASE = frozenset({
+    "i", "we", "he", "she", "they", "it", "you", "this", "that", "there", "is", "are", "was", "were", "am", "'s",
+    "'m", "'re", "have", "has", "had", "do", "did", "does", "'ve", "will", "'ll", "can", "would", "could", "should",
+    "not", "n't", "no", "if", "maybe", "probably", "hopefully",
+})  # fmt: skip
+_VAGUE_DOINGS = frozenset({"it", "that", "this", "them", "those", "these", "there", "something", "anything", "stuff"})
+_WHAT_THINGS_NOT = frozenset({"else", "time", "kind", "sort", "type", "about", "exactly", "happened", "is", "was"})
+
+
+def _answers(
+    entry: dict[str, Any], base: dict[str, Any], text: str, sents: list[Any], asked: tuple[str, str], listener: str | None
+) -> Iterator[Proposal]:
+    """Claims of a reply to the other participant's question in the turn just before
+    (``Dialogue.asked``): "How often do you swim?" - "Twice a week." is `practices` "swim twice a
+    week"; "Any plans for the winter?" - "Repainting the boathouse." is `plans` "Repainting the
+    boathouse"; "What causes have you been backing?" - "Seed libraries and river cleanups." is
+    `activity` "backing Seed libraries and river cleanups". Only the reply's first sentence that says
+    more than a greeting is read, and only where no hedge, negation or other subject comes before
+    its answer. The claim keeps the question's entry and quote beside its own quote."""
+    question_id, question = asked
+    sent = _reply(sents, listener)
+    if sent is None or sent.text.rstrip().endswith("?"):
+        return
+    pats = _answer_patterns()
+    reply = sent.text.strip()
+    speaker = entry["actor"]
+    asked_fields = dict(question_entry_id=question_id, question_quote=question)
+
+    def claim(predicate: str, obj: str) -> Proposal | None:
+        if not content_words(obj) or len(content_words(obj)) > MAX_CONTENT_WORDS:
+            return None
+        return Proposal(subject=speaker, predicate=predicate, object=obj, valid_at=entry["valid_at"], quote=reply, **base, **asked_fields)
+
+    for kind, unit in (("how_often", "frequency"), ("often", "frequency"), ("how_long", "duration")):
+        m = pats[kind].match(question)
+        if m is None:
+            continue
+        doing = m.group("doing").strip(" ,")
+        found = pats[unit].search(reply)
+        if found is None or set(doing.lower().split()) & _VAGUE_DOINGS or _unanswered(reply[: found.start()]):
+            return
+        p = claim("practices", f"{doing} {found.group(0)}")
+        if p is not None:
+            yield p
+        return
+    for kind, predicate in (("plans", "plans"), ("doings", "activity")):
+        if pats[kind].search(question):
+            span = _doing_span(sent)
+            p = claim(predicate, text[span[0] : span[1]]) if span is not None else None
+            if p is not None:
+                yield p
+            return
+    m = pats["what"].match(question)
+    if m is not None and m.group("things").lower() not in _WHAT_THINGS_NOT:
+        phrase = _phrase_alone(reply)
+        if phrase is None:
+            return
+        predicate = _frame_of(m.group("doing"))
+        p = claim(predicate, phrase) if predicate else claim("activity", f"{m.group('doing')} {phrase}")
+        if p is not None:
+            yield p
+
+
+def _reply(sents: list[Any], listener: str | None) -> Any | None:
+    """The first of a reply's first three sentences that says more than a greeting or thanks."""
+    names = {w.lower() for w in (listener or "").split()}
+    for sent in sents[:3]:
+        words = [t for t in sent if t.is_alpha]
+        if words and all(t.lower_ in _COURTESY or t.lower_ in names or (k and t.is_title) for k, t in enumerate(words)):
+            continue
+        return sent
+    return None
+
+
+def _unanswered(before: str) -> bool:
+    """Whether the words of a reply's clause before its answer hedge, negate or name another
+    subject ("Not often, maybe once a month", "My son goes twice a week")."""
+    clause = re.split(r"[,;:–—]|\s-\s", before)[-1]
+    return any(t.lower_ in _NOT_ANSWERED or t.lower_ in ("my", "our") for t in pipeline().tokenizer(clause))
+
+
+def _doing_span(sent: Any) -> tuple[int, int] | None:
+    """A reply that starts with a doing, after its openers ("Repainting the old boathouse -
+    ..."): the doing's span, cut at the clause's end; None when it starts otherwise, or when the
+    doing only leads into a clause of its own ("Taking it slow, I'm ...")."""
+    tokens = [t for t in sent if not t.is_space]
+    k = 0
+    while k < len(tokens) and (tokens[k].lower_ in _OPENERS or tokens[k].is_punct):
+        k += 1
+    if k == len(tokens):
+        return None
+    first = tokens[k]
+    hedges = _word_lists()["hedge_firsts"]
+    if not (first.lower_.endswith("ing") and lemma(first.lower_) != first.lower_) or lemma(first.lower_) in hedges | _NOT_ACTIVITIES:
+        return None  # "Thinking about it": a hedge; "Feeling great": no doing
+    end = k + 1
+    while end < len(tokens) and tokens[end].text not in _SPLIT_PUNCT and tokens[end].lower_ not in _STOPS:
+        end += 1
+    doing = {t.lower_ for t in tokens[k:end]}
+    if end - k < 2 or doing & {"you", "your", "yours"} or (end + 1 < len(tokens) and tokens[end].text == "," and tokens[end + 1].lower_ in _SUBJECT_WORDS):
+        return None
+    return first.idx, tokens[end - 1].idx + len(tokens[end - 1].text)
+
+
+def _phrase_alone(reply: str) -> str | None:
+    """A reply that is a noun phrase alone ("Lately, seed libraries."): the phrase, after
+    its openers; None for a sentence with a subject or a verb of its own."""
+    body = re.sub(r"^(?:(?:recently|lately|mostly|mainly|currently|just|well|yeah|yes|so|oh|right now|these days)\b[,!]?\s*)+", "", reply, flags=re.I)
+    phrase = re.split(r"\s*(?:[.!?;:(–—]|\s-\s)", body, maxsplit=1)[0].strip(" ,")
+    words = [t.lower_ for t in pipeline().tokenizer(phrase)]
+    if not words or len(words) > 10 or set(words) & _NOT_A_PHRASE or words[0] in _PREPOSITIONS:
+        return None
+    return phrase
+
+
+def _frame_of(doing: str) -> str | None:
+    """The predicate of the lexicon's phrase frame that is the whole of ``doing`` ("reading" ->
+    `watched`), or None."""
+    matcher, frames = _matcher()
+    doc = pipeline()(doing)
+    for key, start, end in matcher(doc):
+        frame = frames[doc.vocab.strings[key]]
+        if start == 0 and end == len(doc) and frame.kind == "phrase" and frame.predicate not in ("goal", "plans"):
+            return frame.predicate
+    return None
 
 
 # Heads of an object that names a kind and leaves the thing to an apposition after a dash: "I'm

@@ -1,4 +1,8 @@
-"""The LLM extractor: one chat-completions call per entry to any OpenAI-compatible server.
+"""The LLM extractor: one chat-completions call per entry to any OpenAI-compatible server. A turn
+of a session is sent with the turn just before it (``turn_before``) when someone else said that
+one, so that a short reply is read by the question it answers ("How often do you swim?" -
+"Twice a week."): the model may then name the question (``question_entry_id``,
+``question_quote``), which the validators check in that entry as they check the quote in its own.
 
 Configuration (environment, or an ``LLMConfig`` passed in):
 
@@ -39,7 +43,7 @@ from claims.ontology import ONTOLOGY
 
 NAME = "llm"
 # The prompt's version; the model name is appended, since another model is another extractor.
-PROMPT_VERSION = "0.1.0"
+PROMPT_VERSION = "0.2.0"
 
 
 class LLMConfig(BaseModel):
@@ -112,6 +116,10 @@ Answer with one JSON object: {"claims": [ ... ]}, nothing else. Each claim is an
   "polarity": "assert", or "retract" when the text says the fact no longer holds ("I don't live in X anymore"),
   "time_phrase": the relative time phrase in the quote that dates the fact ("last month", "yesterday"), or null,
   "asserted_by": for reported speech ("Jonas says Mira teaches ..."), the name of who is reported to have said it, else null,
+  "question_entry_id", "question_quote": when the text answers a question that "turn_before" asks (its speaker is
+    someone else: "How often do you swim?" - "Twice a week."), turn_before's entry_id and the question copied verbatim
+    from it, ending with "?"; the object may then be the question's words followed by the answer's ("swim Twice a
+    week"), and the quote is still a span of the text. Else null,
   "confidence": a number from 0 to 1.
 State only what the text says; no guesses. If nothing qualifies, answer {"claims": []}.
 Predicates:
@@ -169,7 +177,10 @@ def parse_answer(content: str) -> list[Any]:
     return items
 
 
-_FIELDS = ("subject", "predicate", "object", "quote", "polarity", "time_phrase", "asserted_by", "visibility", "source_entry_id")
+_FIELDS = (
+    "subject", "predicate", "object", "quote", "polarity", "time_phrase", "asserted_by", "visibility", "source_entry_id",
+    "question_entry_id", "question_quote",
+)  # fmt: skip
 
 
 def to_proposal(item: Any, entry: dict[str, Any]) -> Any:
@@ -194,12 +205,31 @@ def to_proposal(item: Any, entry: dict[str, Any]) -> Any:
     return p
 
 
+class LastTurns:
+    """Each session's last turn, for one pass over entries in ledger order: what a reply is sent
+    with. Only a turn the same principals saw (a claim drawn from both must not reach anyone
+    either would not) and someone else said."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[Any, Any], dict[str, Any]] = {}
+
+    def before(self, entry: dict[str, Any]) -> dict[str, Any] | None:
+        last = self._last.get((entry["scope"], entry.get("session_id"))) if entry.get("session_id") else None
+        if last is None or last.get("actor") == entry.get("actor") or set(last["visibility"] or ()) != set(entry["visibility"] or ()):
+            return None
+        return {"entry_id": last["entry_id"], "speaker": last.get("actor"), "text": last["content"]}
+
+    def read(self, entry: dict[str, Any]) -> None:
+        if entry.get("session_id"):
+            self._last[(entry["scope"], entry["session_id"])] = entry
+
+
 def llm_extractor(cfg: LLMConfig | None = None) -> Extractor:
     cfg = cfg or LLMConfig.from_env()
     client: LLMClient | None = None
     system = _system_prompt()
 
-    def propose(entry: dict[str, Any]) -> Iterator[Any]:
+    def propose(entry: dict[str, Any], resolver: Any = None, *, dialogue: LastTurns | None = None) -> Iterator[Any]:
         nonlocal client
         if client is None:  # built on first use: constructing the extractor makes no connection
             client = LLMClient(cfg)
@@ -210,8 +240,12 @@ def llm_extractor(cfg: LLMConfig | None = None) -> Extractor:
             "said_at": entry["valid_at"].isoformat(),
             "text": entry["content"],
         }
+        if dialogue is not None:
+            if before := dialogue.before(entry):
+                user["turn_before"] = before
+            dialogue.read(entry)  # read before the call: a failed answer is still the session's last turn
         content = client.complete([{"role": "system", "content": system}, {"role": "user", "content": json.dumps(user, ensure_ascii=False)}])
         for item in parse_answer(content):
             yield to_proposal(item, entry)
 
-    return Extractor(NAME, cfg.version, propose)
+    return Extractor(NAME, cfg.version, propose, dialogue=LastTurns)

@@ -40,9 +40,36 @@ def test_good_json_becomes_validated_claims_with_resolved_time():
     assert r.rejections.num_rows == 0, r.rejections.to_pylist()
     by = {c["predicate"]: c for c in r.claims.to_pylist()}
     assert by["lives_in"]["valid_at"] == datetime(2024, 4, 1, tzinfo=timezone.utc)  # resolved here, not by the model
-    assert by["lives_in"]["extractor"] == "llm" and by["lives_in"]["extractor_version"] == "0.1.0+fake-model"
+    assert by["lives_in"]["extractor"] == "llm" and by["lives_in"]["extractor_version"] == "0.2.0+fake-model"
     assert by["lives_in"]["confidence"] == 0.95 and by["lives_in"]["visibility"] == ["elena", "tomasz"]
     assert by["has_relative"]["object_id"] is not None
+
+
+def test_a_reply_is_sent_with_the_question_before_it_and_its_claim_checked_there():
+    # Two turns of one session: the reply goes out with the turn before, and the model's claim
+    # joining the question's words with the answer's passes the same validators as the rules'.
+    ask = dict(entry("Lovely photo! How often do you go sailing?"), entry_id="e_q", seq=6, actor="Tomasz", session_id="s9")
+    reply = dict(entry("Twice a month, weather allowing."), session_id="s9")
+    good = {"subject": "Elena", "predicate": "practices", "object": "go sailing Twice a month", "quote": "Twice a month",
+            "question_entry_id": "e_q", "question_quote": "How often do you go sailing?"}  # fmt: skip
+    forged = dict(good, object="go rowing Twice a month")  # the question does not say it
+    with FakeLLM(claims_answer(), claims_answer(good, forged)) as fake:
+        r = extract([ask, reply], llm_extractor(cfg(fake)))
+        sent = [json.loads(req["body"]["messages"][1]["content"]) for req in fake.requests]
+    assert "turn_before" not in sent[0]  # the session's first turn
+    assert sent[1]["turn_before"] == {"entry_id": "e_q", "speaker": "Tomasz", "text": ask["content"]}
+    (c,) = r.claims.to_pylist()
+    assert (c["object"], c["question_entry_id"], c["question_quote"]) == ("go sailing Twice a month", "e_q", "How often do you go sailing?")
+    (rej,) = r.rejections.to_pylist()
+    assert rej["validator"] == "provenance" and "go rowing" in rej["reason"]
+    # Without a session, or after one's own turn, or after a turn fewer people saw, a turn goes alone.
+    alone = [dict(ask, session_id=None), dict(reply, session_id=None)]
+    own = [ask, reply, dict(reply, entry_id="e_2", seq=8)]
+    private = [dict(ask, visibility=["tomasz"]), reply]
+    for turns, sent_with in ((alone, [False, False]), (own, [False, True, False]), (private, [False, False])):
+        with FakeLLM() as fake:
+            extract(turns, llm_extractor(cfg(fake)))
+            assert ["turn_before" in json.loads(req["body"]["messages"][1]["content"]) for req in fake.requests] == sent_with
 
 
 def _rejections(*replies: Reply, content=TEXT, **kw) -> list[dict]:
@@ -122,7 +149,7 @@ def test_configuration_from_the_environment(monkeypatch):
     monkeypatch.setenv("MEMC_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("MEMC_LLM_MODEL", "acme/tiny:7b")
     monkeypatch.setenv("MEMC_EXTRACTOR", "llm")
-    assert active_extractor().key == "llm-0.1.0+acme_tiny_7b"  # building it opens no connection
+    assert active_extractor().key == "llm-0.2.0+acme_tiny_7b"  # building it opens no connection
     monkeypatch.setenv("MEMC_EXTRACTOR", "oracle")
     with pytest.raises(ExtractorError, match="unknown extractor 'oracle'"):
         active_extractor()

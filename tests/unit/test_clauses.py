@@ -448,7 +448,7 @@ print(json.dumps([before, pipeline.cache_info().currsize, claims]))
 def test_versions_live_side_by_side(monkeypatch) -> None:
     monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
     # "rules" (and the default) is the newest rules version; the one it replaced by its key
-    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.4.2"
+    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.5.0"
     assert active_extractor(RULES.key) is RULES and RULES.version == "0.2.0"
     # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
     e = entry("I moved to Berlin last month and I love it.")
@@ -917,3 +917,90 @@ def test_what_the_audit_of_rules_040_found() -> None:
     # A second draw after those (seed 7311): 96 correct; two of the four errors mended here.
     assert said("I'm really passionate about making sure veterans are supported and valued.") == set()
     assert said("Going to community meetings and getting involved has given me a better understanding.") == set()
+
+
+# Rules 0.5.0: a reply to the other participant's question in the turn just before. The question
+# says what a short reply is about; the claim keeps both quotes. Invented sentences.
+REPLIES = [
+    (("Pia", "That sounds lovely! How often do you all go rowing together?"), ("Tom", "Thanks, Pia! Twice a week, and it clears my head."), ("Tom", "practices", "go rowing together Twice a week")),
+    (("Pia", "Do you all cycle to the market often?"), ("Tom", "Yeah, we go at least once a month."), ("Tom", "practices", "cycle to the market at least once a month")),
+    (("Pia", "How long have you been knitting?"), ("Tom", "For about six years now!"), ("Tom", "practices", "knitting For about six years")),
+    (("Pia", "Any big plans for the holidays?"), ("Tom", "Repainting the old boathouse - my uncle is helping."), ("Tom", "plans", "Repainting the old boathouse")),
+    (("Pia", "Nice! So what have you been up to?"), ("Tom", "Yeah actually - building a canoe with my dad."), ("Tom", "activity", "building a canoe with my dad")),
+    (("Pia", "What books have you been reading lately?"), ("Tom", "Mostly sea stories and old atlases."), ("Tom", "watched", "sea stories and old atlases")),
+    (("Pia", "What causes have you been backing?"), ("Tom", "Lately, river cleanups and seed libraries."), ("Tom", "activity", "backing river cleanups and seed libraries")),
+]
+
+
+@pytest.mark.parametrize("question, reply, want", REPLIES)
+def test_rules_050_read_a_reply_by_the_question_it_answers(question, reply, want) -> None:
+    turns = session([question, reply])
+    result = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns)))
+    answers = [c for c in result.claims.to_pylist() if c["question_entry_id"]]
+    assert [(c["subject"], c["predicate"], c["object"]) for c in answers] == [want]
+    (c,) = answers
+    # Lineage names both entries; each quote is verbatim in its own.
+    assert c["source_entry_id"] == "e2" and c["question_entry_id"] == "e1"
+    assert c["quote"] in reply[1] and c["question_quote"] in question[1] and c["question_quote"].endswith("?")
+    assert not result.rejections.num_rows
+
+
+@pytest.mark.parametrize(
+    "question, reply",
+    [
+        # a hedge, a negation or another subject before the answer
+        ("How often do you go rowing?", "Not often, maybe once a month."),
+        ("How often do you go rowing?", "Hmm, I might go once a week if it stops raining."),
+        ("How often do you go rowing?", "My son goes twice a week, I never do."),
+        ("Do you all cycle to the market often?", "We'd probably go every weekend if we could."),
+        # what the question asks of says nothing ("it"), or the reply asks back
+        ("How often do you do it?", "Twice a week."),
+        ("Any plans for the summer?", "Why do you ask?"),
+        # a reply that is a sentence of its own is read clause by clause, not as a phrase
+        ("What books have you been reading lately?", "I read mostly sea stories."),
+        # a doing that only leads into a clause, or one about the listener
+        ("What are your plans now?", "Taking it slow, I'm resting a lot."),
+        ("Any plans for the weekend?", "Visiting your brother, remember?"),
+        # a hedged plan
+        ("Any plans for the summer?", "Thinking about a trip north."),
+    ],
+)
+def test_rules_050_do_not_read_a_reply_that_does_not_answer(question, reply) -> None:
+    turns = session([("Pia", question), ("Tom", reply)])
+    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    assert [c["object"] for c in claims if c["question_entry_id"]] == []
+
+
+def test_rules_050_read_only_the_turn_just_before_by_someone_else() -> None:
+    def answered(turns: list[dict]) -> list[str]:
+        result = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns)))
+        return [c["object"] for c in result.claims.to_pylist() if c["question_entry_id"]]
+
+    q, a = ("Pia", "How often do you go rowing?"), ("Tom", "Twice a week.")
+    assert answered(session([q, a])) == ["go rowing Twice a week"]
+    assert answered(session([q, ("Pia", "Just curious."), a])) == []  # a turn between
+    assert answered(session([("Tom", "How often do you go rowing?"), a])) == []  # one's own question
+    assert answered([*session([q], sid="s1"), *session([a], first=2, sid="s2")]) == []  # another session
+    assert answered([*session([q], visibility=("pia",)), *session([a], first=2)]) == []  # a question fewer may see
+    # Without a dialogue (one entry at a time) no reply has a question.
+    assert not [p for p in clauses.propose(session([q, a])[1]) if p.question_entry_id]
+
+
+def test_a_claims_question_is_checked_like_its_source() -> None:
+    turns = session([("Pia", "How often do you go rowing?"), ("Tom", "Twice a week.")])
+    resolver = Resolver(build_aliases(turns), build_participants(turns))
+    good = next(p for p in clauses.propose(turns[1], resolver, dialogue=_after(turns[:1], resolver)) if p.question_entry_id)
+    assert (good.object, good.question_entry_id, good.question_quote) == ("go rowing Twice a week", "e1", "How often do you go rowing?")
+    assert first_failure(good, turns[1], resolver, None, turns[0]) is None
+    assert "just before" in first_failure(good, turns[1], resolver, None, None)[1]  # the pass did not hand it over
+    assert "another participant" in first_failure(good, turns[1], resolver, None, dict(turns[0], actor="Tom"))[1]
+    assert "another participant" in first_failure(good, turns[1], resolver, None, dict(turns[0], seq=5))[1]
+    assert "verbatim" in first_failure(good, turns[1], resolver, None, dict(turns[0], content="How often do you swim?"))[1]
+    statement = good.model_copy(update={"question_quote": "you go rowing"})
+    assert "verbatim" in first_failure(statement, turns[1], resolver, None, dict(turns[0], content="I hear you go rowing?"))[1]
+    # The object is the question's words then the answer's, each whole words of its own quote.
+    for forged in ("go sailing Twice a week", "go rowing Thrice a week", "Twice a week go rowing", "row Twice a week"):
+        assert first_failure(good.model_copy(update={"object": forged}), turns[1], resolver, None, turns[0])[0] == "provenance", forged
+    assert "come together" in first_failure(good.model_copy(update={"question_quote": None}), turns[1], resolver, None, turns[0])[1]
+    narrower = dict(turns[0], visibility=["pia"])
+    assert first_failure(good, turns[1], resolver, None, narrower)[0] == "policy"
