@@ -17,6 +17,7 @@ from query.config import QueryConfig
 from query.context import StateFact, iso
 from query.state import StateQueryError, merge_restatements, state_for_entity
 from views import dossiers as dossier_views
+from views.lance_filters import arrow_filter
 from views.marts import ENTITY_ANALYTICS, STATE_CURRENT, mart_path, read_mart
 from views.state_index import STATE_SOURCE, state_index
 
@@ -41,7 +42,7 @@ def event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str,
         if index is None:
             return None
         wanted = {n.casefold() for n in (names or named.values())}
-        rows, _ = index.rows_for(wanted) or ([], [])
+        rows, _ = index.rows_for(wanted, lambda rows: arrow_filter(rows, [asker], scope)) or ([], [])
         starts: dict[str, datetime] = {}
         for r in rows:
             if holds_for(r, asker, scope) and r["predicate"] == predicate and (r["subject"] or "").casefold() in wanted:
@@ -86,7 +87,7 @@ def state_facts(
     words = subject_words(question, asker, goal, uncolored=uncolored)  # "Elena's employer" names Elena
     if asked is None:
         asked = asked_with_goal(question, goal)
-    source, conflict_rows = state_rows(home, words)
+    source, conflict_rows = state_rows(home, words, asker, scope)
     if intent.wants_analytics(question):
         source = [*source, *analytics_rows(home, words, {r["subject_id"] for r in source})]
     rows = [r for r in source if holds_for(r, asker, scope) and intent.shown(r["predicate"], question)]
@@ -122,10 +123,12 @@ def state_facts(
     return [fact_of(r) for r in facts[: config.max_state_facts]], conflicts
 
 
-def state_rows(home: MemcHome, words: set[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def state_rows(home: MemcHome, words: set[str], asker: str | None = None, scope: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(state rows, conflicts rows) about every subject ``words`` can name, in mart order: from the
     current dossiers when they cover the question, else from the index of the marts. Records
-    which in ``state_source()``."""
+    which in ``state_source()``. With ``asker``, the index's state rows out of ``scope`` or not
+    visible to the asker are left out before they become Python (``holds_for`` checks every
+    row again)."""
 
     dossiers = dossier_views.load_dossiers(home)
     hit = dossiers.rows_for(words) if dossiers is not None else None
@@ -134,7 +137,8 @@ def state_rows(home: MemcHome, words: set[str]) -> tuple[list[dict[str, Any]], l
         return hit
     STATE_SOURCE.set("state_current")
     index = state_index(home)
-    return (index.rows_for(words) if index is not None else None) or ([], [])
+    keep = (lambda rows: arrow_filter(rows, [asker], scope)) if asker is not None else None
+    return (index.rows_for(words, keep) if index is not None else None) or ([], [])
 
 
 def analytics_rows(home: MemcHome, words: set[str], subject_ids: set[str]) -> list[dict[str, Any]]:

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from memc.filecache import cached
 from memc.home import MemcHome
-from views.grouped import Grouped
+from views.grouped import Grouped, Keep, table_rows
 from views.marts import CONFLICTS, STATE_CURRENT, mart_path, read_mart
 
 
@@ -30,14 +31,19 @@ class SubjectIndex:
     names: dict[str, frozenset[str]]  # case-folded subject name -> the subject ids it names
     by_subject: Mapping[str, dict[str, Any]]  # subject id -> dossier (facts, conflicts, neighbours, ...)
 
-    def rows_for(self, words: Iterable[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    def rows_for(self, words: Iterable[str], keep: Keep | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
         """Every state_current row and conflicts row about the subjects ``words`` can name, in
-        mart order, or None when one of those subjects has no dossier (the caller then scans)."""
+        mart order, or None when one of those subjects has no dossier (the caller then scans).
+        ``keep``: a mask over the state rows of the marts' index, applied before they become
+        Python (the caller checks each row again; dossiers' rows are Python already, returned
+        whole)."""
         wanted: set[str] = set()
         for w in words:
             wanted |= self.names.get(w, frozenset())
         if not wanted <= self.by_subject.keys():
             return None
+        if isinstance(self.by_subject, _Subjects):
+            return self.by_subject.rows_of(wanted, keep)
         ds = [self.by_subject[s] for s in wanted]
         facts = sorted((r for d in ds for r in d["facts"]), key=lambda r: r[ROW])
         conflicts = sorted((c for d in ds for c in d.get("conflicts") or ()), key=lambda c: c[ROW])
@@ -86,6 +92,15 @@ class _Subjects(Mapping[str, dict[str, Any]]):
             raise KeyError(subject_id)
         conflicts = self._conflicts.rows_of([subject_id]) if self._conflicts is not None else []
         return {"facts": self._facts.rows_of([subject_id]), "conflicts": conflicts}
+
+    def rows_of(self, subject_ids: Iterable[str], keep: Keep | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The state rows (those ``keep`` passes) and conflicts rows of these subjects, each in mart
+        order. A subject much asked about holds thousands of rows at 1M ledger entries (a thing
+        described again and again, the asker), and under half of them are the asker's to see:
+        made Python, every one was most of a compile's state route (docs/benchmarks.md)."""
+        facts = self._facts.table_of(subject_ids, keep)
+        conflicts = self._conflicts.table_of(subject_ids) if self._conflicts is not None else None
+        return tuple(table_rows(t.take(pc.sort_indices(t.column(ROW)))) if t is not None else [] for t in (facts, conflicts))  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
