@@ -54,7 +54,7 @@ CLAIM_SCHEMA = pa.schema(
         # ("How often do you swim?" ... "Twice a week."): the question's words say what the answer
         # is about, so the claim keeps the question's quote beside its own. Null otherwise.
         pa.field("question_entry_id", pa.string()),
-        pa.field("question_quote", pa.string()),
+        pa.field("question_quote", pa.string()),  # the question's verbatim words in question_entry_id's entry
     ]
 )
 

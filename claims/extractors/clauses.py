@@ -572,7 +572,7 @@ def _answers(
             continue
         doing = m.group("doing").strip(" ,")
         found = pats[unit].search(reply)
-        if found is None or set(doing.lower().split()) & _VAGUE_DOINGS or _unanswered(reply[: found.start()]):
+        if found is None or set(doing.lower().split()) & _VAGUE_DOINGS or _unanswered(reply[: found.end()]):
             return
         p = claim("practices", f"{doing} {found.group(0)}")
         if p is not None:
@@ -608,8 +608,8 @@ def _reply(sents: list[Any], listener: str | None) -> Any | None:
 
 
 def _unanswered(before: str) -> bool:
-    """Whether the words of a reply's clause before its answer hedge, negate or name another
-    subject ("Not often, maybe once a month", "My son goes twice a week")."""
+    """Whether the words of a reply's clause up to the end of its answer hedge, negate or name
+    another subject ("Not often, maybe once a month", "My son goes twice a week")."""
     clause = re.split(r"[,;:–—]|\s-\s", before)[-1]
     return any(t.lower_ in _NOT_ANSWERED or t.lower_ in ("my", "our") for t in pipeline().tokenizer(clause))
 

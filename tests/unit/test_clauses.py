@@ -950,6 +950,7 @@ def test_rules_050_read_a_reply_by_the_question_it_answers(question, reply, want
     [
         # a hedge, a negation or another subject before the answer
         ("How often do you go rowing?", "Not often, maybe once a month."),
+        ("How often do you go rowing?", "Probably twice a week, at most."),
         ("How often do you go rowing?", "Hmm, I might go once a week if it stops raining."),
         ("How often do you go rowing?", "My son goes twice a week, I never do."),
         ("Do you all cycle to the market often?", "We'd probably go every weekend if we could."),
