@@ -330,3 +330,5 @@ def claims_command(ctx, entity, extractor_key, rejected, asker, admin, as_json, 
             when = r["valid_at"].date().isoformat() + (f" ({r['time_phrase']})" if r["time_phrase"] else "")
             click.echo(f"- {r['subject']} {neg}{r['predicate']} {r['object']}  [valid {when}]")
             click.echo(f"    \"{r['quote']}\" — entry {r['source_entry_id']} ({r['source_ref'] or '-'}), {r['extractor']}-{r['extractor_version']}")
+            if r.get("question_quote"):  # a reply read by the question it answers (rules 0.5.0 on)
+                click.echo(f"    answering \"{r['question_quote']}\" — entry {r['question_entry_id']}")

@@ -1005,3 +1005,33 @@ def test_a_claims_question_is_checked_like_its_source() -> None:
     assert "come together" in first_failure(good.model_copy(update={"question_quote": None}), turns[1], resolver, None, turns[0])[1]
     narrower = dict(turns[0], visibility=["pia"])
     assert first_failure(good, turns[1], resolver, None, narrower)[0] == "policy"
+
+
+def test_memc_claims_shows_the_question_a_reply_answers(tmp_path, monkeypatch) -> None:
+    # A real ledger and the real pass (claims written as the claims asset writes a day); the
+    # listing runs as the CLI does, as a principal.
+    from click.testing import CliRunner
+
+    from claims.store import write_day
+    from cli.main import cli
+    from ledger import Ledger
+    from ledger.schema import NewEntry
+    from memc.home import MemcHome
+
+    monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
+    home = MemcHome.resolve(tmp_path / "home").ensure()
+    ledger = Ledger(home.ledger)
+    turns = [("Pia", "How often do you go rowing?"), ("Tom", "Twice a week.")]
+    ledger.append([NewEntry(kind="message", scope="s", session_id="s1", actor=who, content=text, valid_at=SAID, visibility=("pia", "tom")) for who, text in turns])
+    entries = ledger.read().to_pylist()
+    result = extract(entries, CLAUSES, Resolver(build_aliases(entries), build_participants(entries)))
+    write_day(home.claims, CLAUSES, SAID.date().isoformat(), result, ledger.head())
+    out = CliRunner().invoke(cli, ["--home", str(home.root), "claims", "--as", "tom"])
+    assert out.exit_code == 0, out.output
+    assert "- Tom practices go rowing Twice a week" in out.output
+    assert f'answering "How often do you go rowing?" — entry {entries[0]["entry_id"]}' in out.output
+    listed = json.loads(CliRunner().invoke(cli, ["--home", str(home.root), "claims", "--as", "tom", "--json"]).output)
+    (c,) = [c for c in listed if c["question_entry_id"]]
+    assert (c["question_entry_id"], c["question_quote"]) == (entries[0]["entry_id"], "How often do you go rowing?")
+    # Nobody who may not see the turns sees the claim.
+    assert "answering" not in CliRunner().invoke(cli, ["--home", str(home.root), "claims", "--as", "zed"]).output
