@@ -1,8 +1,10 @@
 """The LLM extractor: one chat-completions call per entry to any OpenAI-compatible server. A turn
-of a session is sent with the turn just before it (``turn_before``) when someone else said that
-one, so that a short reply is read by the question it answers ("How often do you swim?" -
-"Twice a week."): the model may then name the question (``question_entry_id``,
-``question_quote``), which the validators check in that entry as they check the quote in its own.
+of a session is sent with the session's two turns before it (``turns_before``), so that a short
+reply is read by the question it answers ("How often do you swim?" - "Twice a week.") and an
+"it" by what the speaker's own turn before named ("I finished my first screenplay!" - "What's it
+about?" - "It's a mix of drama and romance!"): the model may name that question
+(``question_entry_id``, ``question_quote``) or that turn (``subject_entry_id``), which the
+validators check in that entry as they check the quote in its own.
 
 Configuration (environment, or an ``LLMConfig`` passed in):
 
@@ -116,10 +118,14 @@ Answer with one JSON object: {"claims": [ ... ]}, nothing else. Each claim is an
   "polarity": "assert", or "retract" when the text says the fact no longer holds ("I don't live in X anymore"),
   "time_phrase": the relative time phrase in the quote that dates the fact ("last month", "yesterday"), or null,
   "asserted_by": for reported speech ("Jonas says Mira teaches ..."), the name of who is reported to have said it, else null,
-  "question_entry_id", "question_quote": when the text answers a question that "turn_before" asks (its speaker is
-    someone else: "How often do you swim?" - "Twice a week."), turn_before's entry_id and the question copied verbatim
-    from it, ending with "?"; the object may then be the question's words followed by the answer's ("swim Twice a
-    week"), and the quote is still a span of the text. Else null,
+  "question_entry_id", "question_quote": when the text answers a question that the last of "turns_before" asks (its
+    speaker is someone else: "How often do you swim?" - "Twice a week."), that turn's entry_id and the question copied
+    verbatim from it, ending with "?"; the object may then be the question's words followed by the answer's ("swim
+    Twice a week"), and the quote is still a span of the text. Else null,
+  "subject_entry_id": when the subject is only "it" or "they" in the text and the speaker's own earlier turn in
+    "turns_before" names it ("I finished my first screenplay!" ... "It's a mix of drama and romance!"), that turn's
+    entry_id, with the subject as that turn names it ("<speaker>'s first screenplay" for its "my first screenplay").
+    Else null,
   "confidence": a number from 0 to 1.
 State only what the text says; no guesses. If nothing qualifies, answer {"claims": []}.
 Predicates:
@@ -179,7 +185,7 @@ def parse_answer(content: str) -> list[Any]:
 
 _FIELDS = (
     "subject", "predicate", "object", "quote", "polarity", "time_phrase", "asserted_by", "visibility", "source_entry_id",
-    "question_entry_id", "question_quote",
+    "question_entry_id", "question_quote", "subject_entry_id",
 )  # fmt: skip
 
 
@@ -206,22 +212,33 @@ def to_proposal(item: Any, entry: dict[str, Any]) -> Any:
 
 
 class LastTurns:
-    """Each session's last turn, for one pass over entries in ledger order: what a reply is sent
-    with. Only a turn the same principals saw (a claim drawn from both must not reach anyone
-    either would not) and someone else said."""
+    """Each session's last two turns, for one pass over entries in ledger order: what a turn is
+    sent with (the other speaker's question just before, the speaker's own turn before that).
+    Only turns the same principals saw (a claim drawn from two must not reach anyone either
+    would not), and none further back than one turn of the speaker's own: as the clause
+    extractor's ``Dialogue``, a topic further back is a guess."""
+
+    TURNS = 2
 
     def __init__(self) -> None:
-        self._last: dict[tuple[Any, Any], dict[str, Any]] = {}
+        self._last: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
 
-    def before(self, entry: dict[str, Any]) -> dict[str, Any] | None:
-        last = self._last.get((entry["scope"], entry.get("session_id"))) if entry.get("session_id") else None
-        if last is None or last.get("actor") == entry.get("actor") or set(last["visibility"] or ()) != set(entry["visibility"] or ()):
-            return None
-        return {"entry_id": last["entry_id"], "speaker": last.get("actor"), "text": last["content"]}
+    def before(self, entry: dict[str, Any]) -> list[dict[str, Any]]:
+        turns = self._last.get((entry["scope"], entry.get("session_id")), []) if entry.get("session_id") else []
+        seen = set(entry["visibility"] or ())
+        shown: list[dict[str, Any]] = []
+        for turn in reversed(turns):  # newest first, stopping at a turn fewer (or other) principals saw
+            if set(turn["visibility"] or ()) != seen:
+                break
+            shown.insert(0, {"entry_id": turn["entry_id"], "speaker": turn.get("actor"), "text": turn["content"]})
+            if turn.get("actor") == entry.get("actor"):
+                break  # the speaker's own turn: nothing before it is read
+        return shown
 
     def read(self, entry: dict[str, Any]) -> None:
         if entry.get("session_id"):
-            self._last[(entry["scope"], entry["session_id"])] = entry
+            key = (entry["scope"], entry["session_id"])
+            self._last[key] = [*self._last.get(key, [])[-(self.TURNS - 1) :], entry]
 
 
 def llm_extractor(cfg: LLMConfig | None = None) -> Extractor:
@@ -242,7 +259,7 @@ def llm_extractor(cfg: LLMConfig | None = None) -> Extractor:
         }
         if dialogue is not None:
             if before := dialogue.before(entry):
-                user["turn_before"] = before
+                user["turns_before"] = before
             dialogue.read(entry)  # read before the call: a failed answer is still the session's last turn
         content = client.complete([{"role": "system", "content": system}, {"role": "user", "content": json.dumps(user, ensure_ascii=False)}])
         for item in parse_answer(content):

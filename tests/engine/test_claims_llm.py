@@ -56,20 +56,42 @@ def test_a_reply_is_sent_with_the_question_before_it_and_its_claim_checked_there
     with FakeLLM(claims_answer(), claims_answer(good, forged)) as fake:
         r = extract([ask, reply], llm_extractor(cfg(fake)))
         sent = [json.loads(req["body"]["messages"][1]["content"]) for req in fake.requests]
-    assert "turn_before" not in sent[0]  # the session's first turn
-    assert sent[1]["turn_before"] == {"entry_id": "e_q", "speaker": "Tomasz", "text": ask["content"]}
+    assert "turns_before" not in sent[0]  # the session's first turn
+    assert sent[1]["turns_before"] == [{"entry_id": "e_q", "speaker": "Tomasz", "text": ask["content"]}]
     (c,) = r.claims.to_pylist()
     assert (c["object"], c["question_entry_id"], c["question_quote"]) == ("go sailing Twice a month", "e_q", "How often do you go sailing?")
     (rej,) = r.rejections.to_pylist()
     assert rej["validator"] == "provenance" and "go rowing" in rej["reason"]
-    # Without a session, or after one's own turn, or after a turn fewer people saw, a turn goes alone.
+    # Without a session, or after a turn fewer people saw, a turn goes alone; after one's own turn,
+    # with that turn only (nothing before it).
     alone = [dict(ask, session_id=None), dict(reply, session_id=None)]
     own = [ask, reply, dict(reply, entry_id="e_2", seq=8)]
     private = [dict(ask, visibility=["tomasz"]), reply]
-    for turns, sent_with in ((alone, [False, False]), (own, [False, True, False]), (private, [False, False])):
+    for turns, sent_with in ((alone, [[], []]), (own, [[], ["e_q"], ["e_llm"]]), (private, [[], []])):
         with FakeLLM() as fake:
             extract(turns, llm_extractor(cfg(fake)))
-            assert ["turn_before" in json.loads(req["body"]["messages"][1]["content"]) for req in fake.requests] == sent_with
+            bodies = [json.loads(req["body"]["messages"][1]["content"]) for req in fake.requests]
+            assert [[t["entry_id"] for t in b.get("turns_before", [])] for b in bodies] == sent_with
+
+
+def test_an_it_is_read_by_the_speakers_turn_before_and_checked_there():
+    # "It" in the third turn names what the speaker's own first turn named: the model says which
+    # turn, and the provenance validator checks the subject in it (as for the clause extractor).
+    turns = [
+        dict(entry("Woo! I finally finished my first screenplay."), entry_id="e_1", seq=1, session_id="s3"),
+        dict(entry("Wow! What's it about?"), entry_id="e_2", seq=2, actor="Tomasz", session_id="s3"),
+        dict(entry("It's a mix of drama and romance!"), entry_id="e_3", seq=3, session_id="s3"),
+    ]
+    good = {"subject": "Elena's first screenplay", "predicate": "described_as", "object": "mix of drama and romance", "quote": "It's a mix of drama and romance", "subject_entry_id": "e_1"}
+    unnamed = dict(good, subject="Elena's first novel")  # the turn does not name it
+    with FakeLLM(claims_answer(), claims_answer(), claims_answer(good, unnamed)) as fake:
+        r = extract(turns, llm_extractor(cfg(fake)))
+        third = json.loads(fake.requests[2]["body"]["messages"][1]["content"])
+    assert [t["entry_id"] for t in third["turns_before"]] == ["e_1", "e_2"]
+    (c,) = r.claims.to_pylist()
+    assert (c["subject"], c["subject_entry_id"], c["source_entry_id"]) == ("Elena's first screenplay", "e_1", "e_3")
+    (rej,) = r.rejections.to_pylist()
+    assert rej["validator"] == "provenance" and "not named in entry e_1" in rej["reason"]
 
 
 def _rejections(*replies: Reply, content=TEXT, **kw) -> list[dict]:
