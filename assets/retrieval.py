@@ -54,7 +54,7 @@ def evidence_index(context: dg.AssetExecutionContext, memc: MemcResource, embedd
     (since 2024-05-14)") pointing at its source entry, kept in a LanceDB table of their own
     (`evidence_claims` beside `evidence`, so a search of the claims walks no turn and the turns'
     searches no claim; metadata `parts`), and every reply to a question keyed with that question
-    ("Joanna: How was the ice cream? Nate: Super good!"), pointing at the reply and searched with
+    ("Ines: How was the plum cake? Omar: Lovely!"), pointing at the reply and searched with
     the turns. all-MiniLM-L6-v2 vectors (384 dimensions)
     and LanceDB's own full-text index over the same rows, with the columns retrieval filters on
     before ranking: scope, visibility, kind, valid and recorded time, entity ids, source entry id.

@@ -47,8 +47,8 @@ CLAIM_SCHEMA = pa.schema(
         # states it. The fold ranks a subject's own word (asserted_by_id = subject_id) above a report.
         pa.field("asserted_by_id", pa.string()),
         # The entry that names the subject when the source only says "it" or "they": the speaker's
-        # earlier turn in the same session ("I finished my first screenplay!" ... "It's a mix of
-        # drama and romance"). Null when the source names its subject itself.
+        # earlier turn in the same session ("I completed my first wooden canoe!" ... "It's a blend
+        # of cedar and walnut"). Null when the source names its subject itself.
         pa.field("subject_entry_id", pa.string()),
         # The other participant's turn just before the source, when the source answers its question
         # ("How often do you swim?" ... "Twice a week."): the question's words say what the answer

@@ -138,8 +138,8 @@ def retrieve(
         kw = {"kinds": EVIDENCE_KINDS, **kw}
         if kw["kinds"] == EVIDENCE_KINDS and ((config.exchange_fulltext and "text" in kw) or (config.exchange_vector and "vector" in kw)):
             # Replies keyed with the question they answer (views/evidence.py exchange_rows) ranked
-            # with the turns: "Super good!" is found by the words of "How was the coconut milk ice
-            # cream?"; a key's hit stands for its reply below.
+            # with the turns: "Lovely! Moist and tart." is found by the words of "How was the plum
+            # cake?"; a key's hit stands for its reply below.
             kw["kinds"] = (*EVIDENCE_KINDS, EXCHANGE_KIND)
         # Each store ranks on its own; the patch store's hits interleave by score within a route.
         hits = [

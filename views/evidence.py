@@ -161,9 +161,9 @@ def evidence_rows(entries: pa.Table | Iterable[dict[str, Any]], mentions: Mappin
 def exchange_rows(entries: pa.Table, mentions: Mapping[str, Sequence[str]] | None = None) -> pa.Table:
     """One row per reply to a question: a message whose turn before it in its session (in the
     order windows show them: valid time, then seq) is another speaker's and asks something,
-    rendered as both turns ("Joanna: How was the ice cream? Nate: Super good! Rich and
-    creamy"), pointing at the reply's entry. A reply says "Super good!" and the words a later
-    question uses ("the coconut milk ice cream he made") are in the question it answers; the
+    rendered as both turns ("Ines: How was the plum cake? Omar: Lovely! Moist and tart."),
+    pointing at the reply's entry. A reply says "Lovely!" and the words a later question uses
+    ("the plum cake he baked") are in the question it answers; the
     turns' searches rank these keys with the turns (QueryConfig.exchange_fulltext and
     exchange_vector; measured in docs/context.md). Only where both turns have the same scope and
     visibility, so that no one reaches a turn through words they may not see; an erased turn is

@@ -312,8 +312,8 @@ class Dialogue:
     """What the last turns of each session named, for one pass over entries in ledger order: the
     things of a speaker's own last turn (owned, titled, pointed at, or the object of a thing made,
     got, had, seen, started, finished or gone to) are what a pronoun of their next turn stands for
-    when nothing in that turn can be ("I finally finished my first screenplay!" - "What's it
-    about?" - "It's a mix of drama and romance!"). Only the speaker's turn just before, with at
+    when nothing in that turn can be ("I completed my first wooden canoe!" - "What is it made
+    of?" - "It's a blend of cedar and walnut!"). Only the speaker's turn just before, with at
     most one turn of someone else's between: a topic further back is a guess. And the question
     the session's last turn asked, which the next speaker's reply may answer (``_answers``)."""
 
@@ -369,7 +369,7 @@ def _topics(things: tuple[_Thing, ...], said: list[Proposal], entry_id: str) -> 
         low = p.object.lower()
         words = low.split()
         if p.predicate not in _TOPIC_PREDICATES or any(n == low or n.endswith(" " + low) for n in names):
-            continue  # ("first screenplay": the speaker's "first screenplay", named with "my")
+            continue  # ("first wooden canoe": the speaker's "first wooden canoe", named with "my")
         if len(words) > 3 or set(words) & (_PHRASE_HEADS | _PREPOSITIONS) or words[0].endswith("ing") or lemma(words[-1]) not in word_classes()["noun"]:
             continue  # a thing, not a phrase: "family for those kids" is no one thing "they" are
         out.append(_Thing(p.object, -1, -1, "animal" if p.predicate == "has_pet" else "thing", None, _plural(words[-1]), False, -1, earlier=True, source=entry_id))
@@ -1087,11 +1087,11 @@ class _Thing:
     collective: bool = False  # "my family", "our team": neither "he" nor "she"
     starts: tuple[int, ...] = ()  # where the turn's sentences start (for a pronoun's sentence)
     # Pointed at rather than owned or named: "The studio looks amazing", "That page has ...",
-    # "Sunflowers mean warmth": only what it is or is like is read of it (`described_as`).
+    # "Poppies mean remembrance": only what it is or is like is read of it (`described_as`).
     pointed: bool = False
     # Named in the speaker's last turn of the session, not in this one (``Dialogue``): what "it"
-    # or "they" stand for when nothing in the turn can ("What's it about?" "It's a mix of drama
-    # and romance!").
+    # or "they" stand for when nothing in the turn can ("What is it made of?" "It's a blend of
+    # cedar and walnut!").
     earlier: bool = False
     source: str | None = None  # the entry that names it, for an earlier one (a claim's subject_entry_id)
 
@@ -1171,14 +1171,14 @@ def _closes(t: Any) -> bool:
 
 # After a thing's name, verbs that say what it is like, as "is" does: "it looks great".
 _SENSES = frozenset({"look", "looks", "looked", "seem", "seems", "seemed", "sound", "sounds", "sounded", "taste", "tastes", "tasted", "smell", "smells", "smelled"})
-# Verbs that say what a thing stands for ("Sunflowers mean warmth", "it reminds me of ..."); a
+# Verbs that say what a thing stands for ("Poppies mean remembrance", "it reminds me of ..."); a
 # plural in general is a thing pointed at only before one of their base forms.
 _MEANING_BASES = ("mean", "stand", "symbolize", "symbolise", "represent", "remind")
 _MEANING = frozenset({
     *_MEANING_BASES, "means", "meant", "stands", "stood", "symbolizes", "symbolises", "represents", "represented", "reminds", "reminded",
 })  # fmt: skip
-# Verbs that say what a thing pointed at is like ("The studio looks amazing", "Sunflowers mean
-# warmth"): where its noun phrase ends, though most are nouns too. Not the senses' base forms,
+# Verbs that say what a thing pointed at is like ("The studio looks amazing", "Poppies mean
+# remembrance"): where its noun phrase ends, though most are nouns too. Not the senses' base forms,
 # which a phrase may start with ("the sound of the river").
 _DESCRIBING = _MEANING | (_SENSES - {"look", "seem", "sound", "taste", "smell"})
 _THING_OPENERS = re.compile(
@@ -1285,7 +1285,7 @@ def _noun_phrase_end(doc: Any, k: int) -> int | None:
 def _pointed_at(doc: Any, t: Any) -> tuple[int, int, str] | None:
     """(first token, end token, kind) of a thing pointed at where a clause starts: "The studio
     [looks amazing]", "That page [has ...]", "The sunset and the surrounding beauty [were ...]",
-    or a plural in general before a verb of meaning ("Sunflowers [mean warmth]"). None for a
+    or a plural in general before a verb of meaning ("Poppies [mean remembrance]"). None for a
     person ("The kids ..."), a saying ("The thing is ...") or a phrase whose end is a guess."""
     low = t.lower_
     if low in ("the", "this", "that", "these", "those"):
@@ -1692,7 +1692,7 @@ def _subject(
     ):  # not "Our friends and neighbours make it worth it": of two subjects, the claim would name one
         return own.subject, i + 1 + (own.end - own.at), False  # "My son fell off his bike": the speaker's son
     if (own := next((o for o in things if o.pointed and o.at in (t.i, t.i + 1)), None)) is not None and (own.at == t.i or low in ("that", "these", "those")):
-        return own.subject, i + (own.at - t.i) + own.end - own.at, False  # "That page has ...", "Sunflowers mean ..."
+        return own.subject, i + (own.at - t.i) + own.end - own.at, False  # "That page has ...", "Poppies mean ..."
     if i + 1 < len(tokens) and f"{t.text} {tokens[i + 1].text}" in people:
         return f"{t.text} {tokens[i + 1].text}", i + 2, False  # "Mira Jovanovic works at ..."
     if t.text in people:

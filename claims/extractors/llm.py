@@ -1,8 +1,8 @@
 """The LLM extractor: one chat-completions call per entry to any OpenAI-compatible server. A turn
 of a session is sent with the session's two turns before it (``turns_before``), so that a short
 reply is read by the question it answers ("How often do you swim?" - "Twice a week.") and an
-"it" by what the speaker's own turn before named ("I finished my first screenplay!" - "What's it
-about?" - "It's a mix of drama and romance!"): the model may name that question
+"it" by what the speaker's own turn before named ("I completed my first wooden canoe!" - "What is
+it made of?" - "It's a blend of cedar and walnut!"): the model may name that question
 (``question_entry_id``, ``question_quote``) or that turn (``subject_entry_id``), which the
 validators check in that entry as they check the quote in its own.
 
@@ -123,8 +123,9 @@ Answer with one JSON object: {"claims": [ ... ]}, nothing else. Each claim is an
     verbatim from it, ending with "?"; the object may then be the question's words followed by the answer's ("swim
     Twice a week"), and the quote is still a span of the text. Else null,
   "subject_entry_id": when the subject is only "it" or "they" in the text and the speaker's own earlier turn in
-    "turns_before" names it ("I finished my first screenplay!" ... "It's a mix of drama and romance!"), that turn's
-    entry_id, with the subject as that turn names it ("<speaker>'s first screenplay" for its "my first screenplay").
+    "turns_before" names it ("I completed my first wooden canoe!" ... "It's a blend of cedar and walnut!"), that
+    turn's entry_id, with the subject as that turn names it ("<speaker>'s first wooden canoe" for its "my first wooden
+    canoe").
     Else null,
   "confidence": a number from 0 to 1.
 State only what the text says; no guesses. If nothing qualifies, answer {"claims": []}.

@@ -78,18 +78,18 @@ def test_an_it_is_read_by_the_speakers_turn_before_and_checked_there():
     # "It" in the third turn names what the speaker's own first turn named: the model says which
     # turn, and the provenance validator checks the subject in it (as for the clause extractor).
     turns = [
-        dict(entry("Woo! I finally finished my first screenplay."), entry_id="e_1", seq=1, session_id="s3"),
-        dict(entry("Wow! What's it about?"), entry_id="e_2", seq=2, actor="Tomasz", session_id="s3"),
-        dict(entry("It's a mix of drama and romance!"), entry_id="e_3", seq=3, session_id="s3"),
+        dict(entry("Yay! I completed my first wooden canoe."), entry_id="e_1", seq=1, session_id="s3"),
+        dict(entry("Oh nice! What is it made of?"), entry_id="e_2", seq=2, actor="Tomasz", session_id="s3"),
+        dict(entry("It's a blend of cedar and walnut!"), entry_id="e_3", seq=3, session_id="s3"),
     ]
-    good = {"subject": "Elena's first screenplay", "predicate": "described_as", "object": "mix of drama and romance", "quote": "It's a mix of drama and romance", "subject_entry_id": "e_1"}
-    unnamed = dict(good, subject="Elena's first novel")  # the turn does not name it
+    good = {"subject": "Elena's first wooden canoe", "predicate": "described_as", "object": "blend of cedar and walnut", "quote": "It's a blend of cedar and walnut", "subject_entry_id": "e_1"}
+    unnamed = dict(good, subject="Elena's first kayak")  # the turn does not name it
     with FakeLLM(claims_answer(), claims_answer(), claims_answer(good, unnamed)) as fake:
         r = extract(turns, llm_extractor(cfg(fake)))
         third = json.loads(fake.requests[2]["body"]["messages"][1]["content"])
     assert [t["entry_id"] for t in third["turns_before"]] == ["e_1", "e_2"]
     (c,) = r.claims.to_pylist()
-    assert (c["subject"], c["subject_entry_id"], c["source_entry_id"]) == ("Elena's first screenplay", "e_1", "e_3")
+    assert (c["subject"], c["subject_entry_id"], c["source_entry_id"]) == ("Elena's first wooden canoe", "e_1", "e_3")
     (rej,) = r.rejections.to_pylist()
     assert rej["validator"] == "provenance" and "not named in entry e_1" in rej["reason"]
 

@@ -638,28 +638,28 @@ def test_a_reply_is_keyed_with_the_question_it_answers_only_where_both_are_seen_
     def turn(seq: int, actor: str, content: str, **kw) -> dict:
         return {"seq": seq, "entry_id": f"e_{seq}", "recorded_at": T0, "valid_at": T0 + timedelta(minutes=kw.pop("minute", seq)), "kind": "message",
                 "scope": "team", "session_id": "s1", "actor": actor, "content": content, "source_ref": f"S1:{seq}",
-                "visibility": ["joanna", "nate"], "attributes": None, **kw}  # fmt: skip
+                "visibility": ["ines", "omar"], "attributes": None, **kw}  # fmt: skip
 
     entries = [
-        turn(1, "Joanna", "How was the coconut milk ice cream?"),
-        turn(2, "Nate", "Super good! Rich and creamy."),  # the reply: keyed
-        turn(3, "Nate", "Did you try it?"),  # the same speaker again: not a reply
-        turn(4, "Joanna", "Not yet, is it sweet?"),  # a reply, and it asks: keyed too
-        turn(5, "Nate", "Very.", visibility=["nate"]),  # seen by fewer than the question: no key
-        turn(6, "Joanna", "Any plans?", minute=30),  # answered in another session and scope only
-        turn(7, "Nate", "Hiking.", session_id="s2", minute=31),  # another session
-        turn(8, "Nate", "Maybe a drama.", minute=29),  # before turn 6 by valid time, after Nate's own turn 5: no key
-        turn(9, "Nate", "Sure.", scope="other", minute=40),  # another scope
+        turn(1, "Ines", "How was the plum cake?"),
+        turn(2, "Omar", "Lovely! Moist and tart."),  # the reply: keyed
+        turn(3, "Omar", "Did you try it?"),  # the same speaker again: not a reply
+        turn(4, "Ines", "Not yet, is it sweet?"),  # a reply, and it asks: keyed too
+        turn(5, "Omar", "Very.", visibility=["omar"]),  # seen by fewer than the question: no key
+        turn(6, "Ines", "Any plans?", minute=30),  # answered in another session and scope only
+        turn(7, "Omar", "Hiking.", session_id="s2", minute=31),  # another session
+        turn(8, "Omar", "Maybe a drama.", minute=29),  # before turn 6 by valid time, after Omar's own turn 5: no key
+        turn(9, "Omar", "Sure.", scope="other", minute=40),  # another scope
     ]
     table = pa.Table.from_pylist(entries, schema=pa.schema([LEDGER_SCHEMA.field(c) for c in ENTRY_COLUMNS]))
     rows = index_rows(table)
     keys = rows.filter(pa.compute.equal(rows.column("kind"), EXCHANGE_KIND)).to_pylist()
     assert [(r["entry_id"], r["text"]) for r in sorted(keys, key=lambda r: r["seq"])] == [
-        ("e_2", "Joanna: How was the coconut milk ice cream? Nate: Super good! Rich and creamy."),
-        ("e_4", "Nate: Did you try it? Joanna: Not yet, is it sweet?"),
+        ("e_2", "Ines: How was the plum cake? Omar: Lovely! Moist and tart."),
+        ("e_4", "Omar: Did you try it? Ines: Not yet, is it sweet?"),
     ]
     for r in keys:  # the reply's own columns: what a search filters on before ranking
-        assert r["source_ref"] == f"S1:{r['seq']}" and r["visibility"] == ["joanna", "nate"] and r["actor"] in ("Nate", "Joanna")
+        assert r["source_ref"] == f"S1:{r['seq']}" and r["visibility"] == ["ines", "omar"] and r["actor"] in ("Omar", "Ines")
         assert r["id"].startswith("ex_") and r["content_hash"] == text_hash(r["text"])
     # same inputs, any order: the same table
     assert index_rows(table.take(list(range(table.num_rows))[::-1])).equals(rows)
@@ -671,7 +671,7 @@ def test_a_reply_is_keyed_with_the_question_it_answers_only_where_both_are_seen_
         stub = {c: v for c, v in erased_stub({**entries[gone], "idempotency_key": "k"}, "e_erasure").items() if c in ENTRY_COLUMNS}
         kept = [stub if n == gone else t for n, t in enumerate(entries[:2])]
         texts = index_rows(pa.Table.from_pylist(kept, schema=pa.schema([LEDGER_SCHEMA.field(c) for c in ENTRY_COLUMNS]))).column("text").to_pylist()
-        assert len(texts) == 1 and ("coconut" in texts[0]) != ("Super" in texts[0])
+        assert len(texts) == 1 and ("plum" in texts[0]) != ("Lovely" in texts[0])
 
 
 def test_entity_filter_is_a_prefilter(store, embedder, counting) -> None:

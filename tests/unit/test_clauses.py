@@ -705,7 +705,7 @@ RULES_040 = [
     ("Took a short trip last week to Rome to clear my mind a little.", ("Ana", "activity", "Took a short trip to Rome to clear my mind", "assert")),
     ("Congrats, Jon! The studio looks amazing.", ("studio", "described_as", "amazing", "assert")),
     ("The sunset and the surrounding beauty were just incredible.", ("sunset and the surrounding beauty", "described_as", "incredible", "assert")),
-    ("Sunflowers mean warmth and happiness.", ("Sunflowers", "described_as", "warmth and happiness", "assert")),
+    ("Poppies mean remembrance and peace.", ("Poppies", "described_as", "remembrance and peace", "assert")),
     ("The food was delicious and the staff were friendly.", ("food", "described_as", "delicious", "assert")),
     (
         "That page specifically has some dialogues exploring loss, redemption, and forgiveness.",
@@ -748,7 +748,7 @@ def test_rules_040_keep_their_limits() -> None:
         ("Ana", "attended", "park", "assert"),
         ("Ana's son", "activity", "fell off his bike", "assert"),
     }
-    assert said("Sunflowers mean warmth and happiness, right?") == set()  # a question asserts nothing
+    assert said("Poppies mean remembrance and peace, right?") == set()  # a question asserts nothing
     assert said("I feel like we should go home.") == set()  # a thought of what to do, not a feeling
     assert said("I love painting.") == {("Ana", "likes", "painting", "assert")}
 
@@ -802,10 +802,10 @@ def test_rules_042_end_a_possessed_noun_before_a_verb_of_meaning(text, want) -> 
     assert said(text) == want
 
 
-SCREENPLAY = [
-    ("Joanna", "Woo! I finally finished my first full screenplay and printed it last Friday."),
-    ("Nate", "Wow, that sounds awesome! What's it about?"),
-    ("Joanna", "Thanks, Nate! It's a mix of drama and romance!"),
+CANOE = [
+    ("Ines", "Yay! I completed my first wooden canoe and varnished it last Sunday."),
+    ("Omar", "Oh nice! What is it made of?"),
+    ("Ines", "Thanks, Omar! It's a blend of cedar and walnut!"),
 ]
 
 
@@ -819,10 +819,10 @@ def session(turns: list[tuple[str, str]], first: int = 1, sid: str = "s1", visib
 
 
 def test_a_pronoun_that_names_nothing_in_its_turn_stands_for_what_the_speakers_last_turn_named() -> None:
-    turns = session(SCREENPLAY)
+    turns = session(CANOE)
     claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
     (c,) = [c for c in claims if c["predicate"] == "described_as"]
-    assert (c["subject"], c["object"], c["quote"]) == ("Joanna's first full screenplay", "mix of drama and romance", "It's a mix of drama and romance")
+    assert (c["subject"], c["object"], c["quote"]) == ("Ines's first wooden canoe", "blend of cedar and walnut", "It's a blend of cedar and walnut")
     # Lineage names both entries: the quote's and the one that names the subject.
     assert (c["source_entry_id"], c["subject_entry_id"]) == ("e3", "e1")
     assert all(o["subject_entry_id"] is None for o in claims if o is not c)
@@ -844,20 +844,20 @@ def test_a_pronoun_reaches_back_only_to_the_speakers_own_last_turn_and_only_when
         return [c["subject"] for c in result.claims.to_pylist() if c["predicate"] == "described_as"]
 
     # Something named before it in the turn might be what "it" is: no guess from the turn before.
-    assert described(session([*SCREENPLAY[:2], ("Joanna", "My favourite is the sundae. It's a mix of drama and romance!")])) == []
+    assert described(session([*CANOE[:2], ("Ines", "My favourite is the harbour. It's a blend of cedar and walnut!")])) == []
     # Another speaker's turn, or one further back, is not the speaker's last turn.
-    assert described(session([SCREENPLAY[0], ("Nate", "What's it about?"), ("Nate", "It's a mix of drama and romance!")])) == []
-    assert described(session([SCREENPLAY[0], ("Nate", "Wow!"), ("Joanna", "Yes."), ("Nate", "And?"), SCREENPLAY[2]])) == []
+    assert described(session([CANOE[0], ("Omar", "What is it made of?"), ("Omar", "It's a blend of cedar and walnut!")])) == []
+    assert described(session([CANOE[0], ("Omar", "Wow!"), ("Ines", "Yes."), ("Omar", "And?"), CANOE[2]])) == []
     # Not across sessions, and not from a turn fewer people may see.
-    assert described([*session(SCREENPLAY[:2], sid="s1"), *session(SCREENPLAY[2:], first=3, sid="s2")]) == []
-    private = [*session(SCREENPLAY[:1], visibility=("joanna",)), *session(SCREENPLAY[1:], first=2)]
+    assert described([*session(CANOE[:2], sid="s1"), *session(CANOE[2:], first=3, sid="s2")]) == []
+    private = [*session(CANOE[:1], visibility=("ines",)), *session(CANOE[1:], first=2)]
     assert described(private) == []
     # Without a dialogue (one entry at a time) nothing reaches back.
-    assert not [p for p in clauses.propose(session(SCREENPLAY)[2]) if p.predicate == "described_as"]
+    assert not [p for p in clauses.propose(session(CANOE)[2]) if p.predicate == "described_as"]
 
 
 def test_a_claims_subject_entry_is_checked_like_its_source() -> None:
-    turns = session(SCREENPLAY)
+    turns = session(CANOE)
     resolver = Resolver(build_aliases(turns), build_participants(turns))
     good = next(p for p in clauses.propose(turns[2], resolver, dialogue=_after(turns[:2], resolver)) if p.predicate == "described_as")
     assert good.subject_entry_id == "e1" and first_failure(good, turns[2], resolver, turns[0]) is None
@@ -866,11 +866,11 @@ def test_a_claims_subject_entry_is_checked_like_its_source() -> None:
     assert "same speaker" in first_failure(good, turns[2], resolver, nate)[1]
     later = dict(turns[0], seq=9)
     assert "same speaker" in first_failure(good, turns[2], resolver, later)[1]
-    unnamed = dict(turns[0], content="Woo! I finally finished it.")
+    unnamed = dict(turns[0], content="Yay! I completed it at last.")
     assert "not named" in first_failure(good, turns[2], resolver, unnamed)[1]
-    no_pronoun = good.model_copy(update={"quote": "a mix of drama and romance"})
+    no_pronoun = good.model_copy(update={"quote": "a blend of cedar and walnut"})
     assert "no pronoun" in first_failure(no_pronoun, turns[2], resolver, turns[0])[1]
-    narrower = dict(turns[0], visibility=["joanna"])
+    narrower = dict(turns[0], visibility=["ines"])
     assert first_failure(good, turns[2], resolver, narrower)[0] == "policy"
 
 
@@ -886,7 +886,7 @@ def test_a_forked_pass_keeps_each_session_in_one_worker() -> None:
     # session and moves to its end, so every "it" still reaches its turn before.
     entries = []
     for k in range(PARALLEL_MIN_ENTRIES // 3 + 68):
-        entries += session(SCREENPLAY, first=3 * k + 1, sid=f"s{k}")
+        entries += session(CANOE, first=3 * k + 1, sid=f"s{k}")
     assert (len(entries) // 2) % 3  # the plain cut would split a session
     resolver = Resolver(build_aliases(entries), build_participants(entries))
     one = extract(entries, CLAUSES, resolver)
