@@ -661,7 +661,7 @@ def _frame_of(doing: str) -> str | None:
 
 
 # Heads of an object that names a kind and leaves the thing to an apposition after a dash: "I'm
-# working on a new project - a thriller set in a mountain village".
+# working on a new project - a ballad about a lighthouse keeper".
 _APPOSED_HEADS = frozenset({"project", "thing", "job", "idea", "gig", "surprise", "hobby", "book", "story", "recipe", "adventure", "challenge"})
 _APPOSITION = re.compile(r"\s+[-–—]+\s+(?:a|an)\s+(?P<obj>[a-z][\w'\-]*(?:\s+[A-Za-z][\w'\-]*){0,9}?)\s*(?=[.!?;,]|\s+[-–—]|$)")
 
@@ -1283,8 +1283,8 @@ def _noun_phrase_end(doc: Any, k: int) -> int | None:
 
 
 def _pointed_at(doc: Any, t: Any) -> tuple[int, int, str] | None:
-    """(first token, end token, kind) of a thing pointed at where a clause starts: "The studio
-    [looks amazing]", "That page [has ...]", "The sunset and the surrounding beauty [were ...]",
+    """(first token, end token, kind) of a thing pointed at where a clause starts: "The workshop
+    [looks tidy]", "That chapter [has ...]", "The harbour and the old lighthouse [were ...]",
     or a plural in general before a verb of meaning ("Poppies [mean remembrance]"). None for a
     person ("The kids ..."), a saying ("The thing is ...") or a phrase whose end is a guess."""
     low = t.lower_
@@ -1295,7 +1295,7 @@ def _pointed_at(doc: Any, t: Any) -> tuple[int, int, str] | None:
         if end is None:
             return None
         if end + 2 < len(doc) and doc[end].lower_ == "and" and doc[end + 1].lower_ in ("the", "its", "their"):
-            end = _noun_phrase_end(doc, end + 2) or end  # "The sunset and the surrounding beauty were ..."
+            end = _noun_phrase_end(doc, end + 2) or end  # "The harbour and the old lighthouse were ..."
         words = _owned_words()
         kind = "person" if {w.lower_ for w in doc[at:end]} & (words["people"] | _PEOPLE_WORDS) else "thing"
     elif t.is_title and t.i + 1 < len(doc) and doc[t.i + 1].lower_ in _MEANING:
@@ -1445,7 +1445,7 @@ _POSSESSIVES = frozenset({"my", "our", "your", "his", "her", "their"})
 
 def _owned_item(doc: Any, k: int, stop: int) -> bool:
     """Whether "and"/"or" at token ``k`` adds a thing of someone's to the phrase before it and
-    closes the clause ("to feel closer to a community and my faith."): a possessive, one or two
+    closes the clause ("to feel closer to my cousins and my roots."): a possessive, one or two
     words, then a mark or ``stop`` (the clause's or sentence's end). "and my son fell off his
     bike" goes on with a verb: a new clause."""
     if k + 2 >= stop + 1 or doc[k + 1].lower_ not in _POSSESSIVES:
@@ -1523,8 +1523,8 @@ def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]
             continue
         if txt == "I" and cur and not all(c.lower_ in _lead_words() for c in cur) and (
             cur[-1].lower_ not in ("and", "that", "so", "but", "because", "if", "when", "as", "since", "what", "how", "where", "who", "wish", "which", "whom")
-            or (len(cur) > 1 and lows[i - 2] == "now" and lows[i - 1] == "that")  # "... paid off now that I'm an assistant manager": a fact, a clause of its own
-        ) and not (len(cur) > 1 and cur[-1].lower_ == "like" and _lemma(cur[-2]) == "feel"):  # "I felt like I was in a fairy tale": one feeling
+            or (len(cur) > 1 and lows[i - 2] == "now" and lows[i - 1] == "that")  # "... paid off now that I'm a head baker": a fact, a clause of its own
+        ) and not (len(cur) > 1 and cur[-1].lower_ == "like" and _lemma(cur[-2]) == "feel"):  # "I felt like I was in a storybook": one feeling
             yield cur, at  # "since I'm colour blind I'm trying ...": a new subject, a new clause
             cur, at = [t], "I"
             continue
@@ -1726,7 +1726,7 @@ def _subject(
         or tokens[j].lower_ in ("gon", "gonna", "wanna")
     ):
         # An irregular past that opens a frame ("Went to the market", "Got a new bike") or has a
-        # thing after it ("Took a short trip to Rome"), or
+        # thing after it ("Took a quick ride to Bruges"), or
         # "Gonna continue my studies" (tokenized "Gon na"): the speaker's, as a regular past is
         # above. A base form is not: "Check out the museum" asks the listener to; nor "This is a
         # ...", "made me remember" (a cause, before its object "me").
@@ -1864,8 +1864,8 @@ def _read_clause(
         described = copula and (not verb.lower_.endswith("ing") or ing_says_how) and (frame is None or frame.predicate in ("identity", "feels", "described_as"))
         having = verb.lower_ in ("has", "have", "had") and after is not None and after.is_alpha and after.lower_ not in ("to", "been", "got", "had", "n't", "not", "nothing", "no", "just", "already", "never")
         if having and not (negated or hedged or future or ability) and thing.kind == "thing":
-            # "That page has some dialogues exploring loss", "It has adventures, magic and great
-            # characters": what a thing holds says what it is
+            # "That chapter has some letters exploring exile", "It has pirates, storms and a
+            # talking parrot": what a thing holds says what it is
             span = _object_span(text, tokens, verb.i, phrase_from_verb=True)
             if span is None or {w.strip(".,!?").lower() for w in text[span[0] : span[1]].split()} & _HAD_IDIOMS:
                 return None  # "my team had a blast": a saying, nothing held
@@ -1873,8 +1873,8 @@ def _read_clause(
         if described or (frame is not None and frame.predicate == "described_as"):
             if negated or hedged or future or ability:
                 return None  # "It wasn't great", "it might be a mix": not what it is
-            # "It was a tough week", "it's so nice to ...": "it" that names nothing; "It's a mix of
-            # ...", "It's dairy-free vanilla with ..." say what the thing is (a noun with more after it)
+            # "It was a long week", "it's so nice to ...": "it" that names nothing; "It's a blend of
+            # ...", "It's lemon sponge with ..." say what the thing is (a noun with more after it)
             bare_noun = it_subject and verb.is_alpha and verb.lower_ not in _ADVERBS | _DETERMINERS and verb.lower_ not in _NOT_DESCRIPTIONS
             if it_subject and not (frame is not None and frame.predicate == "described_as") and verb.lower_ not in ("a", "an", "about") and not bare_noun:
                 return None
@@ -1894,7 +1894,7 @@ def _read_clause(
             if it_subject and said[:1] == ["about"] and len(said) > 1 and not (
                 said[1][:1].isdigit() or said[1] in _ABOUT_NOT_A_TOPIC or (said[1] in ("a", "an") and said[2:3] and said[2].strip(".,!?") in _ABOUT_AMOUNTS)
             ):
-                head = "about"  # "It's about loss, identity, and connection": what a work is about (not "about 2 feet wide")
+                head = "about"  # "It's about a dragon and her friends": what a work is about (not "about 2 feet wide")
             if it_subject and (head is None or head in _NOT_DESCRIPTIONS):
                 return None  # "it's been quite a struggle", "It's a small step": a saying; "a blend of comedy and suspense" says what it is
             compound = verb.i < tokens[-1].i and verb.doc[verb.i + 1].text in ("-", "–") and not verb.whitespace_  # "part-time", "dairy-free"
@@ -1923,7 +1923,7 @@ def _read_clause(
         if verb.i and verb.doc[verb.i - 1].lower_ in ("about", "of") and not verb.lower_.endswith("ing"):
             return None  # "I think about the places I've lived": a thought, not a plan considered
         if any(t.lower_ in ("'d", "’d", "would") for t in tokens[: i]) and "used to" in text[: start_tok.idx]:
-            return None  # "I used to go riding with my dad, we'd go through the fields": a past habit, not a plan
+            return None  # "I used to go fishing with my uncle, we'd row out at dawn": a past habit, not a plan
         # What is considered is the verb phrase itself: "might move to Berlin" -> "move to Berlin".
         span = _object_span(text, tokens, verb.i, phrase_from_verb=True)
         if span is None or len(text[span[0] : span[1]].split()) < 2:
@@ -1944,8 +1944,8 @@ def _read_clause(
         any(t.lower_ in ("can", "could", "should", "must", "important", "key", "essential", "crucial") for t in tokens[i + 1 :])
         or any(a.lower_ == "is" and b.lower_ in ("n't", "not") for a, b in zip(tokens[i + 1 :], tokens[i + 2 :]))
     ):
-        # "Spending time with loved ones is important", "Joining a church can be encouraging",
-        # "Starting this studio isn't just a business": a remark on a doing in general, not one done
+        # "Spending time with old friends is important", "Joining a choir can be uplifting",
+        # "Opening this bakery isn't just a business": a remark on a doing in general, not one done
         return None
     if frame is not None and frame.predicate in ("likes", "dislikes") and verb.lower_.endswith("ed") and (
         copula or verb.i == tokens[0].i or (verb.i and _lemma(verb.doc[verb.i - 1]) in ("feel", "get", "be"))
@@ -1967,7 +1967,7 @@ def _read_clause(
                 return None  # "painting to stay calm": the purpose, not what was made
             led = verb.i == tokens[0].i and verb.lower_.endswith("ing")  # "Cycling to the coast ... was awesome"
             if frame.predicate == "feels" and end < tokens[-1].i and verb.doc[end].lower_ == "like" and verb.doc[end + 1].text in ("I", "we"):
-                # "I felt like I was in a fairy tale": what it felt like is the whole clause after "like"
+                # "I felt like I was in a storybook": what it felt like is the whole clause after "like"
                 span = (verb.doc[end].idx, tokens[-1].idx + len(tokens[-1].text))
                 if len(content_words(text[span[0] : span[1]])) > MAX_CONTENT_WORDS or any(
                     t.lower_ in _ABILITY_MODALS | {"could", "would", "might", "may", "will", "'ll", "'d", "wo"} for t in tokens if t.i > end
@@ -1977,7 +1977,7 @@ def _read_clause(
             # What one practises is the doing itself: "went fishing with my dad", "play guitar".
             first = verb.i if frame.predicate == "practices" else end
             doing = frame.predicate in ("likes", "dislikes") and first <= tokens[-1].i and verb.doc[first].lower_.endswith("ing") and _lemma(verb.doc[first]) in word_classes()["verb"]
-            span = _object_span(  # (a doing liked keeps what it is for: "creating a safe place for people to grow")
+            span = _object_span(  # (a doing liked keeps what it is for: "building a welcoming space for kids to play")
                 text, tokens, first, phrase_from_verb=frame.predicate in ("plans", "goal", "practices") or doing,
                 stop_lemmas=_GERUND_VERBS if led else frozenset(), naming=frame.predicate not in ("plans", "goal"),
             )
@@ -1986,11 +1986,11 @@ def _read_clause(
         return _claim(entry, base, text, start_tok.idx, span, subject, frame.predicate, polarity)
     predicate = "activity"
     if verb.lower_ == "used" and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ == "to":
-        # "I used to go horseback riding with my dad": a thing done, often, before now; "when I used
+        # "I used to go fishing with my uncle": a thing done, often, before now; "when I used
         # to live by the sea", "I used to be shy", "I used to love it": what once was, not a doing.
         done = verb.doc[verb.i + 2] if verb.i + 2 <= tokens[-1].i else None
         if done is not None and done.lower_ == "have" and done.i < tokens[-1].i and done.doc[done.i + 1].lower_ in ("a", "an", "two", "three", "some") and not (negated or lead_when or subject != speaker):
-            # "I used to have a dog back in Michigan": had, once (`has` says "has or had")
+            # "I used to have a goat back in Ohio": had, once (`has` says "has or had")
             span = _object_span(text, tokens, done.i + 1, phrase_from_verb=False)
             return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "has", "assert")
         if done is None or lead_when or negated or subject != speaker or not done.is_alpha or _lemma(done) in _ONCE_STATES or done.lower_ in _ADVERBS:
@@ -2046,7 +2046,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     ):
         return None
     if predicate in ("likes", "dislikes", "values") and rest[:2] in (["making", "sure"], ["make", "sure"]):
-        return None  # "passionate about making sure veterans [are supported]": a clause, cut before its verb
+        return None  # "passionate about making sure farmers [are heard]": a clause, cut before its verb
     if predicate in ("values", "likes") and re.search(r"\b(?:your|you)\s*$", text[: span[0]], re.I):
         return None  # "I believe in your talent", "Loving your new hobby": said of the listener
     if predicate == "likes" and first in ("your", "yours", "his", "her", "their"):
@@ -2079,8 +2079,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         (before := text[: span[0]].split()[-1:]) and before[0].lower() not in _DETERMINERS | {"a", "an"} and rest[1:2] != ["of"]
     ):
         if text[: span[0]].lower().split()[-2:] == ["working", "on"]:
-            # "Still working on opening a dance studio", "We've been working on building up
-            # confidence": nothing made yet, an aim worked towards
+            # "Still working on opening a pottery shop", "We've been working on building up
+            # stamina": nothing made yet, an aim worked towards
             return _claim(entry, base, text, start, span, subject, "goal", polarity)
         return None  # "I was painting ...": a doing, nothing made (not "a painting of the lake")
     if first in ("something", "anything", "everything", "nothing", "ta", "tta") or (predicate in ("created", "received", "started", "finished", "has") and first in _PREPOSITIONS | {"as"}):
@@ -2096,7 +2096,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate == "plans" and any(w in ("posted", "updated", "informed") for w in rest):
         return None  # "I'll keep you updated": a courtesy, not a plan
     if predicate in ("plans", "goal", "considers") and first == "make" and (named[-1] in _MADE_IDIOMS or rest[1:2] == ["sure"]):
-        return None  # "I'll make sure", "I'll make sure to remember this": nothing planned is named
+        return None  # "I'll make sure", "I'll make sure to recall this": nothing planned is named
     if predicate in ("plans", "goal", "considers") and first == "do" and rest[1:3] == ["my", "best"]:
         return None  # "I'll do my best to ...": a promise of effort, not a plan
     if predicate in ("plans", "goal", "considers") and len(named) + (first not in named) < 2:
@@ -2111,7 +2111,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate == "considers" and first in _ABILITY:
         return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
     if predicate == "considers" and first in ("thought", "think", "guess", "guessed", "figured", "reckon"):
-        return None  # "I thought it'd help my biz grow": a belief held, not a thing considered
+        return None  # "I thought it'd help my stall grow": a belief held, not a thing considered
     if predicate in ("likes", "practices", "activity") and len(words) == 1 and first.endswith("ing") and lemma(first) in _NEEDS_AN_OBJECT:
         return None  # "I've been really into making", "I also like holding": of what, the clause does not say
     if predicate == "activity" and " ".join(w.lower().strip(".,!?") for w in words) in _SAYINGS:
@@ -2207,8 +2207,8 @@ _ONCE_STATES = frozenset({
     "believe", "wish", "hope", "worry", "seem", "look", "mean", "call", "say",
 })  # fmt: skip
 
-# Words after a time phrase inside an object that say more of the thing ("a trip last week to
-# Rome", "an audition yesterday for a writing gig", "a great experience last weekend hiking with ...").
+# Words after a time phrase inside an object that say more of the thing ("a ride last week to
+# Bruges", "a tryout yesterday for a choir role", "a fine day last weekend sailing with ...").
 _GOES_ON_AFTER_TIME = frozenset({"for", "to", "with", "at", "near", "about", "of", "hiking", "camping", "fishing", "skiing"})
 
 
@@ -2280,7 +2280,7 @@ def _object_span(
             continue
         if (inside := next(((a, b) for a, b in times if a <= t.idx < b), None)) or low in _TIME_WORDS_STOP:
             if inside and content and (nxt := _after_time(doc, t.i, inside[1], last)) is not None and nxt.lower_ in _GOES_ON_AFTER_TIME:
-                skip_to = inside[1]  # "an audition yesterday for a writing gig": the phrase is cut out, the thing goes on
+                skip_to = inside[1]  # "a tryout yesterday for a choir role": the phrase is cut out, the thing goes on
                 continue
             break  # the time phrase sets the valid time; it is not part of the object
         if (out or t.i > start) and _lemma(t) in stop_lemmas:
@@ -2304,11 +2304,11 @@ def _object_span(
             break  # "an old western the other day"
         if out and low in ("last", "next", "this", "every") and t.i + 1 <= last and doc[t.i + 1].lower_ in _TIME_NOUNS:
             if content and t.i + 2 <= last and doc[t.i + 2].lower_ in _GOES_ON_AFTER_TIME:
-                skip_to = doc[t.i + 2].idx  # "taking some time off this weekend to chill with my pets"
+                skip_to = doc[t.i + 2].idx  # "taking a few days off this month to rest with my cats"
                 continue
             break  # "on a boat trip last summer": a time the resolver does not date still ends the object
         if out and low == "a" and t.i + 1 <= last and doc[t.i + 1].lower_ in ("little", "bit") and (t.i + 2 > last or not doc[t.i + 2].is_alpha):
-            break  # "to clear my mind a little": how much, not what
+            break  # "to rest my eyes a little": how much, not what
         if len(low) > 2 and low not in _STOPWORDS and t.is_alpha:
             if content == MAX_CONTENT_WORDS:
                 # Cut inside a phrase ("by running a neighbourhood | book swap"): back off to the last

@@ -576,7 +576,7 @@ def test_what_a_sixth_audit_found() -> None:
 def test_what_a_seventh_audit_found() -> None:
     # Seed 4256 on this pass (90 correct): a feeling said of the listener, the listener's thing
     # liked, a clause read as a thing, a state guessed, objects that name a verb or nothing.
-    assert said("Lucky you to have such a great team!") == set()
+    assert said("Lucky you to have such a kind crew!") == set()
     assert ("Ana", "feels", "Glad", "assert") in said("Glad you like it!")
     assert said("Loving your new haircut!") == set()
     assert not any(o.endswith("and") for _, _, o, _ in said("Biscuit helps me stay calm and gives me so much comfort."))
@@ -603,12 +603,12 @@ def test_a_time_phrase_inside_the_object_is_cut_out_and_the_thing_goes_on() -> N
     assert c["object"] == "interview for a design job" and c["time_phrase"] == "yesterday" and c["quote"] == "I had an interview yesterday for a design job"
     assert c["valid_at"].date() < SAID.date()
     # A phrase at the end still ends the object; a phrase the thing does not go on after as well.
-    assert ("Ana", "attended", "gym", "assert") in said("I joined a gym last week!")
+    assert ("Ana", "attended", "rowing club", "assert") in said("I joined a rowing club last week!")
 
 
 def test_a_past_habit_is_a_thing_done_and_not_a_plan() -> None:
     assert said("I used to go sailing with my uncle when I was small, we'd sail out past the harbour.") == {("Ana", "activity", "go sailing with my uncle", "assert")}
-    assert ("Ana", "activity", "compete in a few chess tournaments", "assert") in said("I used to compete in a few chess tournaments.")
+    assert ("Ana", "activity", "compete in a few darts leagues", "assert") in said("I used to compete in a few darts leagues.")
     assert said("I used to be shy.") == set()
     assert said("I used to love baking bread.") == set()
     assert said("When I used to live by the sea, life was slow.") == set()
@@ -630,11 +630,11 @@ def test_an_irregular_past_opening_a_sentence_with_a_thing_after_it_is_the_speak
 
 
 def test_an_apposition_after_a_dash_says_what_a_kind_named_is() -> None:
-    assert said("I'm working on a new project - a thriller set in a mountain village.") == {("Ana", "created", "thriller set in a mountain village", "assert")}
+    assert said("I'm working on a new project - a ballad about a lighthouse keeper.") == {("Ana", "created", "ballad about a lighthouse keeper", "assert")}
     assert ("Ana", "started", "pottery class downtown", "assert") in said("I started a new hobby - a pottery class downtown!")
     assert ("Ana", "received", "new job", "assert") in said("I got a new job - I'm so happy.")  # a clause after the dash, no apposition
-    claims = extract([entry("I'm working on a new project - a thriller set in a mountain village.")], CLAUSES).claims.to_pylist()
-    assert [c["quote"] for c in claims if c["predicate"] == "created"] == ["I'm working on a new project - a thriller set in a mountain village"]
+    claims = extract([entry("I'm working on a new project - a ballad about a lighthouse keeper.")], CLAUSES).claims.to_pylist()
+    assert [c["quote"] for c in claims if c["predicate"] == "created"] == ["I'm working on a new project - a ballad about a lighthouse keeper"]
 
 
 def test_to_before_a_place_or_an_owned_thing_goes_on_the_object() -> None:
@@ -692,37 +692,37 @@ def test_what_rules_0_2_0_read_of_named_people_the_clauses_read_too() -> None:
 
 # Rules 0.4.0: what LoCoMo's answer-bearing misses showed was said but not read (docs/extraction.md).
 RULES_040 = [
-    ("I'm after Marley flooring, which is what dance studios usually use.", ("Ana", "goal", "Marley flooring", "assert")),
-    ("I'm on the hunt for the ideal spot for my dance studio.", ("Ana", "goal", "ideal spot for my dance studio", "assert")),
+    ("I'm after oak shelving, which is what bakeries usually use.", ("Ana", "goal", "oak shelving", "assert")),
+    ("We're on the hunt for a sunny corner for the pottery shed.", ("Ana", "goal", "sunny corner for the pottery shed", "assert")),
     ("Let's go to a dance class next Friday!", ("Ana", "plans", "go to a dance class", "assert")),
-    ("Been quite a ride - had an audition yesterday for a writing gig.", ("Ana", "has", "audition for a writing gig", "assert")),
-    ("I used to have a dog back in Michigan with that name.", ("Ana", "has", "dog back in Michigan with that name", "assert")),
+    ("Been a busy week - had a tryout yesterday for a choir role.", ("Ana", "has", "tryout for a choir role", "assert")),
+    ("I used to have a goat back in Ohio with that name.", ("Ana", "has", "goat back in Ohio with that name", "assert")),
     (
-        "It's important for younger generations to remember and appreciate those who served.",
-        ("Ana", "values", "remember and appreciate those who served", "assert"),
+        "It's important for young people to learn and respect the old crafts.",
+        ("Ana", "values", "learn and respect the old crafts", "assert"),
     ),
-    ("I wanted to feel closer to a community and my faith.", ("Ana", "goal", "feel closer to a community and my faith", "assert")),
-    ("Took a short trip last week to Rome to clear my mind a little.", ("Ana", "activity", "Took a short trip to Rome to clear my mind", "assert")),
+    ("I wanted to feel closer to my cousins and my roots.", ("Ana", "goal", "feel closer to my cousins and my roots", "assert")),
+    ("Took a quick ride last week to Bruges to rest my eyes a little.", ("Ana", "activity", "Took a quick ride to Bruges to rest my eyes", "assert")),
     ("Congrats, Jon! The studio looks amazing.", ("studio", "described_as", "amazing", "assert")),
-    ("The sunset and the surrounding beauty were just incredible.", ("sunset and the surrounding beauty", "described_as", "incredible", "assert")),
+    ("The harbour and the old lighthouse were just lovely.", ("harbour and the old lighthouse", "described_as", "lovely", "assert")),
     ("Poppies mean remembrance and peace.", ("Poppies", "described_as", "remembrance and peace", "assert")),
     ("The food was delicious and the staff were friendly.", ("food", "described_as", "delicious", "assert")),
     (
-        "That page specifically has some dialogues exploring loss, redemption, and forgiveness.",
-        ("page", "described_as", "has some dialogues exploring loss, redemption, and forgiveness", "assert"),
+        "That chapter specifically has some letters exploring exile, grief, and courage.",
+        ("chapter", "described_as", "has some letters exploring exile, grief, and courage", "assert"),
     ),
-    ("I love this series. It has adventures, magic, and great characters!", ("series", "described_as", "has adventures, magic, and great characters", "assert")),
-    ("I saw a movie with lots of dream stuff, I think it was called \"Inception\".", ("Ana", "watched", "Inception", "assert")),
+    ("I love this series. It has pirates, storms, and a talking parrot!", ("series", "described_as", "has pirates, storms, and a talking parrot", "assert")),
+    ("I saw a movie with lots of sea battles, I think it was called \"Tidewater\".", ("Ana", "watched", "Tidewater", "assert")),
     (
-        "I've also been playing a game nonstop with a great futuristic setting and gameplay called \"Cyberpunk 2077\".",
-        ("Ana", "practices", "Cyberpunk 2077", "assert"),
+        "I've been playing a strategy game all week with a medieval map called \"Lantern Keep 2\".",
+        ("Ana", "practices", "Lantern Keep 2", "assert"),
     ),
-    ("Another movie script that I contributed to was shown on the big screen!", ("Ana", "created", "movie script", "assert")),
-    ("I felt like I was in a fairy tale! The water sounded so calming.", ("Ana", "feels", "like I was in a fairy tale", "assert")),
-    ("I felt like I was in a fairy tale! The water sounded so calming.", ("water", "described_as", "calming", "assert")),
+    ("Another stage play that I contributed to was shown at the town hall!", ("Ana", "created", "stage play", "assert")),
+    ("I felt like I was in a storybook! The rain sounded so soothing.", ("Ana", "feels", "like I was in a storybook", "assert")),
+    ("I felt like I was in a storybook! The rain sounded so soothing.", ("rain", "described_as", "soothing", "assert")),
     (
-        "Now I'm passionate about creating a safe, inviting place for people to grow.",
-        ("Ana", "likes", "creating a safe, inviting place for people to grow", "assert"),
+        "Now I'm passionate about building a warm, welcoming space for kids to play.",
+        ("Ana", "likes", "building a warm, welcoming space for kids to play", "assert"),
     ),
     ("We went on a long, quiet walk by the river.", ("Ana", "attended", "long, quiet walk by the river", "assert")),
 ]
@@ -738,7 +738,7 @@ def test_rules_040_keep_their_limits() -> None:
     assert said("Let's make a difference together.") == set()
     assert said("I used to have to walk to school.") == set()  # an obligation once, nothing had
     assert said("Had an amazing day with the kids.") == set()  # how a day went, nothing had
-    assert said("My team had a blast to the very end.") == set()  # a saying, nothing held
+    assert said("My crew had a ball to the very end.") == set()  # a saying, nothing held
     assert said("The kids loved it.") == set()  # people pointed at are not described by this rule
     assert said("The thing is, the bus was late.") == {("bus", "described_as", "late", "assert")}  # "the thing" is a saying
     assert said("The garden was important.") == set()  # a value, read by the value patterns only
@@ -763,8 +763,8 @@ def test_rules_040_claims_quote_their_source_and_pass_the_validators() -> None:
 
 
 RULES_041 = [
-    ("Thanks, Gina. Still working on opening a dance studio.", ("Ana", "goal", "opening a dance studio", "assert")),
-    ("We've been working on building up confidence.", ("Ana", "goal", "building up confidence", "assert")),
+    ("Thanks, Lea. Still working on opening a pottery shop.", ("Ana", "goal", "opening a pottery shop", "assert")),
+    ("We've been working on building up stamina.", ("Ana", "goal", "building up stamina", "assert")),
     ("I finished my novel. It's about a dragon and her friends.", ("Ana's novel", "described_as", "about a dragon", "assert")),
     ("I finished my painting. It's based on a photo of my grandma.", ("Ana's painting", "described_as", "based on a photo of my grandma", "assert")),
 ]
@@ -781,7 +781,7 @@ def test_rules_041_keep_their_limits() -> None:
         assert ("Ana's painting", "described_as") not in {c[:2] for c in said(f"I finished my painting. {amount}")}, amount
     # What "it" was made from is read of a thing named in the turn, not of the speaker's last
     # turn's (which named "the main character", not the story it was inspired by).
-    story = session([("Jo", "The main character is dealing with some tough stuff."), ("Nat", "What inspired you?"), ("Jo", "It was inspired by personal experiences.")])
+    story = session([("Jo", "The hero is facing some hard choices."), ("Nat", "What inspired you?"), ("Jo", "It was inspired by old family letters.")])
     assert not [c for c in extract(story, CLAUSES, Resolver(build_aliases(story), build_participants(story))).claims.to_pylist() if c["predicate"] == "described_as"]
 
 
@@ -827,13 +827,13 @@ def test_a_pronoun_that_names_nothing_in_its_turn_stands_for_what_the_speakers_l
     assert (c["source_entry_id"], c["subject_entry_id"]) == ("e3", "e1")
     assert all(o["subject_entry_id"] is None for o in claims if o is not c)
     # A claim's object of the turn before is what "it" may stand for too ("a cake I made").
-    cake = session([("Jo", "Here's a pic of a cake I made recently!"), ("Nat", "I love the way the frosting turned out!"), ("Jo", "Thanks! It's dairy-free vanilla with strawberry filling.")])
-    assert ("cake", "described_as", "dairy-free vanilla with strawberry filling") in {
+    cake = session([("Jo", "Here's a pic of a tart I baked recently!"), ("Nat", "I love the way the crust turned out!"), ("Jo", "Thanks! It's lemon sponge with a plum filling.")])
+    assert ("tart", "described_as", "lemon sponge with a plum filling") in {
         (c["subject"], c["predicate"], c["object"]) for c in extract(cake, CLAUSES, Resolver(build_aliases(cake), build_participants(cake))).claims.to_pylist()
     }
     # "they" for a group of the speaker's own named in their last turn.
-    kids = session([("John", "It really made an impact on my kids."), ("Maria", "How did they react?"), ("John", "They were awestruck and humbled.")])
-    assert ("John's kids", "described_as", "awestruck and humbled") in {
+    kids = session([("Ravi", "It really left a mark on my kids."), ("Lea", "How did they take it?"), ("Ravi", "They were thrilled and quiet.")])
+    assert ("Ravi's kids", "described_as", "thrilled and quiet") in {
         (c["subject"], c["predicate"], c["object"]) for c in extract(kids, CLAUSES, Resolver(build_aliases(kids), build_participants(kids))).claims.to_pylist()
     }
 
@@ -900,23 +900,23 @@ def test_what_the_audit_of_rules_040_found() -> None:
     # the pass kept from 0.3.0): advice read as a doing, a doing read as a thing made, a remark on
     # a doing in general read as one done, a likeness read as a liking, a thing come upon read as
     # received, a noun "wishes" read as a hedge, a saying read as a thing had or planned.
-    assert said("I reccomend finding a fantasy book series to read through.") == set()
+    assert said("I reccomend finding a mystery podcast to listen through.") == set()
     # not a thing made; since rules 0.4.1 an aim worked towards
-    assert said("We've been working on building up confidence and finding positive strategies.") == {
-        ("Ana", "goal", "building up confidence and finding positive strategies", "assert")
+    assert said("We've been working on building up stamina and finding calmer routines.") == {
+        ("Ana", "goal", "building up stamina and finding calmer routines", "assert")
     }
     assert ("Ana", "created", "painting of the lake", "assert") in said("I'm working on a painting of the lake.")
-    assert said("Sounds nice, Maria! Spending time with loved ones is important.") == set()
-    assert not any(p == "likes" for _, p, _, _ in said("We're like a family - always supporting each other."))
-    assert ("Ana", "activity", "came across this cool rainbow sidewalk", "assert") in said("I came across this cool rainbow sidewalk.")
-    assert not any(p in ("considers", "created") for _, p, _, _ in said("We all made wishes and felt so at one with the universe."))
-    assert not any(p == "received" for _, p, _, _ in said("I'm giving my voice and making a real difference."))
-    assert said("Mixed emotions are rough, but I have faith in you!") == set()
-    assert said("I'll make sure to remember this when I need the encouragement the most.") == set()
-    assert said("I'll do my best to make sure these kids have a safe and loving home.") == set()
+    assert said("Sounds nice, Lea! Spending time with old friends is important.") == set()
+    assert not any(p == "likes" for _, p, _, _ in said("We're like a band - always backing each other."))
+    assert ("Ana", "activity", "came across this odd painted bench", "assert") in said("I came across this odd painted bench.")
+    assert not any(p in ("considers", "created") for _, p, _, _ in said("We all made wishes and felt so close to the stars."))
+    assert not any(p == "received" for _, p, _, _ in said("I'm lending my hands and making a real change."))
+    assert said("Mixed days are hard, but I have faith in you!") == set()
+    assert said("I'll make sure to recall this when I need the push the most.") == set()
+    assert said("I'll do my best to see that these pups get a warm bed.") == set()
     # A second draw after those (seed 7311): 96 correct; two of the four errors mended here.
-    assert said("I'm really passionate about making sure veterans are supported and valued.") == set()
-    assert said("Going to community meetings and getting involved has given me a better understanding.") == set()
+    assert said("I'm really passionate about making sure farmers are heard and paid.") == set()
+    assert said("Going to town council sessions and joining in has given me a clearer picture.") == set()
 
 
 # Rules 0.5.0: a reply to the other participant's question in the turn just before. The question
