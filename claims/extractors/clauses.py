@@ -667,7 +667,7 @@ _APPOSITION = re.compile(r"\s+[-–—]+\s+(?:a|an)\s+(?P<obj>[a-z][\w'\-]*(?:\s
 
 
 # Kinds of a work or a venue whose name may follow later in the sentence: "I saw a movie ..., I
-# think it was called "Inception"", "a game with a great setting called "Cyberpunk 2077"".
+# think it was called "Tidewater"", "a game with a medieval map called "Lantern Keep 2"".
 _KINDS = frozenset({
     "movie", "film", "game", "book", "novel", "series", "show", "song", "album", "band", "podcast", "play", "musical",
     "app", "restaurant", "cafe", "café", "bar", "shop", "store", "bakery", "course", "class", "documentary", "anime",
@@ -680,8 +680,8 @@ _TITLE_GIVEN = re.compile(
 
 def _title_given(entry: dict[str, Any], base: dict[str, Any], text: str, p: Proposal, sent: Any) -> Proposal | None:
     """The claim ``p`` again with the title given later in its sentence as its object, when its
-    object names a kind of work or venue ("watched a movie" ... "it was called "Inception"" ->
-    watched "Inception"); the quote runs from ``p``'s quote to the title. None when the sentence
+    object names a kind of work or venue ("watched a movie" ... "it was called "Tidewater"" ->
+    watched "Tidewater"); the quote runs from ``p``'s quote to the title. None when the sentence
     gives no title after the quote or the object names one already."""
     if p.predicate not in ("watched", "created", "received", "practices", "likes", "has", "attended", "studies", "started", "finished"):
         return None
