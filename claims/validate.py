@@ -131,12 +131,12 @@ def _asked_then_answered(obj: str, asked: str, answered: str) -> bool:
 
 
 def _has_words(text: str, part: str) -> bool:
+    # ``part`` as whole words of ``text`` ("Ana" in "my sister Ana", not "an" in "plans").
     return re.search(rf"(?<!\w){re.escape(part)}(?!\w)", text) is not None
 
 
 def _named(name: str, source: dict[str, Any]) -> bool:
-    # Named in the source as a whole word ("Ana" in "my sister Ana", not "an" in "plans").
-    return re.search(rf"(?<!\w){re.escape(_fold(name))}(?!\w)", _fold(source["content"])) is not None
+    return _has_words(_fold(source["content"]), _fold(name))
 
 
 # A subject the speaker owns: "Ana's son" for "my son", "Ana's old area" for "our old area".

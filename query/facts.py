@@ -17,6 +17,7 @@ from query.config import QueryConfig
 from query.context import StateFact, iso
 from query.state import StateQueryError, merge_restatements, state_for_entity
 from views import dossiers as dossier_views
+from views.grouped import Keep
 from views.lance_filters import arrow_filter
 from views.marts import ENTITY_ANALYTICS, STATE_CURRENT, mart_path, read_mart
 from views.state_index import STATE_SOURCE, state_index
@@ -42,7 +43,7 @@ def event_lookup(home: MemcHome, asker: str, scope: str | None, named: dict[str,
         if index is None:
             return None
         wanted = {n.casefold() for n in (names or named.values())}
-        rows, _ = index.rows_for(wanted, lambda rows: arrow_filter(rows, [asker], scope)) or ([], [])
+        rows, _ = index.rows_for(wanted, seen_by(asker, scope)) or ([], [])
         starts: dict[str, datetime] = {}
         for r in rows:
             if holds_for(r, asker, scope) and r["predicate"] == predicate and (r["subject"] or "").casefold() in wanted:
@@ -137,8 +138,14 @@ def state_rows(home: MemcHome, words: set[str], asker: str | None = None, scope:
         return hit
     STATE_SOURCE.set("state_current")
     index = state_index(home)
-    keep = (lambda rows: arrow_filter(rows, [asker], scope)) if asker is not None else None
+    keep = seen_by(asker, scope) if asker is not None else None
     return (index.rows_for(words, keep) if index is not None else None) or ([], [])
+
+
+def seen_by(asker: str, scope: str | None) -> Keep:
+    """The Arrow mask of the state rows in ``scope`` that ``asker`` may see (the search routes'
+    test, views/lance_filters.py): a cut before rows become Python, ``holds_for`` still checks each."""
+    return lambda rows: arrow_filter(rows, [asker], scope)
 
 
 def analytics_rows(home: MemcHome, words: set[str], subject_ids: set[str]) -> list[dict[str, Any]]:

@@ -77,6 +77,10 @@ def _index_marts(state_path: Path, conflicts_path: Path | None = None) -> Subjec
     return SubjectIndex(identity={}, names={k: frozenset(v) for k, v in names.items()}, by_subject=_Subjects(facts, conflicts))
 
 
+def _in_mart_order(rows: pa.Table) -> list[dict[str, Any]]:
+    return table_rows(rows.take(pc.sort_indices(rows.column(ROW))))
+
+
 class _Subjects(Mapping[str, dict[str, Any]]):
     """subject id -> its state_current rows (``facts``) and conflicts rows, in mart order, made on
     lookup from the marts grouped in Arrow: converting every row when the index was built cost
@@ -98,9 +102,9 @@ class _Subjects(Mapping[str, dict[str, Any]]):
         order. A subject much asked about holds thousands of rows at 1M ledger entries (a thing
         described again and again, the asker), and under half of them are the asker's to see:
         made Python, every one was most of a compile's state route (docs/benchmarks.md)."""
-        facts = self._facts.table_of(subject_ids, keep)
-        conflicts = self._conflicts.table_of(subject_ids) if self._conflicts is not None else None
-        return tuple(table_rows(t.take(pc.sort_indices(t.column(ROW)))) if t is not None else [] for t in (facts, conflicts))  # type: ignore[return-value]
+        facts = _in_mart_order(self._facts.table_of(subject_ids, keep))
+        conflicts = _in_mart_order(self._conflicts.table_of(subject_ids)) if self._conflicts is not None else []
+        return facts, conflicts
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._ids)
