@@ -1074,9 +1074,9 @@ _NOT_DESCRIPTIONS = frozenset({
 @dataclass(frozen=True)
 class _Thing:
     """Someone or something of the speaker's, or a thing named, that a later clause may be about:
-    "my son" (subject "Ana's son"), "our turtles", "my old area", the film "Little Women"."""
+    "my son" (subject "Ana's son"), "our turtles", "my old area", the film "Treasure Island"."""
 
-    subject: str  # as a claim names it: "Ana's son", "Little Women"
+    subject: str  # as a claim names it: "Ana's son", "Treasure Island"
     at: int  # the token where it is named (after "my")
     end: int  # the token after it
     kind: str  # "person", "animal" or "thing"
@@ -1751,7 +1751,7 @@ def _read_clause(
     if subject is None:
         return None
     # Someone or something of the speaker's ("my son", "our turtles", "they" for them) or a title
-    # ("it" for "Little Women"): what it does or is, not what the speaker does.
+    # ("it" for "Treasure Island"): what it does or is, not what the speaker does.
     thing = next((o for o in things if o.subject == subject), None) if subject != speaker else None
     it_subject = thing is not None and i > 0 and tokens[i - 1].lower_ == "it"
     words = _word_lists()
@@ -2274,7 +2274,7 @@ def _object_span(
             break
         if t.text in ('"', "“", "”"):
             quoted = not quoted
-        if quoted:  # a title in quotes is one name, never cut: "Charlotte's Web"
+        if quoted:  # a title in quotes is one name, never cut: "The Wind in the Willows"
             content += len(low) > 2 and low not in _STOPWORDS and t.is_alpha
             out.append(t)
             continue

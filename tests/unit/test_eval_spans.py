@@ -12,7 +12,7 @@ from evaluation.spans import run_spans, span_claims, spans
 
 TURNS = [
     {"conversation_id": "c1", "turn_id": "D1:1", "speaker": "Ana",
-     "text": "We roast marshmallows, tell stories and sing. Flowers bring joy."},
+     "text": "We bake bread, play cards and sing. Rain brings calm."},
     {"conversation_id": "c1", "turn_id": "D1:2", "speaker": "Ben",
      "text": "That sounds lovely and I agree with every single word you wrote about the long summer evenings there!"},
     {"conversation_id": "c2", "turn_id": "D1:1", "speaker": "Cy", "text": "My dog Rex loves the beach."},
@@ -22,19 +22,19 @@ TURNS = [
 def test_spans_are_the_sentences_or_their_clauses():
     text = TURNS[0]["text"]
     assert list(spans(text, "sentence")) == [
-        "We roast marshmallows, tell stories and sing.",
-        "Flowers bring joy.",
+        "We bake bread, play cards and sing.",
+        "Rain brings calm.",
     ]
     assert list(spans(text, "clause")) == [
-        "We roast marshmallows", "tell stories", "sing.", "Flowers bring joy.",
+        "We bake bread", "play cards", "sing.", "Rain brings calm.",
     ]  # fmt: skip
 
 
 def test_span_claims_keep_compact_spans_of_the_speaker():
     claims = span_claims(TURNS[0], "sentence")
     assert [(c["subject"], c["predicate"], c["object"], c["source_ref"]) for c in claims] == [
-        ("Ana", "activity", "We roast marshmallows, tell stories and sing.", "D1:1"),
-        ("Ana", "activity", "Flowers bring joy.", "D1:1"),
+        ("Ana", "activity", "We bake bread, play cards and sing.", "D1:1"),
+        ("Ana", "activity", "Rain brings calm.", "D1:1"),
     ]
     # only sentences that say I, me, my, we, us or our
     assert [c["object"] for c in span_claims(TURNS[0], "sentence", first_person=True)] == [claims[0]["object"]]
