@@ -8,7 +8,7 @@ from catalog.resources import MemcResource
 from claims.extract import active_extractor_key
 from claims.resolve import RULES as ALIAS_RULES
 from claims.store import read_aliases, read_claims
-from ledger.schema import PUBLIC
+from ledger.schema import PUBLIC, said_in
 from memc.ids import entity_id
 
 
@@ -17,7 +17,7 @@ from memc.ids import entity_id
     blocking=True,
     description=(
         "Every claim of the active extractor (all days) names a source entry in the ledger, its quote "
-        "occurs there verbatim, and its visibility is no broader than that entry's."
+        "occurs there verbatim (in its content or its picture's caption), and its visibility is no broader than that entry's."
     ),
 )
 def claims_provenance(memc: MemcResource) -> dg.AssetCheckResult:
@@ -26,13 +26,13 @@ def claims_provenance(memc: MemcResource) -> dg.AssetCheckResult:
     wanted = {c["source_entry_id"] for c in claims}
     source = {
         r["entry_id"]: r
-        for r in memc.ledger().read(["entry_id", "content", "visibility"]).to_pylist()
+        for r in memc.ledger().read(["entry_id", "content", "attributes", "visibility"]).to_pylist()
         if r["entry_id"] in wanted
     }
     bad_quote, too_broad = [], []
     for c in claims:
         src = source.get(c["source_entry_id"])
-        if src is None or c["quote"] not in src["content"]:
+        if src is None or not said_in(c["quote"], src["content"], src["attributes"]):
             bad_quote.append(c["claim_id"])
         elif PUBLIC not in src["visibility"] and set(c["visibility"]) - set(src["visibility"]):
             too_broad.append(c["claim_id"])

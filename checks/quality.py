@@ -45,7 +45,7 @@ def ledger_expectations(memc: MemcResource) -> dg.AssetCheckResult:
 )
 def claims_expectations(memc: MemcResource) -> dg.AssetCheckResult:
     key = active_extractor_key()
-    report = validate_claims(read_claims(memc.home.claims, key), memc.ledger().read(["entry_id", "content"]))
+    report = validate_claims(read_claims(memc.home.claims, key), memc.ledger().read(["entry_id", "content", "attributes"]))
     return dg.AssetCheckResult(
         passed=report.success, severity=dg.AssetCheckSeverity.ERROR, metadata={"extractor": key, **report.metadata()}
     )

@@ -93,6 +93,14 @@ class Answers(_Strict):
     what: tuple[str, ...] = Field(min_length=1)
 
 
+class Captions(_Strict):
+    # A picture shared with a turn (clauses._shared_picture): the leads its caption's object drops.
+    leads: tuple[str, ...] = Field(min_length=1)
+    # The speaker's words that show it, and the names of a picture before what it shows.
+    showing: tuple[str, ...] = Field(min_length=1)
+    pictures: tuple[str, ...] = Field(min_length=1)
+
+
 class Lexicon(_Strict):
     version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
     frame: tuple[Frame, ...] = Field(min_length=1)
@@ -106,6 +114,7 @@ class Lexicon(_Strict):
     owned: Owned
     relations: Relations
     answers: Answers
+    captions: Captions
 
 
 class LexiconError(ValueError):

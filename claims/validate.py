@@ -2,7 +2,8 @@
 
 - schema: types and required fields (pydantic, when the proposal is built: ``claims.model.Proposal``);
 - ontology: the predicate is known, and subject and object have its argument types;
-- provenance: the proposal names its source entry, its quote occurs there verbatim, and the quote
+- provenance: the proposal names its source entry, its quote occurs there verbatim (in the
+  content, or in the caption of a picture the entry shares), and the quote
   supports the fact: the object (and any time phrase) occurs in the quote (the object may skip
   that time phrase), the subject is the
   speaker, named in the source, the "you" of a two-party session or the speaker's own ("Ana's
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from claims import timephrase
 from claims.model import Proposal
 from claims.ontology import ONTOLOGY, object_type_error, subject_type_error
-from ledger.schema import PUBLIC
+from ledger.schema import PUBLIC, said_in
 
 if TYPE_CHECKING:
     from claims.resolve import Resolver
@@ -61,8 +62,8 @@ def provenance(
 ) -> str | None:
     if source is None:
         return f"source entry {p.source_entry_id} is not in the ledger"
-    if p.quote not in source["content"]:
-        return f"quote {p.quote[:60]!r} does not occur verbatim in entry {p.source_entry_id}"
+    if not said_in(p.quote, source["content"], source.get("attributes")):
+        return f"quote {p.quote[:60]!r} does not occur verbatim in entry {p.source_entry_id} (its content or its picture's caption)"
     quote = _fold(p.quote)
     person_object = ONTOLOGY[p.predicate].object_type == "person" if p.predicate in ONTOLOGY else False
     # The object may skip the claim's own time phrase ("had an audition yesterday for a writing

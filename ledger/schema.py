@@ -59,6 +59,26 @@ LEDGER_SCHEMA = pa.schema(
 )
 LEDGER_COLUMNS = tuple(LEDGER_SCHEMA.names)
 
+# The attributes key of the caption of a picture an entry shares (a chat app's alt text, a
+# conversation file's ``image_caption``): said with the entry, so a claim may quote it.
+IMAGE_CAPTION = "image_caption"
+
+
+def image_caption(attributes: str | None) -> str | None:
+    """The caption of the picture an entry shares, from its attributes JSON, or None."""
+    if not attributes or IMAGE_CAPTION not in attributes:
+        return None  # most entries share none: no JSON parse for them
+    caption = json.loads(attributes).get(IMAGE_CAPTION)
+    return caption if isinstance(caption, str) and caption.strip() else None
+
+
+def said_in(quote: str | None, content: str | None, attributes: str | None) -> bool:
+    """Whether a claim's quote occurs verbatim in what its entry says: the content, or the
+    caption of the picture the entry shares (never across the two)."""
+    if not quote:
+        return False
+    return quote in (content or "") or quote in (image_caption(attributes) or "")
+
 
 class NewEntry(BaseModel):
     """An entry as a producer hands it to the ledger; seq and recorded_at are assigned at commit."""

@@ -211,6 +211,12 @@ def claim_sentence(claim: Mapping[str, Any]) -> str:
     return f"{claim['subject']} {verb} {claim['object']} ({since} {day})"
 
 
+# Claims whose whole object the source entry's own indexed text already holds: an identifier is in
+# the turn's text, where full text finds it; a shared picture's caption is rendered with the turn
+# (:func:`render`). A sentence of the claim beside it would rank the same words twice.
+SAID_WITH_THE_SOURCE = ("mentions_identifier", "shared_photo")
+
+
 def claim_rows(claims: pa.Table | Iterable[Mapping[str, Any]], known_entities: Iterable[str] = ()) -> pa.Table:
     """One row per claim, rendered by :func:`claim_sentence`, with the claim's own scope,
     visibility (never broader than its source's) and valid/recorded time. ``entity_ids`` holds the
@@ -218,8 +224,7 @@ def claim_rows(claims: pa.Table | Iterable[Mapping[str, Any]], known_entities: I
     ``known_entities``), the object."""
     known = set(known_entities)
     table = claims if isinstance(claims, pa.Table) else pa.Table.from_pylist(list(claims))
-    table = table.filter(pc.not_equal(table.column("predicate"), "mentions_identifier")) if table.num_rows else table
-    # (mentions_identifier: the identifier is already in the source turn's text, where full text finds it.)
+    table = table.filter(pc.invert(pc.is_in(table.column("predicate"), pa.array(SAID_WITH_THE_SOURCE)))) if table.num_rows else table
     n = table.num_rows
     if n == 0:
         return EVIDENCE_SCHEMA.empty_table()

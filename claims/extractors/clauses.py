@@ -54,6 +54,7 @@ from claims import timephrase
 from claims.extractors import rules
 from claims.lexicon import lexicon
 from claims.model import Proposal
+from ledger.schema import image_caption
 from claims.nlp import forms, lemma, lemma_table, lemmas, pipeline, surface_variants, word_classes
 
 if TYPE_CHECKING:
@@ -434,6 +435,9 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 yield from once(_pet_kind(entry, base, text, start, obj_start, obj_end))  # "we got a puppy named Bella"
     if speaker and listener:
         yield from once(_encouragement(entry, base, text, speaker, listener))
+    if speaker:
+        for p in _shared_picture(entry, base, text, speaker):
+            yield from once(p)
     doc = pipeline()(text)
     sents = list(doc.sents)
     # Where each sentence starts, read once (Token.sent walks the sentences again on every call)
@@ -484,6 +488,69 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
     yield from rules._identifiers(entry, base, text, actor)
     if resolver is not None:
         yield from rules._mentions(entry, base, text, actor, resolver)
+
+
+# A caption is another's words for what the picture shows (in conversation files, a captioning
+# model's): the claim that the speaker shared that picture is held a little below what they say.
+CAPTION_CONFIDENCE = 0.8
+
+
+@functools.cache
+def _caption_lead() -> re.Pattern[str]:
+    leads = sorted(lexicon().captions.leads, key=len, reverse=True)
+    return re.compile(r"\s*(?:" + "|".join(re.escape(lead) for lead in leads) + r")\s+", re.I)
+
+
+@functools.cache
+def _showing() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """(the speaker's words showing a picture and the phrase after them, up to the clause's end;
+    a picture's own name opening that phrase: "a pic of", "this shot of")."""
+    cap = lexicon().captions
+    opener = "|".join(re.escape(s).replace("'", "['’]") for s in sorted(cap.showing, key=len, reverse=True))
+    shown = re.compile(rf"(?<![\w'’])(?:{opener})\s+(?P<what>(?:this|these|that|my|our|a|an|the)\s[^.!?,;:()–—]*[^\s.!?,;:()–—])", re.I)
+    named = "|".join(re.escape(w) for w in sorted(cap.pictures, key=len, reverse=True))
+    picture = re.compile(rf"(?:(?:this|that|a|an|the|my|our)\s+)?(?:\w+\s+)?(?:{named})\b(?P<of>\s+(?:of|at)\s+)?", re.I)
+    return shown, picture
+
+
+def _shared_picture(entry: dict[str, Any], base: dict[str, Any], text: str, speaker: str) -> Iterator[Proposal]:
+    """`shared_photo` for the picture a turn shares (the entry's ``image_caption`` attribute): its
+    caption, "a photo of a kayak tied to a dock" as "a kayak tied to a dock" quoting the caption
+    whole, and the speaker's own words for it, "Here's a pic of my kayak" as "my kayak" quoting
+    them. Nothing without a picture, nor for a phrase of more than six content words (a sentence,
+    not a fact) or one that names only the picture ("Here's a pic from the day")."""
+    caption = image_caption(entry.get("attributes"))
+    if caption is None:
+        return
+
+    def shared(obj: str, quote: str, confidence: float) -> Proposal | None:
+        words = [w for w in content_words(obj) if w.strip(".,!?'’") not in _VAGUE_OBJECTS | _OBJECT_PRONOUNS]
+        if not words or len(content_words(obj)) > MAX_CONTENT_WORDS:
+            return None
+        return Proposal(subject=speaker, predicate="shared_photo", object=obj, valid_at=entry["valid_at"], quote=quote, **{**base, "confidence": confidence})
+
+    lead = _caption_lead().match(caption)
+    if (p := shared(caption[lead.end() if lead else 0 :].strip().rstrip("."), caption, min(base["confidence"], CAPTION_CONFIDENCE))) is not None:
+        yield p
+    shown, picture = _showing()
+    for m in shown.finditer(text):
+        what = re.split(r"\s+-+\s+|\s+-+$", m.group("what"))[0]  # "my students - they're ...": a dash ends it, a hyphen does not
+        named = picture.match(what)
+        if named is not None:
+            if not named.group("of"):
+                continue  # "Here's a pic from the day": the picture, not what it shows
+            what = what[named.end() :]
+        if (at := timephrase.find(what)) is not None:
+            what = what[: at.start()].rstrip()  # "our latest work from last weekend": the time is no part of the thing
+            what = re.sub(r"\s+(?:from|at|on|in|during)$", "", what)
+        what = re.sub(r"^(?:this|these|that)\s+", "", what, flags=re.I)  # "this jam" in the picture: the jam
+        first = what.split(maxsplit=1)[0].lower() if what.strip() else ""
+        if first in ("what", "how", "where", "when", "who", "why", "which") or first in _OBJECT_PRONOUNS | _NOT_POINTED:
+            continue  # "a look at what I've been working on": a clause; "a pic of him eating": whom is a guess; "this moment I snapped"
+        said = m.group(0)
+        quote = said[: said.find(what, m.start("what") - m.start()) + len(what)]  # the words that show it, up to what it shows
+        if (p := shared(what, quote, base["confidence"])) is not None:
+            yield p
 
 
 @functools.cache
@@ -1895,10 +1962,15 @@ def _read_clause(
                 said[1][:1].isdigit() or said[1] in _ABOUT_NOT_A_TOPIC or (said[1] in ("a", "an") and said[2:3] and said[2].strip(".,!?") in _ABOUT_AMOUNTS)
             ):
                 head = "about"  # "It's about a dragon and her friends": what a work is about (not "about 2 feet wide")
-            if it_subject and (head is None or head in _NOT_DESCRIPTIONS):
+            # "It stands for hope and courage": what it means is the object, of a thing named in
+            # this turn only (an earlier turn's thing is a guess: the picture shared since, a third thing)
+            meaning = not described and verb.lower_ in _MEANING and not thing.earlier
+            if meaning and said[:2] in (["the", "world"], ["so", "much"], ["a", "great"], ["everything"], ["nothing"]):
+                return None  # "it means the world to me", "it meant so much": how much, not what it stands for
+            if it_subject and not meaning and (head is None or head in _NOT_DESCRIPTIONS):
                 return None  # "it's been quite a struggle", "It's a small step": a saying; "a blend of comedy and suspense" says what it is
             compound = verb.i < tokens[-1].i and verb.doc[verb.i + 1].text in ("-", "–") and not verb.whitespace_  # "part-time", "dairy-free"
-            if bare_noun and verb.lower_ not in ("a", "an", "about") and (head not in _MADE_FROM or thing.earlier) and not (
+            if bare_noun and not meaning and verb.lower_ not in ("a", "an", "about") and (head not in _MADE_FROM or thing.earlier) and not (
                 lemma(head) in word_classes()["noun"] and not head.endswith("ing") and (compound or head not in word_classes()["adj"])
             ):
                 return None  # "It's awesome for the kids", "it's normal to be nervous": said of a moment, not what the thing is

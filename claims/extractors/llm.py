@@ -4,7 +4,9 @@ reply is read by the question it answers ("How often do you swim?" - "Twice a we
 "it" by what the speaker's own turn before named ("I completed my first wooden canoe!" - "What is
 it made of?" - "It's a blend of cedar and walnut!"): the model may name that question
 (``question_entry_id``, ``question_quote``) or that turn (``subject_entry_id``), which the
-validators check in that entry as they check the quote in its own.
+validators check in that entry as they check the quote in its own. A turn that shares a picture
+goes with the picture's caption (``picture_caption``), which a claim may quote instead of the text
+(the speaker's ``shared_photo``), as the clause extractor reads it.
 
 Configuration (environment, or an ``LLMConfig`` passed in):
 
@@ -42,10 +44,11 @@ from urllib3.util.retry import Retry
 from claims import timephrase
 from claims.extractors.base import Extractor, ExtractorError, UnusableAnswer
 from claims.ontology import ONTOLOGY
+from ledger.schema import image_caption
 
 NAME = "llm"
 # The prompt's version; the model name is appended, since another model is another extractor.
-PROMPT_VERSION = "0.2.0"
+PROMPT_VERSION = "0.3.0"
 
 
 class LLMConfig(BaseModel):
@@ -114,7 +117,8 @@ Answer with one JSON object: {"claims": [ ... ]}, nothing else. Each claim is an
   "subject": the person the fact is about; for "I"/"my" use the speaker's name,
   "predicate": one of PREDICATES,
   "object": the value, copied exactly from the text,
-  "quote": the shortest span of the text that states the fact, copied verbatim (it must contain the object),
+  "quote": the shortest span of the text that states the fact, copied verbatim (it must contain the object);
+    for what a shared picture shows ("shared_photo"), a span of "picture_caption" instead, never of both,
   "polarity": "assert", or "retract" when the text says the fact no longer holds ("I don't live in X anymore"),
   "time_phrase": the relative time phrase in the quote that dates the fact ("last month", "yesterday"), or null,
   "asserted_by": for reported speech ("Jonas says Mira teaches ..."), the name of who is reported to have said it, else null,
@@ -258,6 +262,8 @@ def llm_extractor(cfg: LLMConfig | None = None) -> Extractor:
             "said_at": entry["valid_at"].isoformat(),
             "text": entry["content"],
         }
+        if caption := image_caption(entry.get("attributes")):
+            user["picture_caption"] = caption
         if dialogue is not None:
             if before := dialogue.before(entry):
                 user["turns_before"] = before

@@ -40,7 +40,7 @@ def test_good_json_becomes_validated_claims_with_resolved_time():
     assert r.rejections.num_rows == 0, r.rejections.to_pylist()
     by = {c["predicate"]: c for c in r.claims.to_pylist()}
     assert by["lives_in"]["valid_at"] == datetime(2024, 4, 1, tzinfo=timezone.utc)  # resolved here, not by the model
-    assert by["lives_in"]["extractor"] == "llm" and by["lives_in"]["extractor_version"] == "0.2.0+fake-model"
+    assert by["lives_in"]["extractor"] == "llm" and by["lives_in"]["extractor_version"] == "0.3.0+fake-model"
     assert by["lives_in"]["confidence"] == 0.95 and by["lives_in"]["visibility"] == ["elena", "tomasz"]
     assert by["has_relative"]["object_id"] is not None
 
@@ -72,6 +72,25 @@ def test_a_reply_is_sent_with_the_question_before_it_and_its_claim_checked_there
             extract(turns, llm_extractor(cfg(fake)))
             bodies = [json.loads(req["body"]["messages"][1]["content"]) for req in fake.requests]
             assert [[t["entry_id"] for t in b.get("turns_before", [])] for b in bodies] == sent_with
+
+
+def test_a_pictures_caption_is_sent_and_a_claim_may_quote_it():
+    # The caption goes with the turn; the model's shared_photo quotes it and passes provenance,
+    # a quote made of the text and the caption together does not.
+    pictured = dict(entry("Look what I finished!"), attributes=json.dumps({"image_caption": "a photo of a cedar canoe on a lake"}))
+    good = {"subject": "Elena", "predicate": "shared_photo", "object": "a cedar canoe on a lake", "quote": "a photo of a cedar canoe on a lake"}
+    across = dict(good, object="finished", quote="finished! a photo")
+    with FakeLLM(claims_answer(good, across)) as fake:
+        r = extract([pictured], llm_extractor(cfg(fake)))
+        sent = json.loads(fake.requests[0]["body"]["messages"][1]["content"])
+    assert sent["picture_caption"] == "a photo of a cedar canoe on a lake"
+    (c,) = r.claims.to_pylist()
+    assert (c["predicate"], c["object"], c["quote"]) == ("shared_photo", "a cedar canoe on a lake", "a photo of a cedar canoe on a lake")
+    (rej,) = r.rejections.to_pylist()
+    assert rej["validator"] == "provenance" and "verbatim" in rej["reason"]
+    with FakeLLM() as fake:
+        extract([entry()], llm_extractor(cfg(fake)))
+        assert "picture_caption" not in json.loads(fake.requests[0]["body"]["messages"][1]["content"])
 
 
 def test_an_it_is_read_by_the_speakers_turn_before_and_checked_there():
@@ -171,7 +190,7 @@ def test_configuration_from_the_environment(monkeypatch):
     monkeypatch.setenv("MEMC_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("MEMC_LLM_MODEL", "acme/tiny:7b")
     monkeypatch.setenv("MEMC_EXTRACTOR", "llm")
-    assert active_extractor().key == "llm-0.2.0+acme_tiny_7b"  # building it opens no connection
+    assert active_extractor().key == "llm-0.3.0+acme_tiny_7b"  # building it opens no connection
     monkeypatch.setenv("MEMC_EXTRACTOR", "oracle")
     with pytest.raises(ExtractorError, match="unknown extractor 'oracle'"):
         active_extractor()

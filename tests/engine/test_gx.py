@@ -139,6 +139,22 @@ def test_each_claims_expectation_fails_on_crafted_bad_claims(good, rule):
         assert _id(bad, r, "claim_id") in report.metadata()["failing_claim_ids"]
 
 
+def test_a_quote_may_come_from_the_caption_of_the_picture_its_entry_shares(good):
+    import json
+
+    table, claims = good
+    source = claims.column("source_entry_id")[0].as_py()
+    row = table.column("entry_id").to_pylist().index(source)
+    caption = "a photo of a red kite over a hayfield"
+    pictured = _set(table, "attributes", row, json.dumps({"image_caption": caption}))
+    quoted = _set(claims, "quote", 0, caption)
+    assert validate_claims(quoted, pictured).success
+    assert "quote present in the source entry" in _failed(validate_claims(quoted, table))  # no picture there
+    content = table.column("content")[row].as_py()
+    across = _set(claims, "quote", 0, f"{content[-4:]} {caption[:8]}")  # never across content and caption
+    assert "quote present in the source entry" in _failed(validate_claims(across, pictured))
+
+
 def test_claims_schema_and_required_values(good):
     from claims.model import CLAIM_SCHEMA
 
@@ -162,7 +178,8 @@ def test_the_frames_are_hashed_by_pandas_not_pickled(good):
     from checks.gx import claims_frame, ledger_frame
 
     table, claims = good
-    sources = dict(zip(table.column("entry_id").to_pylist(), table.column("content").to_pylist()))
+    texts = zip(table.column("content").to_pylist(), table.column("attributes").to_pylist())
+    sources = dict(zip(table.column("entry_id").to_pylist(), texts))
     for frame in (ledger_frame(table), claims_frame(claims, sources)):
         assert len(pd.util.hash_pandas_object(frame, index=True)) == len(frame)
     frame = ledger_frame(table)

@@ -500,6 +500,8 @@ def test_claim_rows_render_short_sentences_pointing_at_their_source() -> None:
         dict(base, claim_id="c_3", object="Potsdam", polarity="retract", visibility=["elena"]),
         dict(base, claim_id="c_4", predicate="has_relative", object="Priya", object_id=None, cardinality="multi"),
         dict(base, claim_id="c_5", predicate="mentions_identifier", object="ORD-1"),
+        # (neither is indexed: the turn's own rendered text holds the identifier and the caption)
+        dict(base, claim_id="c_6", predicate="shared_photo", object="a kayak on a dock", cardinality="multi"),
     ]
     rows = claim_rows(claims, known_entities=[entity_id("team", "Priya")]).to_pylist()
     assert [r["text"] for r in rows] == [

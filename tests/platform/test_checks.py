@@ -16,7 +16,7 @@ import claims.extract
 import claims.run
 from memc.home import MemcHome
 
-from conftest import SAMPLES
+from conftest import REPO, SAMPLES
 
 STG_CLAIMS = dg.AssetKey("stg_memc__claims")
 # stg_memc__claims is the active version's slice of stg_memc__claims_all_versions, and its dbt
@@ -88,6 +88,27 @@ def test_a_failing_blocking_check_stops_the_views_below_and_leaves_the_ledger(ho
     # the ledger's own suite, run by the observation job `memc build` starts with
     led = instance.event_log_storage.get_latest_asset_check_execution_by_key([dg.AssetCheckKey(dg.AssetKey("ledger"), "ledger_expectations")])
     assert next(iter(led.values())).event.dagster_event.event_specific_data.passed
+
+
+def test_a_claim_quoting_a_pictures_caption_passes_the_provenance_checks(tmp_path):
+    """A turn that shares a picture gives `shared_photo`, quoting the caption: the blocking
+    provenance check and the GX suite find that quote in the entry, in a real run."""
+    from catalog.keys import CLAIMS, ENTITY_ALIASES
+    from claims.extractors.registry import active_extractor_key
+    from claims.store import read_claims
+    from ingestion import ingest_paths
+    from ledger import Ledger
+    from orchestration.runner import build
+
+    h = MemcHome.resolve(tmp_path / "pictured").ensure()
+    ingest_paths(Ledger(h.ledger), [REPO / "tests" / "fixtures" / "ingestion" / "conversation.jsonl"], scope="s", visibility=("public",))
+    report = build(h, selection=[ENTITY_ALIASES, CLAIMS])
+    assert report.checks.get("claims:claims_provenance") is True, report.checks
+    assert report.checks.get("claims:claims_expectations") is True, report.checks
+    shared = [c for c in read_claims(h.claims, active_extractor_key()).to_pylist() if c["predicate"] == "shared_photo"]
+    assert [(c["subject"], c["object"], c["quote"]) for c in shared] == [
+        ("Ana", "red rooftops and a river at sunset", "a photo of red rooftops and a river at sunset")
+    ]
 
 
 def test_watermark_lag_check_sees_a_view_behind_the_ledger(home):

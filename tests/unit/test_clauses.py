@@ -448,7 +448,7 @@ print(json.dumps([before, pipeline.cache_info().currsize, claims]))
 def test_versions_live_side_by_side(monkeypatch) -> None:
     monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
     # "rules" (and the default) is the newest rules version; the one it replaced by its key
-    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.5.0"
+    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.6.0"
     assert active_extractor(RULES.key) is RULES and RULES.version == "0.2.0"
     # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
     e = entry("I moved to Berlin last month and I love it.")
@@ -1035,3 +1035,99 @@ def test_memc_claims_shows_the_question_a_reply_answers(tmp_path, monkeypatch) -
     assert (c["question_entry_id"], c["question_quote"]) == (entries[0]["entry_id"], "How often do you go rowing?")
     # Nobody who may not see the turns sees the claim.
     assert "answering" not in CliRunner().invoke(cli, ["--home", str(home.root), "claims", "--as", "zed"]).output
+
+
+def _with_picture(text: str, caption: str, n: int = 1) -> dict:
+    return dict(entry(text, n=n), attributes=json.dumps({"conversation_id": "c1", "image_caption": caption}))
+
+
+@pytest.mark.parametrize(
+    "caption, want",
+    [
+        ("a photo of a wooden canoe resting on two sawhorses", "a wooden canoe resting on two sawhorses"),
+        ("A photography of a bowl of ramen with a soft egg.", "a bowl of ramen with a soft egg"),
+        ("a drawing of a heron in blue ink", "a drawing of a heron in blue ink"),  # what the picture is stays
+        ("three lanterns hanging over a market stall", "three lanterns hanging over a market stall"),
+    ],
+)
+def test_a_shared_pictures_caption_is_what_the_speaker_shared(caption: str, want: str) -> None:
+    (p,) = [p for p in clauses.propose(_with_picture("Look what we finished!", caption)) if p.predicate == "shared_photo"]
+    assert (p.subject, p.object, p.quote, p.polarity) == ("Ana", want, caption, "assert")
+    assert p.confidence == clauses.CAPTION_CONFIDENCE  # another's words for what it shows
+    assert first_failure(p, _with_picture("Look what we finished!", caption), None, None, None) is None
+
+
+def test_no_picture_claim_without_a_caption_or_from_a_sentence_long_one() -> None:
+    assert not [p for p in clauses.propose(entry("Look what we finished!")) if p.predicate == "shared_photo"]
+    long = "a photo of a sign taped to a cafe door asking people to keep their bikes off the narrow porch"
+    assert not [p for p in clauses.propose(_with_picture("Funny sign!", long)) if p.predicate == "shared_photo"]
+    # The caption of someone who is not a person speaking (a document, a tool) gives none either.
+    doc = dict(_with_picture("Quarterly notes", "a photo of a whiteboard"), kind="document", actor=None)
+    assert not [p for p in clauses.propose(doc) if p.predicate == "shared_photo"]
+
+
+def test_a_quote_from_the_caption_is_checked_there_and_only_there() -> None:
+    source = _with_picture("Look what we finished!", "a photo of a wooden canoe on sawhorses")
+    (p,) = [p for p in clauses.propose(source) if p.predicate == "shared_photo"]
+    assert first_failure(p, dict(source, attributes='{"conversation_id": "c1"}'), None, None, None)[0] == "provenance"
+    across = p.model_copy(update={"quote": "finished! a photo", "object": "finished"})  # never across content and caption
+    assert "verbatim" in first_failure(across, source, None, None, None)[1]
+    assert first_failure(p.model_copy(update={"object": "a steel canoe"}), source, None, None, None)[0] == "provenance"
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("My ring is special to me. It stands for hope and courage.", ("Ana's ring", "described_as", "hope and courage", "assert")),
+        ("This ring came from my aunt. She gave it to me when I was ten, and it stands for hope and courage.", ("ring", "described_as", "hope and courage", "assert")),
+        ("My old bike is in the shed. It reminds me of summers at the lake.", ("Ana's old bike", "described_as", "summers at the lake", "assert")),
+    ],
+)
+def test_what_a_thing_named_before_stands_for(text: str, want: tuple) -> None:
+    assert want in said(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My ring is special. It means the world to me.",  # how much, not what it stands for
+        "I finished the mural. It means so much to me.",
+        "My kite is red. It means I can fly it anywhere.",  # a clause
+        "It stands for freedom.",  # nothing named before it in the turn
+    ],
+)
+def test_no_meaning_read_of_an_amount_a_clause_or_nothing_named(text: str) -> None:
+    # (what the first sentence says the thing is, "special" or "red", stays)
+    assert not [s for s in said(text) if s[1] == "described_as" and s[2] not in ("special", "red")]
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("Here's a pic of my kayak at the lake!", ("my kayak at the lake", "Here's a pic of my kayak at the lake")),
+        ("Look at this homemade plum jam!", ("homemade plum jam", "Look at this homemade plum jam")),
+        ("Here's our latest mural from last weekend.", ("our latest mural", "Here's our latest mural")),  # the time is no part of it
+        ("look at my students - they're already great", ("my students", "look at my students")),
+        ("Here's a recent self-portrait I made.", ("a recent self-portrait I made", "Here's a recent self-portrait I made")),
+    ],
+)
+def test_the_speakers_words_for_the_picture_they_share(text: str, want: tuple[str, str]) -> None:
+    source = _with_picture(text, "a photo of a lake")
+    shown = [(p.object, p.quote) for p in clauses.propose(source) if p.predicate == "shared_photo" and p.quote != "a photo of a lake"]
+    assert shown == [want]
+    (p,) = [p for p in clauses.propose(source) if p.quote == want[1]]
+    assert p.confidence == 0.9 and first_failure(p, source, None, None, None) is None  # the speaker's words, not the captioner's
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Here's a pic from the day.",  # the picture alone
+        "Here's a pic of him eating parsley.",  # whom "him" stands for is a guess
+        "Here's a look at what I've been working on.",  # a clause
+        "Check out this moment I snapped.",
+    ],
+)
+def test_no_shown_thing_from_words_that_name_only_the_picture_or_a_guess(text: str) -> None:
+    assert [p.quote for p in clauses.propose(_with_picture(text, "a photo of a lake")) if p.predicate == "shared_photo"] == ["a photo of a lake"]
+    assert not [p for p in clauses.propose(entry("Here's a pic of my kayak at the lake!")) if p.predicate == "shared_photo"]  # no picture
