@@ -473,8 +473,11 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
             if earlier is not None and not any(o.subject == read.subject for o in things if not o.earlier):
                 # "It's a mix of ...": the earlier turn names the subject (unless this one does too)
                 read = read.model_copy(update={"subject_entry_id": earlier.source})
-            if read is not None and read.subject != speaker and read.object.split()[0].lower() in _OBJECT_PRONOUNS:
-                continue  # "my neighbours make me keep trying": what they do to the speaker, cut at "me"
+            if read is not None and read.subject != speaker and (
+                read.object.split()[0].lower() in _OBJECT_PRONOUNS
+                or (read.predicate == "activity" and [w.lower() for w in read.object.split()[:2]] in _DONE_TO_THE_SPEAKER)
+            ):
+                continue  # "my neighbours make me keep trying", "my cats bring me joy": what they do to the speaker
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
                 yield from once(_apposed(read, text))
                 yield from once(_title_given(entry, base, text, read, sent))
@@ -1219,6 +1222,9 @@ def _owned_at(doc: Any, k: int, closers: frozenset[str] = frozenset()) -> tuple[
     return end, kind
 
 
+# What someone or something else does to the speaker's mood ("my cats bring me joy", "they keep us
+# going"): how the speaker feels, not a doing of theirs (not "invited me to a class").
+_DONE_TO_THE_SPEAKER = [[verb, who] for verb in ("bring", "brings", "brought", "make", "makes", "keep", "keeps") for who in ("me", "us")]
 # Forms of "be", "have" and "get" that are nouns too in WordNet's lists ("are", "gets"): never a noun here.
 _CLOSING_VERBS = frozenset({"are", "gets", "has", "does", "goes", "makes", "keeps", "brings", "helps", "loves", "likes", "needs", "wants"})
 _CLOSING = frozenset({
@@ -2115,8 +2121,12 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         or (predicate == "practices" and [w.lower() for w in words[:2]] in (["run", "out"], ["ran", "out"], ["running", "out"]))  # "I run out of ideas"
         or (predicate in ("plans", "goal", "considers") and named and all(w in _PEOPLE_WORDS for w in named))  # "we show people"
         or (predicate == "practices" and len(words) <= 5 and any(w.lower().strip(".,!?") in ("it", "them") for w in words[1:]))  # "played it and recommended it"
+        or (predicate in ("plans", "goal") and re.match(r"(?:add|put|keep) (?:it|them|that) (?:to|on|in) (?:my|the|our) (?:\w+ )?list\b", " ".join(rest)))  # "I'll add it to my list": interest, not a plan
+        or (predicate == "considers" and lemma(first) in ("know", "think", "guess", "bet", "believe", "suppose", "imagine", "say"))  # "I knew you'd be on board": a belief
     ):
         return None
+    if predicate == "studies" and "hard way" in " ".join(rest):
+        return None  # "I learned that the hard way": a lesson, nothing studied
     if predicate in ("likes", "dislikes", "values") and rest[:2] in (["making", "sure"], ["make", "sure"]):
         return None  # "passionate about making sure farmers [are heard]": a clause, cut before its verb
     if predicate in ("values", "likes") and re.search(r"\b(?:your|you)\s*$", text[: span[0]], re.I):
