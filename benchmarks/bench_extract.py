@@ -33,7 +33,9 @@ def _entries(path: Path) -> list[dict]:
                 "seq": i, "entry_id": f"e_{i}", "kind": "message", "scope": "locomo", "session_id": r["session_id"],
                 "actor": r["speaker"], "content": r["text"], "source_ref": r["turn_id"], "visibility": ["public"],
                 "valid_at": datetime.fromisoformat(r["timestamp"]).replace(tzinfo=timezone.utc), "recorded_at": now,
-                "confidence": 1.0, "attributes": json.dumps({"conversation_id": r["conversation_id"]}),
+                "confidence": 1.0,
+                # as ingestion keeps it: a shared picture's caption is read too (rules 0.6.0 on)
+                "attributes": json.dumps({"conversation_id": r["conversation_id"], **({"image_caption": r["image_caption"]} if r.get("image_caption") else {})}),
             })  # fmt: skip
     return out
 

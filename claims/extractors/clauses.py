@@ -1914,6 +1914,8 @@ def _read_clause(
     if gerund and verb.i + 1 <= tokens[-1].i and verb.doc[verb.i + 1].lower_ in _GERUND_SUBJECT_VERBS:
         return None  # "Knitting looks like a fun hobby": the gerund is the subject, not a doing
     frame, end = _frame_at(verb.i, matches, tokens)
+    if copula and not (future or negated or hedged) and verb.lower_.endswith("ing") and _to_come(text, verb, tokens, entry["valid_at"]):
+        future = True  # "I'm visiting my aunt next week": a plan, not a visit made
     if _lemma(verb) in ("get", "feel", "become") and not negated:
         k = next((k for k in range(i + 1, len(tokens)) if tokens[k].lower_ not in _ADVERBS), None)
         if k is not None and tokens[k].lower_ in words["feelings"]:
@@ -2013,6 +2015,10 @@ def _read_clause(
     polarity = "retract" if negated else "assert"
     if future and not negated and (frame is None or frame.predicate not in ("plans", "goal")):
         span = _object_span(text, tokens, verb.i, phrase_from_verb=True)  # "I'll visit my aunt" -> plans "visit my aunt"
+        if frame is not None and frame.kind == "phrase" and end <= tokens[-1].i and (span is None or span[1] <= verb.doc[end].idx):
+            # "I'm putting together a quiz night next month": the frame's words, then its object
+            thing_span = _object_span(text, tokens, end, phrase_from_verb=False)
+            span = (verb.idx, thing_span[1]) if thing_span is not None else span
         return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "plans", "assert")
     if frame is not None and gerund and (frame.predicate in ("watched", "received") or (frame.predicate == "plans" and verb.lower_ == "going")):
         # "Seeing my students grow ...", "Finding my Zen ...": an experience remarked on; "Going to
@@ -2094,6 +2100,19 @@ def _read_clause(
     if span is None or span[1] <= verb.idx + len(verb.text):
         return None  # a bare verb ("I cried") says too little to be an activity
     return _claim(entry, base, text, start_tok.idx, span, subject, predicate, "assert")
+
+
+def _to_come(text: str, verb: Any, tokens: list[Any], said_at: Any) -> bool:
+    """Whether a time phrase after ``verb`` in the clause dates it after the entry was said
+    ("next week", "tomorrow", "this weekend", "tonight"): a present progressive then says a plan."""
+    clause = text[verb.idx : tokens[-1].idx + len(tokens[-1].text)]
+    m = timephrase.find(clause)
+    if m is None:
+        return False
+    if m.group(0).lower() == "tonight":
+        return True
+    when = timephrase.resolve(m.group(0), said_at)
+    return when is not None and when.date() > said_at.date()
 
 
 def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: str, predicate: str, polarity: str) -> Proposal | None:

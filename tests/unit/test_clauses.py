@@ -1145,3 +1145,24 @@ def test_what_the_audit_of_rules_060_found() -> None:
     assert said("I'll definitely add it to my list.") == set()
     assert ("Ana", "plans", "add the novel to my list", "assert") in said("I'll add the novel to my list.")
     assert not [s for s in said("My cats always bring me joy in hard times.") if s[1] == "activity"]
+
+
+@pytest.mark.parametrize(
+    "text, want",
+    [
+        ("I'm visiting my aunt in Lyon next week.", ("plans", "visiting my aunt in Lyon", "next week", datetime(2023, 5, 15, tzinfo=timezone.utc))),
+        ("We're checking out a new trail with a waterfall this weekend.", ("plans", "checking out a new trail with a waterfall", "this weekend", None)),
+        ("I'm putting together a quiz night next month.", ("plans", "putting together a quiz night", "next month", datetime(2023, 6, 1, tzinfo=timezone.utc))),
+        ("I'm working late tonight.", ("plans", "working late", "tonight", None)),
+        # not to come: a time past, or none at all
+        ("I was visiting my aunt last week.", ("attended", "aunt", "last week", None)),
+        ("I'm visiting my aunt in Lyon.", ("attended", "aunt in Lyon", None, None)),
+    ],
+)
+def test_a_present_progressive_dated_after_the_turn_is_a_plan(text: str, want: tuple) -> None:
+    # (the audit of rules 0.6.0 found "We're checking out a new trail ... this weekend" read as attended)
+    result = extract([entry(text)], CLAUSES)
+    (c,) = [c for c in result.claims.to_pylist() if c["predicate"] != "mentions"]
+    assert (c["predicate"], c["object"], c["time_phrase"]) == want[:3]
+    if want[3] is not None:
+        assert c["valid_at"] == want[3]  # dated when it is to happen (plans may lie after the turn)
