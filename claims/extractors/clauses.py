@@ -1224,7 +1224,9 @@ def _owned_at(doc: Any, k: int, closers: frozenset[str] = frozenset()) -> tuple[
 
 # What someone or something else does to the speaker's mood ("my cats bring me joy", "they keep us
 # going"): how the speaker feels, not a doing of theirs (not "invited me to a class").
-_DONE_TO_THE_SPEAKER = [[verb, who] for verb in ("bring", "brings", "brought", "make", "makes", "keep", "keeps") for who in ("me", "us")]
+_DONE_TO_THE_SPEAKER = [
+    [verb, who] for verb in ("bring", "brings", "brought", "make", "makes", "keep", "keeps", "motivate", "motivates", "inspire", "inspires") for who in ("me", "us")
+]
 # Forms of "be", "have" and "get" that are nouns too in WordNet's lists ("are", "gets"): never a noun here.
 _CLOSING_VERBS = frozenset({"are", "gets", "has", "does", "goes", "makes", "keeps", "brings", "helps", "loves", "likes", "needs", "wants"})
 _CLOSING = frozenset({

@@ -1145,6 +1145,7 @@ def test_what_the_audit_of_rules_060_found() -> None:
     assert said("I'll definitely add it to my list.") == set()
     assert ("Ana", "plans", "add the novel to my list", "assert") in said("I'll add the novel to my list.")
     assert not [s for s in said("My cats always bring me joy in hard times.") if s[1] == "activity"]
+    assert not [s for s in said("My family motivates me to keep going.") if s[1] == "activity"]
 
 
 @pytest.mark.parametrize(
