@@ -2118,6 +2118,10 @@ def _to_come(text: str, verb: Any, tokens: list[Any], said_at: Any) -> bool:
 
 
 def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: str, predicate: str, polarity: str) -> Proposal | None:
+    if (cut := re.search(r"\s+(?:near|with|to|for|from|at|by|about|of|on|in)$", text[span[0] : span[1]], re.I)) is not None and re.match(
+        r"\s+(?:me|us|him|her|them|you)\b", text[span[1] :], re.I
+    ):
+        span = (span[0], span[0] + cut.start())  # "a dance comp near [me]": the preposition's object was cut off (not "what we believe in")
     first = text[span[0] : span[1]].split(maxsplit=1)[0].lower() if text[span[0] : span[1]].strip() else ""
     talk = first in _TALK and (first not in ("see", "show") or len(text[span[0] : span[1]].split()) == 1)  # "see the Grand Canyon" is a plan
     if predicate in ("goal", "plans", "considers", "activity") and (talk or first in _FUNCTION_WORDS):

@@ -1146,6 +1146,9 @@ def test_what_the_audit_of_rules_060_found() -> None:
     assert ("Ana", "plans", "add the novel to my list", "assert") in said("I'll add the novel to my list.")
     assert not [s for s in said("My cats always bring me joy in hard times.") if s[1] == "activity"]
     assert not [s for s in said("My family motivates me to keep going.") if s[1] == "activity"]
+    # an object cut before "me" keeps no preposition stranded at its end; one that ends a clause stays
+    assert ("Ana", "plans", "ready for a chess match", "assert") in said("I'm getting ready for a chess match near me next month.")
+    assert ("Ana", "values", "stand up for what we believe in", "assert") in said("It's important to stand up for what we believe in.")
 
 
 @pytest.mark.parametrize(
