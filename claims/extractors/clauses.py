@@ -521,7 +521,7 @@ def _shared_picture(entry: dict[str, Any], base: dict[str, Any], text: str, spea
     caption, "a photo of a kayak tied to a dock" as "a kayak tied to a dock" quoting the caption
     whole, and the speaker's own words for it, "Here's a pic of my kayak" as "my kayak" quoting
     them. Nothing without a picture, nor for a phrase of more than six content words (a sentence,
-    not a fact) or one that names only the picture ("Here's a pic from the day")."""
+    not a fact) or one that names only the picture ("Here's a shot from Sunday")."""
     caption = image_caption(entry.get("attributes"))
     if caption is None:
         return
@@ -541,15 +541,15 @@ def _shared_picture(entry: dict[str, Any], base: dict[str, Any], text: str, spea
         named = picture.match(what)
         if named is not None:
             if not named.group("of"):
-                continue  # "Here's a pic from the day": the picture, not what it shows
+                continue  # "Here's a shot from Sunday": the picture, not what it shows
             what = what[named.end() :]
         if (at := timephrase.find(what)) is not None:
-            what = what[: at.start()].rstrip()  # "our latest work from last weekend": the time is no part of the thing
+            what = what[: at.start()].rstrip()  # "our new mural from last spring": the time is no part of the thing
             what = re.sub(r"\s+(?:from|at|on|in|during)$", "", what)
         what = re.sub(r"^(?:this|these|that)\s+", "", what, flags=re.I)  # "this jam" in the picture: the jam
         first = what.split(maxsplit=1)[0].lower() if what.strip() else ""
         if first in ("what", "how", "where", "when", "who", "why", "which") or first in _OBJECT_PRONOUNS | _NOT_POINTED:
-            continue  # "a look at what I've been working on": a clause; "a pic of him eating": whom is a guess; "this moment I snapped"
+            continue  # "a peek at what I sketched": a clause; "a pic of him grinning": whom is a guess; "this moment I caught"
         said = m.group(0)
         quote = said[: said.find(what, m.start("what") - m.start()) + len(what)]  # the words that show it, up to what it shows
         if (p := shared(what, quote, base["confidence"])) is not None:
@@ -2121,7 +2121,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if (cut := re.search(r"\s+(?:near|with|to|for|from|at|by|about|of|on|in)$", text[span[0] : span[1]], re.I)) is not None and re.match(
         r"\s+(?:me|us|him|her|them|you)\b", text[span[1] :], re.I
     ):
-        span = (span[0], span[0] + cut.start())  # "a dance comp near [me]": the preposition's object was cut off (not "what we believe in")
+        span = (span[0], span[0] + cut.start())  # "a regatta near [me]": the preposition's object was cut off (not "what we signed up for")
     first = text[span[0] : span[1]].split(maxsplit=1)[0].lower() if text[span[0] : span[1]].strip() else ""
     talk = first in _TALK and (first not in ("see", "show") or len(text[span[0] : span[1]].split()) == 1)  # "see the Grand Canyon" is a plan
     if predicate in ("goal", "plans", "considers", "activity") and (talk or first in _FUNCTION_WORDS):
@@ -2147,11 +2147,11 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         or (predicate in ("plans", "goal", "considers") and named and all(w in _PEOPLE_WORDS for w in named))  # "we show people"
         or (predicate == "practices" and len(words) <= 5 and any(w.lower().strip(".,!?") in ("it", "them") for w in words[1:]))  # "played it and recommended it"
         or (predicate in ("plans", "goal") and re.match(r"(?:add|put|keep) (?:it|them|that) (?:to|on|in) (?:my|the|our) (?:\w+ )?list\b", " ".join(rest)))  # "I'll add it to my list": interest, not a plan
-        or (predicate == "considers" and lemma(first) in ("know", "think", "guess", "bet", "believe", "suppose", "imagine", "say"))  # "I knew you'd be on board": a belief
+        or (predicate == "considers" and lemma(first) in ("know", "think", "guess", "bet", "believe", "suppose", "imagine", "say"))  # "I knew you'd be up for it": a belief
     ):
         return None
     if predicate == "studies" and "hard way" in " ".join(rest):
-        return None  # "I learned that the hard way": a lesson, nothing studied
+        return None  # "I learned this the hard way": a lesson, nothing studied
     if predicate in ("likes", "dislikes", "values") and rest[:2] in (["making", "sure"], ["make", "sure"]):
         return None  # "passionate about making sure farmers [are heard]": a clause, cut before its verb
     if predicate in ("values", "likes") and re.search(r"\b(?:your|you)\s*$", text[: span[0]], re.I):

@@ -1079,7 +1079,7 @@ def test_a_quote_from_the_caption_is_checked_there_and_only_there() -> None:
     "text, want",
     [
         ("My ring is special to me. It stands for hope and courage.", ("Ana's ring", "described_as", "hope and courage", "assert")),
-        ("This ring came from my aunt. She gave it to me when I was ten, and it stands for hope and courage.", ("ring", "described_as", "hope and courage", "assert")),
+        ("This ring was my aunt's. She wore it on Sundays, and it stands for hope and courage.", ("ring", "described_as", "hope and courage", "assert")),
         ("My old bike is in the shed. It reminds me of summers at the lake.", ("Ana's old bike", "described_as", "summers at the lake", "assert")),
     ],
 )
@@ -1105,10 +1105,10 @@ def test_no_meaning_read_of_an_amount_a_clause_or_nothing_named(text: str) -> No
     "text, want",
     [
         ("Here's a pic of my kayak at the lake!", ("my kayak at the lake", "Here's a pic of my kayak at the lake")),
-        ("Look at this homemade plum jam!", ("homemade plum jam", "Look at this homemade plum jam")),
+        ("Look at this plum jam we boiled down!", ("plum jam we boiled down", "Look at this plum jam we boiled down")),
         ("Here's our latest mural from last weekend.", ("our latest mural", "Here's our latest mural")),  # the time is no part of it
-        ("look at my students - they're already great", ("my students", "look at my students")),
-        ("Here's a recent self-portrait I made.", ("a recent self-portrait I made", "Here's a recent self-portrait I made")),
+        ("look at my seedlings - they sprouted overnight", ("my seedlings", "look at my seedlings")),
+        ("Here's a charcoal self-portrait from class.", ("a charcoal self-portrait from class", "Here's a charcoal self-portrait from class")),
     ],
 )
 def test_the_speakers_words_for_the_picture_they_share(text: str, want: tuple[str, str]) -> None:
@@ -1122,10 +1122,10 @@ def test_the_speakers_words_for_the_picture_they_share(text: str, want: tuple[st
 @pytest.mark.parametrize(
     "text",
     [
-        "Here's a pic from the day.",  # the picture alone
-        "Here's a pic of him eating parsley.",  # whom "him" stands for is a guess
-        "Here's a look at what I've been working on.",  # a clause
-        "Check out this moment I snapped.",
+        "Here's a shot from Sunday.",  # the picture alone
+        "Here's a pic of him grinning at the vet.",  # whom "him" stands for is a guess
+        "Here's a peek at what I sketched.",  # a clause
+        "Check out this moment I caught.",
     ],
 )
 def test_no_shown_thing_from_words_that_name_only_the_picture_or_a_guess(text: str) -> None:
@@ -1135,28 +1135,28 @@ def test_no_shown_thing_from_words_that_name_only_the_picture_or_a_guess(text: s
 
 def test_what_the_audit_of_rules_060_found() -> None:
     # Seed 4260 on the rules 0.6.0 export (91 correct of 100; the 26 claims from a picture's
-    # caption all correct, 65 of the 74 others): four of the nine errors mended here, with
-    # sentences written for them. A lesson read as a thing studied, a belief about the listener
-    # read as a thing considered, a plan naming only "it", what a pet does to the speaker read as
-    # the pet's doing.
-    assert said("Rest matters - I learned that the hard way last year.") == set()
+    # caption all correct, 65 of the 74 others): six of the nine errors mended, with sentences
+    # written for them. A lesson read as a thing studied, a belief about the listener read as a
+    # thing considered, a plan naming only "it", what pets do to the speaker's mood read as their
+    # doing, a plan's object cut before "me" (and a plan said in the present: the test after this).
+    assert said("Naps matter - I learned this the hard way.") == set()
     assert ("Ana", "studies", "pottery", "assert") in said("I learned pottery last year.")
-    assert said("Awesome! I knew you'd be on board.") == set()
-    assert said("I'll definitely add it to my list.") == set()
+    assert said("Great! I knew you'd be up for it.") == set()
+    assert said("I'll put it on my reading list for sure.") == set()
     assert ("Ana", "plans", "add the novel to my list", "assert") in said("I'll add the novel to my list.")
     assert not [s for s in said("My cats always bring me joy in hard times.") if s[1] == "activity"]
-    assert not [s for s in said("My family motivates me to keep going.") if s[1] == "activity"]
+    assert not [s for s in said("My neighbours motivate me to keep trying.") if s[1] == "activity"]
     # an object cut before "me" keeps no preposition stranded at its end; one that ends a clause stays
-    assert ("Ana", "plans", "ready for a chess match", "assert") in said("I'm getting ready for a chess match near me next month.")
-    assert ("Ana", "values", "stand up for what we believe in", "assert") in said("It's important to stand up for what we believe in.")
+    assert ("Ana", "plans", "ready for a regatta", "assert") in said("I'm getting ready for a regatta near me in June.")
+    assert ("Ana", "values", "finish what we signed up for", "assert") in said("It's important to finish what we signed up for.")
 
 
 @pytest.mark.parametrize(
     "text, want",
     [
         ("I'm visiting my aunt in Lyon next week.", ("plans", "visiting my aunt in Lyon", "next week", datetime(2023, 5, 15, tzinfo=timezone.utc))),
-        ("We're checking out a new trail with a waterfall this weekend.", ("plans", "checking out a new trail with a waterfall", "this weekend", None)),
-        ("I'm putting together a quiz night next month.", ("plans", "putting together a quiz night", "next month", datetime(2023, 6, 1, tzinfo=timezone.utc))),
+        ("We're exploring the old canal path with my cousins this weekend.", ("plans", "exploring the old canal path with my cousins", "this weekend", None)),
+        ("I'm putting together a quiz night for the library next month.", ("plans", "putting together a quiz night for the library", "next month", datetime(2023, 6, 1, tzinfo=timezone.utc))),
         ("I'm working late tonight.", ("plans", "working late", "tonight", None)),
         # not to come: a time past, or none at all
         ("I was visiting my aunt last week.", ("attended", "aunt", "last week", None)),
@@ -1164,7 +1164,7 @@ def test_what_the_audit_of_rules_060_found() -> None:
     ],
 )
 def test_a_present_progressive_dated_after_the_turn_is_a_plan(text: str, want: tuple) -> None:
-    # (the audit of rules 0.6.0 found "We're checking out a new trail ... this weekend" read as attended)
+    # (the audit of rules 0.6.0 found a walk planned "this weekend", said with "we're", read as attended)
     result = extract([entry(text)], CLAUSES)
     (c,) = [c for c in result.claims.to_pylist() if c["predicate"] != "mentions"]
     assert (c["predicate"], c["object"], c["time_phrase"]) == want[:3]
