@@ -1093,7 +1093,7 @@ def test_what_a_thing_named_before_stands_for(text: str, want: tuple) -> None:
         "My ring is special. It means the world to me.",  # how much, not what it stands for
         "I finished the mural. It means so much to me.",
         "My kite is red. It means I can fly it anywhere.",  # a clause
-        "It stands for freedom.",  # nothing named before it in the turn
+        "It stands for patience.",  # nothing named before it in the turn
     ],
 )
 def test_no_meaning_read_of_an_amount_a_clause_or_nothing_named(text: str) -> None:
@@ -1125,7 +1125,7 @@ def test_the_speakers_words_for_the_picture_they_share(text: str, want: tuple[st
         "Here's a shot from Sunday.",  # the picture alone
         "Here's a pic of him grinning at the vet.",  # whom "him" stands for is a guess
         "Here's a peek at what I sketched.",  # a clause
-        "Check out this moment I caught.",
+        "Look at this moment on the pier.",
     ],
 )
 def test_no_shown_thing_from_words_that_name_only_the_picture_or_a_guess(text: str) -> None:
