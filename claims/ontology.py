@@ -78,9 +78,10 @@ ONTOLOGY: dict[str, Predicate] = {
         # named in the turn ("Brief Encounter" for "It's a great film about friendship") or owned by
         # the speaker ("Ana's hamster" for "my hamster ... he's a handful").
         Predicate("described_as", "multi", "any", "text", "what a thing, pet or person the speaker names is said to be or be like"),
-        # A picture the subject shared with a turn, as its caption describes it (rules 0.6.0 on):
-        # what was shown is part of what was said ("a painting of a lighthouse at dusk").
-        Predicate("shared_photo", "multi", "person", "text", "a picture the subject shared, as its caption describes it"),
+        # A picture the subject shared with a turn, as its caption or the subject's own words
+        # describe it (rules 0.6.0 on): what was shown is part of what was said ("a painting of a
+        # lighthouse at dusk").
+        Predicate("shared_photo", "multi", "person", "text", "a picture the subject shared, as its caption or their own words describe it"),
         # Open: a first-person statement of something done that no typed predicate fits.
         Predicate("activity", "multi", "person", "text", "something the subject did (no typed predicate fits)"),
         Predicate("mentions", "multi", "any", "person", "a known person named in the entry", walked=False),

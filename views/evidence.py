@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ledger.schema import LEDGER_SCHEMA
+from ledger.schema import IMAGE_CAPTION, LEDGER_SCHEMA
 from memc.ids import content_id, entity_id, text_hash
 from views.evidence_schema import EVIDENCE_SCHEMA
 
@@ -51,8 +51,8 @@ def render(entry: dict[str, Any]) -> str:
     if attrs.get("subject"):
         parts.append(f"Subject: {attrs['subject']}.")
     parts.append(f"{entry['actor']}: {entry['content']}" if entry["actor"] else entry["content"])
-    if attrs.get("image_caption"):
-        parts.append(f"[shared a photo: {attrs['image_caption']}]")
+    if attrs.get(IMAGE_CAPTION):
+        parts.append(f"[shared a photo: {attrs[IMAGE_CAPTION]}]")
     return " ".join(parts)
 
 

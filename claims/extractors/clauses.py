@@ -54,8 +54,8 @@ from claims import timephrase
 from claims.extractors import rules
 from claims.lexicon import lexicon
 from claims.model import Proposal
-from ledger.schema import image_caption
 from claims.nlp import forms, lemma, lemma_table, lemmas, pipeline, surface_variants, word_classes
+from ledger.schema import image_caption
 
 if TYPE_CHECKING:
     from claims.resolve import Resolver
@@ -475,7 +475,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 read = read.model_copy(update={"subject_entry_id": earlier.source})
             if read is not None and read.subject != speaker and (
                 read.object.split()[0].lower() in _OBJECT_PRONOUNS
-                or (read.predicate == "activity" and [w.lower() for w in read.object.split()[:2]] in _DONE_TO_THE_SPEAKER)
+                or (read.predicate == "activity" and tuple(w.lower() for w in read.object.split()[:2]) in _DONE_TO_THE_SPEAKER)
             ):
                 continue  # "my neighbours make me keep trying", "my cats bring me joy": what they do to the speaker
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
@@ -1224,9 +1224,9 @@ def _owned_at(doc: Any, k: int, closers: frozenset[str] = frozenset()) -> tuple[
 
 # What someone or something else does to the speaker's mood ("my cats bring me joy", "they keep us
 # going"): how the speaker feels, not a doing of theirs (not "invited me to a class").
-_DONE_TO_THE_SPEAKER = [
-    [verb, who] for verb in ("bring", "brings", "brought", "make", "makes", "keep", "keeps", "motivate", "motivates", "inspire", "inspires") for who in ("me", "us")
-]
+_DONE_TO_THE_SPEAKER = frozenset(
+    (verb, who) for verb in ("bring", "brings", "brought", "make", "makes", "keep", "keeps", "motivate", "motivates", "inspire", "inspires") for who in ("me", "us")
+)
 # Forms of "be", "have" and "get" that are nouns too in WordNet's lists ("are", "gets"): never a noun here.
 _CLOSING_VERBS = frozenset({"are", "gets", "has", "does", "goes", "makes", "keeps", "brings", "helps", "loves", "likes", "needs", "wants"})
 _CLOSING = frozenset({
