@@ -90,9 +90,12 @@ def test_a_failing_blocking_check_stops_the_views_below_and_leaves_the_ledger(ho
     assert next(iter(led.values())).event.dagster_event.event_specific_data.passed
 
 
-def test_a_claim_quoting_a_pictures_caption_passes_the_provenance_checks(tmp_path):
+def test_a_claim_quoting_a_pictures_caption_passes_the_provenance_checks(tmp_path, monkeypatch):
     """A turn that shares a picture gives `shared_photo`, quoting the caption: the blocking
     provenance check and the GX suite find that quote in the entry, in a real run."""
+    for var in ("DAGSTER_HOME", "MEMC_HOME"):
+        monkeypatch.setenv(var, "")  # as the home fixture: the runner points them at the home
+    monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
     from catalog.keys import CLAIMS, ENTITY_ALIASES
     from claims.extractors.registry import active_extractor_key
     from claims.store import read_claims
