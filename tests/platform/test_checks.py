@@ -91,8 +91,9 @@ def test_a_failing_blocking_check_stops_the_views_below_and_leaves_the_ledger(ho
 
 
 def test_a_claim_quoting_a_pictures_caption_passes_the_provenance_checks(tmp_path, monkeypatch):
-    """A turn that shares a picture gives `shared_photo`, quoting the caption: the blocking
-    provenance check and the GX suite find that quote in the entry, in a real run."""
+    """A turn that shares a picture gives `shared_photo`, one quoting the caption and one the
+    speaker's words for it: the blocking provenance check and the GX suite find both quotes in
+    the entry, in a real run."""
     for var in ("DAGSTER_HOME", "MEMC_HOME"):
         monkeypatch.setenv(var, "")  # as the home fixture: the runner points them at the home
     monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
@@ -109,9 +110,11 @@ def test_a_claim_quoting_a_pictures_caption_passes_the_provenance_checks(tmp_pat
     assert report.checks.get("claims:claims_provenance") is True, report.checks
     assert report.checks.get("claims:claims_expectations") is True, report.checks
     shared = [c for c in read_claims(h.claims, active_extractor_key()).to_pylist() if c["predicate"] == "shared_photo"]
-    assert [(c["subject"], c["object"], c["quote"]) for c in shared] == [
-        ("Ana", "red rooftops and a river at sunset", "a photo of red rooftops and a river at sunset")
-    ]
+    # the caption's words, and the speaker's ("Small but sunny. Look at the view.")
+    assert {(c["subject"], c["object"], c["quote"]) for c in shared} == {
+        ("Ana", "red rooftops and a river at sunset", "a photo of red rooftops and a river at sunset"),
+        ("Ana", "the view", "Look at the view"),
+    }
 
 
 def test_watermark_lag_check_sees_a_view_behind_the_ledger(home):
