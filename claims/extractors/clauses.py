@@ -131,7 +131,8 @@ _TIME_NOUNS = frozenset({
 })  # fmt: skip
 # Where an object cut at the word cap backs off to; what an object does not end with.
 _PHRASE_HEADS = frozenset({"by", "with", "for", "to", "in", "on", "at", "from", "about", "that", "who", "which", "and"})
-_TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "for", "my", "with", "and", "or", "by", "about", "from", "like", "as", "into", "me", "us", "him", "her", "them", "some", "so", "that", "will", "would", "can", "could", "should"})
+# (after a pronoun is popped, the preposition before it goes too: "a regatta near [me]")
+_TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "for", "my", "with", "and", "or", "by", "about", "from", "like", "as", "into", "near", "me", "us", "him", "her", "them", "some", "so", "that", "will", "would", "can", "could", "should"})
 # What may follow a feeling in its object ("glad about the news"); anything else is a clause.
 _FEELING_LINKS = frozenset({"about", "for", "to", "with", "of", "by", "and", "at", "that", "in", "when", "from"})
 _PREPOSITIONS = frozenset({"for", "to", "with", "at", "in", "on", "from", "about", "by", "of", "into"})
@@ -527,8 +528,8 @@ def _shared_picture(entry: dict[str, Any], base: dict[str, Any], text: str, spea
         return
 
     def shared(obj: str, quote: str, confidence: float) -> Proposal | None:
-        words = [w for w in content_words(obj) if w.strip(".,!?'’") not in _VAGUE_OBJECTS | _OBJECT_PRONOUNS]
-        if not words or len(content_words(obj)) > MAX_CONTENT_WORDS:
+        words = content_words(obj)
+        if len(words) > MAX_CONTENT_WORDS or all(w.strip(".,!?'’") in _VAGUE_OBJECTS | _OBJECT_PRONOUNS for w in words):
             return None
         return Proposal(subject=speaker, predicate="shared_photo", object=obj, valid_at=entry["valid_at"], quote=quote, **{**base, "confidence": confidence})
 
@@ -2107,21 +2108,19 @@ def _read_clause(
 def _to_come(text: str, verb: Any, tokens: list[Any], said_at: Any) -> bool:
     """Whether a time phrase after ``verb`` in the clause dates it after the entry was said
     ("next week", "tomorrow", "this weekend", "tonight"): a present progressive then says a plan."""
-    clause = text[verb.idx : tokens[-1].idx + len(tokens[-1].text)]
-    m = timephrase.find(clause)
-    if m is None:
+    end = tokens[-1].idx + len(tokens[-1].text)
+    # the turn's time phrases, found once for every clause and object of the turn
+    span = next(((a, b) for a, b in _time_spans(text) if a >= verb.idx and b <= end), None)
+    if span is None:
         return False
-    if m.group(0).lower() == "tonight":
+    phrase = text[span[0] : span[1]]
+    if phrase.lower() == "tonight":
         return True
-    when = timephrase.resolve(m.group(0), said_at)
+    when = timephrase.resolve(phrase, said_at)
     return when is not None and when.date() > said_at.date()
 
 
 def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: str, predicate: str, polarity: str) -> Proposal | None:
-    if (cut := re.search(r"\s+(?:near|with|to|for|from|at|by|about|of|on|in)$", text[span[0] : span[1]], re.I)) is not None and re.match(
-        r"\s+(?:me|us|him|her|them|you)\b", text[span[1] :], re.I
-    ):
-        span = (span[0], span[0] + cut.start())  # "a regatta near [me]": the preposition's object was cut off (not "what we signed up for")
     first = text[span[0] : span[1]].split(maxsplit=1)[0].lower() if text[span[0] : span[1]].strip() else ""
     talk = first in _TALK and (first not in ("see", "show") or len(text[span[0] : span[1]].split()) == 1)  # "see the Grand Canyon" is a plan
     if predicate in ("goal", "plans", "considers", "activity") and (talk or first in _FUNCTION_WORDS):
