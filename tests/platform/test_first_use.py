@@ -46,10 +46,13 @@ def test_keys_serve_ingest_ask_on_a_fresh_home(tmp_path):
             while True:  # the server builds by itself; nobody runs `memc build`
                 w = c.get("/v1/watermarks").json()
                 if all(w["views"][v] == w["ledger_head"] for v in ("claims", "state", "evidence_index")):
-                    break
+                    ctx = c.post("/v1/ask", json={"question": "Where does Ana live?"}).json()
+                    # Fresh once the build is over: dreaming appends derived claims after the views
+                    # reach the head, which puts them behind again until the next build.
+                    if all(s["decision"] == "fresh" for s in ctx["staleness"].values()):
+                        break
                 assert time.monotonic() < deadline, (w, srv.log()[-3000:])
                 time.sleep(2)
-            ctx = c.post("/v1/ask", json={"question": "Where does Ana live?"}).json()
             assert [(f["subject"], f["predicate"], f["object"]) for f in ctx["state"] if f["predicate"] == "lives_in"] == [("Ana", "lives_in", "Lisbon")], ctx["rendered"]
             assert all(s["decision"] == "fresh" for s in ctx["staleness"].values()), ctx["staleness"]
             assert any("moved to Lisbon" in it["text"] for it in ctx["items"])
