@@ -213,6 +213,7 @@ _PARTICLES = frozenset({"away", "out", "up", "down", "back", "off", "over", "aro
 _PEOPLE_WORDS = frozenset({"people", "person", "folks", "foster", "refugees", "students", "friends", "guests"})
 
 # Amounts before what is counted: "lots of books", "a bunch of friends", "plenty of ideas".
+_SORTS_OF = frozenset({"sorts", "kinds", "types"})  # "all sorts of ...": the sort names nothing
 _QUANTITIES = frozenset({"lots", "lot", "plenty", "tons", "ton", "bunch", "couple", "loads", "load", "number", "few", "handful", "pile", "stack"})
 
 # Pasts common enough after "and" to end an object whatever follows: "a street fair and met new neighbours".
@@ -415,6 +416,11 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
         third = [n for n in people if resolver.entity_id(entry["scope"], n) not in present]
     else:
         third = [n for n in people if n != speaker]
+    if speaker:
+        # "We waved farewell to Rex. He was ...": a name said in passing is whom a later "he" or
+        # "she" may stand for (only for that: it is not a person the turn's other readings know)
+        spoken = {speaker.split()[0], *(listener.split()[:1] if listener else ())}
+        third += [n for n in _named_in_passing(text) if n not in third and n.split()[0] not in spoken]
     for pred, obj_start, obj_end, start in relations:
         if speaker:
             p = rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert")
@@ -1451,6 +1457,49 @@ def _named_people(entry: dict[str, Any], text: str, relations: list[tuple[str, i
     return names
 
 
+# A pronoun a name said in passing may be the antecedent of, and what may not come right before
+# such a name: a place's preposition or motion ("went to Lyon. She ..." is no person), an article
+# ("the Blue Ridge"), a greeting ("Thanks, Lea!": the one spoken to).
+_HE_OR_SHE = re.compile(r"\b(?:he|she)\b", re.I)
+_NOT_BEFORE_A_NAME = frozenset({
+    "in", "at", "from", "near", "around", "across", "through", "into", "toward", "towards", "visit", "visited", "visiting",
+    "the", "a", "an", "my", "our", "this", "that", "thanks", "thank", "hey", "hi", "hello", "congrats", "dear", "oh", "wow", "yeah", "yes",
+})  # fmt: skip
+_MOTION = frozenset({"go", "went", "gone", "going", "move", "moved", "travel", "travelled", "traveled", "fly", "flew", "drive", "drove", "head", "headed", "trip", "back", "way", "road"})
+
+
+def _named_in_passing(text: str) -> list[str]:
+    """Names said inside a sentence before a "he" or "she" ("It was Jonas Berg, he is so
+    funny!", "we waved farewell to Rex. He was ..."): one or two capitalised words, not opening
+    a sentence, nor after a place's preposition, an article or a greeting."""
+    if not _HE_OR_SHE.search(text):
+        return []
+    words = re.compile(r"[A-Za-z']+|[^\sA-Za-z']")
+    toks = [(m.group(0), m.start()) for m in words.finditer(text)]
+    pronoun_at = max(m.start() for m in _HE_OR_SHE.finditer(text))
+    out: list[str] = []
+    k = 0
+    while k < len(toks):
+        w, at = toks[k]
+        if at >= pronoun_at:
+            break
+        prev = toks[k - 1][0] if k else "."
+        title = w[:1].isupper() and w[1:].islower() and len(w) > 1 and w not in rules._NOT_PEOPLE
+        if not title or prev in (".", "!", "?", '"', "“", "-") or prev.lower() in _NOT_BEFORE_A_NAME or w.lower() in _TIME_NOUNS or (
+            prev.lower() == "to" and k > 1 and toks[k - 2][0].lower() in _MOTION
+        ) or (prev == "," and k > 1 and toks[k - 2][0].lower() in _NOT_BEFORE_A_NAME):
+            k += 1
+            while title and k < len(toks) and toks[k][0][:1].isupper():
+                k += 1  # the rest of a name not taken ("the Blue Ridge")
+            continue
+        name = w
+        if k + 1 < len(toks) and toks[k + 1][0][:1].isupper() and toks[k + 1][0][1:].islower() and toks[k + 1][1] == at + len(w) + 1:
+            name, k = f"{w} {toks[k + 1][0]}", k + 1  # "Jonas Berg"
+        out.append(name)
+        k += 1
+    return list(dict.fromkeys(out))
+
+
 def _the_one(people: list[str]) -> str | None:
     """Whom "he"/"she" means: the one person named in the turn, or no one when two are."""
     distinct = set(people)
@@ -1639,7 +1688,7 @@ def _things_listed(tokens: list[Any], i: int) -> bool:
     last = k < len(tokens) and tokens[k].lower_ in ("and", "or")  # ", and insects": the list's last item
     # A word that may be a verb ("love", "hike") is a thing of the list only after a preposition:
     # "a film about friendship, trust, and ...", not "We watch movies, hike, and ..."
-    after_preposition = any(t.lower_ in _PREPOSITIONS for t in tokens[max(0, i - 4) : i])
+    after_preposition = any(t.lower_ in _PREPOSITIONS or t.lower_ == "like" for t in tokens[max(0, i - 4) : i])  # ("things like rice, ...")
     k += last
     while k < len(tokens) and k - i <= 12:
         t = tokens[k]
@@ -1659,9 +1708,13 @@ def _things_listed(tokens: list[Any], i: int) -> bool:
             return False  # "..., and hiking was fun": a clause, not an item
         lem = _lemma(t)
         if not item and low not in ("a", "an", "the", "some") and (
-            low in _SUBJECT_WORDS | _OPENERS | _STOPS | _LEADS | _FUNCTION_WORDS | _ADVERBS or low in classes["adv"]
+            low in _SUBJECT_WORDS | _OPENERS | _STOPS | _LEADS | _FUNCTION_WORDS | _ADVERBS
+            or (low in classes["adv"] and not (lem in classes["adj"] and _goes_on(tokens, k)))  # (", and fresh pies": "fresh" describes)
             or (low.endswith("ing") and not prev.lower_.endswith("ing") and not last)  # (", and keeping your promises")
-            or (not low.endswith("ing") and (lem not in classes["noun"] or (lem in classes["verb"] and lem == low and (_goes_on(tokens, k) or not after_preposition))))
+            or (not low.endswith("ing") and (
+                (lem not in classes["noun"] and not (lem in classes["adj"] and _goes_on(tokens, k)))  # (", and homemade pies": a thing described)
+                or (lem in classes["verb"] and lem == low and (_goes_on(tokens, k) or not after_preposition))
+            ))
             or (_past_verb(t) and not low.endswith("s") and low not in classes["noun"])  # ("berries" is no past)
         ):
             return False  # "..., roasted marshmallows", "..., plan events": a doing; "..., and I ...": a clause
@@ -1889,7 +1942,9 @@ def _read_clause(
             if nxt is not None and nxt.lower_ == "to":
                 i += 2  # "I'll have to try it": an obligation, the verb follows
                 continue
-            if nxt is not None and nxt.lower_ not in _DETERMINERS and (nxt.lower_.endswith(("ed", "en")) or _past_verb(nxt) or nxt.lower_ in _ADVERBS | {"n't", "not", "never"}):
+            if nxt is not None and nxt.lower_ not in _DETERMINERS and (nxt.lower_.endswith(("ed", "en")) or _past_verb(nxt) or nxt.lower_ in _ADVERBS | {"n't", "not", "never"}) and not (
+                nxt.lower_ in ("all", "both") and i + 2 < len(tokens) and tokens[i + 2].lower_ in ("sorts", "kinds", "types", "of", "the", "my", "our", "these", "those")
+            ):  # (not "has all sorts of plants": "all" opens what is had)
                 # An auxiliary: "have moved", "'ve been", "had just"; not "had an interview" (the
                 # lookup lemma of "an" is "a") nor "have two kids" (a plural is no participle).
                 i += 1
@@ -2370,6 +2425,7 @@ def _object_span(
     times = _time_spans(text)  # the entry text (doc.text would rebuild it token by token)
     quoted = False
     skip_to = -1  # the end of a time phrase the object goes on after
+    examples = 0  # where the examples after "things like" start in ``out``: the object is them
     for t in doc[start : last + 1]:
         low = t.lower_
         if t.idx < skip_to:
@@ -2391,8 +2447,16 @@ def _object_span(
             break  # the time phrase sets the valid time; it is not part of the object
         if (out or t.i > start) and _lemma(t) in stop_lemmas:
             break
-        if out and low == "like" and t.i < last and doc[t.i + 1].text != "I" and (doc[t.i + 1].is_title or [o.lower_ for o in out] in (["stuff"], ["things"])):
-            out.append(t)  # "jazz like Ellington and Monk", "stuff like warm blankets": the examples belong to the object
+        if out and low == "like" and t.i < last and doc[t.i + 1].text != "I" and not examples and (
+            out[-1].lower_ in ("stuff", "things") or (len(out) > 2 and out[-3].lower_ in _SORTS_OF and out[-2].lower_ == "of")
+        ):
+            # "The stall sold plenty of tasty things like figs, olives and cheese": the examples name what was
+            # had, the words before them nothing (so they do not count toward the cap either)
+            out.append(t)
+            examples, content = len(out), 0
+            continue
+        if out and low == "like" and t.i < last and doc[t.i + 1].text != "I" and doc[t.i + 1].is_title:
+            out.append(t)  # "jazz like Ellington and Monk": the examples belong to the object
             continue
         if out and (low in _STOPS or (low == "that" and t.i < last and doc[t.i + 1].lower_ in _SUBJECT_WORDS | {"you", "he", "she"})):
             break
@@ -2442,12 +2506,14 @@ def _object_span(
         first += 1
     if first + 1 < len(out) and out[first].lower_ in ("few", "several", "many") and out[first + 1].is_alpha and out[first + 1].lower_ not in _STOPWORDS | _PREPOSITIONS:
         first += 1  # "wrote a few verses for a song": the bits are what was written
-    if first + 2 < len(out) and out[first].lower_ in ("stuff", "things") and out[first + 1].lower_ == "like":
-        first += 2  # "We got stuff like warm blankets": the examples name what was got
+    if examples and examples < len(out):
+        first = examples  # "We got stuff like warm blankets": the examples name what was got
     if first + 1 < len(out) and out[first].lower_ == "of" and first and out[first - 1].lower_ in ("some", "any", "all", "each", "one", "two", "both", "many", "most"):
         first += 1  # "I talked to some of the players": the guys, not "of the guys"
         while first < len(out) and out[first].lower_ in _DETERMINERS:
             first += 1
+    if first + 3 < len(out) and out[first].lower_ in ("all", "many", "different") and out[first + 1].lower_ in _SORTS_OF and out[first + 2].lower_ == "of":
+        first += 3  # "I have all kinds of board games": the games are what is had
     if first + 2 < len(out) and out[first].lower_ in _QUANTITIES and out[first + 1].lower_ == "of":
         first += 2  # "I've got lots of cookbooks": the books are what is had, "lots" names nothing
         while first < len(out) and out[first].lower_ in _DETERMINERS:

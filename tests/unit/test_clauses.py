@@ -448,7 +448,7 @@ print(json.dumps([before, pipeline.cache_info().currsize, claims]))
 def test_versions_live_side_by_side(monkeypatch) -> None:
     monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
     # "rules" (and the default) is the newest rules version; the one it replaced by its key
-    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.6.0"
+    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.6.1"
     assert active_extractor(RULES.key) is RULES and RULES.version == "0.2.0"
     # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
     e = entry("I moved to Berlin last month and I love it.")
@@ -1170,3 +1170,29 @@ def test_a_present_progressive_dated_after_the_turn_is_a_plan(text: str, want: t
     assert (c["predicate"], c["object"], c["time_phrase"]) == want[:3]
     if want[3] is not None:
         assert c["valid_at"] == want[3]  # dated when it is to happen (plans may lie after the turn)
+
+
+def test_a_name_said_in_passing_is_whom_a_later_he_or_she_stands_for() -> None:
+    # Rules 0.6.1: a name inside a sentence, before "he" or "she", is whom the pronoun may stand for
+    # when it is the one such name (it is not a person the turn's other readings know).
+    assert ("Jonas Berg", "described_as", "funny", "assert") in said("It was Jonas Berg on stage, he is so funny!")
+    assert ("Rex", "described_as", "such a loyal part of our home for 12 years", "assert") in said(
+        "We waved farewell to Rex at the shelter. He was such a loyal part of our home for 12 years."
+    )
+    # not a place gone to, a name spoken to, two names, or a name after an article
+    assert not [s for s in said("We flew to Lyon. She loved the food there.") if s[0] == "Lyon"]
+    assert not [s for s in said("Thanks, Lea! He is so kind.") if s[0] == "Lea"]
+    assert not [s for s in said("I met Tom and then Jim. He is so tall.") if s[0] in ("Tom", "Jim")]
+    assert not [s for s in said("We toured the Blue Ridge. She was thrilled.") if "Ridge" in s[0]]
+
+
+def test_the_examples_after_things_like_name_what_is_had() -> None:
+    # Rules 0.6.1: "plenty of tasty things like ...", "all sorts of plants like ...": the examples are the object
+    assert ("Ana's party", "described_as", "soups, breads, and fresh pies", "assert") in said(
+        "My party was great. It had plenty of tasty things like soups, breads, and fresh pies."
+    )
+    garden = said("My garden has all sorts of plants like basil, mint and tomatoes.")
+    assert ("Ana's garden", "described_as", "basil, mint and tomatoes", "assert") in garden
+    assert not [s for s in garden if s[1] == "activity"]  # "has all": the verb, not an auxiliary
+    assert ("Ana", "has", "board games at home", "assert") in said("I have all kinds of board games at home.")
+    assert said("We have all been there.") == set()
