@@ -78,6 +78,9 @@ ONTOLOGY: dict[str, Predicate] = {
         # named in the turn ("Brief Encounter" for "It's a great film about friendship") or owned by
         # the speaker ("Ana's hamster" for "my hamster ... he's a handful").
         Predicate("described_as", "multi", "any", "text", "what a thing, pet or person the speaker names is said to be or be like"),
+        # What a thing is made with or from (rules 0.6.1 on): "a pie made with apples and oat
+        # milk", "My soup is made from lentils", "I made it with oat milk" after the thing "it" is.
+        Predicate("made_with", "multi", "any", "text", "what a thing is made with or from (ingredients, materials)"),
         # A picture the subject shared with a turn, as its caption or the subject's own words
         # describe it (rules 0.6.0 on): what was shown is part of what was said ("a painting of a
         # lighthouse at dusk").

@@ -46,6 +46,7 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import functools
+import itertools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
@@ -456,6 +457,9 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
     matches: dict[int, list[tuple[int, _Frame]]] = {}
     for key, start, end in matcher(doc):
         matches.setdefault(start, []).append((end, frames[doc.vocab.strings[key]]))
+    if speaker and "made " in text:
+        for p in _made_with(entry, base, text, doc, speaker, people, things):
+            yield from once(p)
     for sent in sents:
         if sent.text.rstrip().endswith("?"):
             continue  # a question asserts nothing
@@ -498,6 +502,49 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
     yield from rules._identifiers(entry, base, text, actor)
     if resolver is not None:
         yield from rules._mentions(entry, base, text, actor, resolver)
+
+
+# What a thing is made with: "made with", "made from", "made out of" (not "made of": "made of
+# money", "made of stern stuff" are sayings as often as not).
+_MADE_WITH_LEAD = re.compile(r"made\s+(?:with|from|out\s+of)\s+", re.I)
+# "a pie made with apples", "my scarf made from old wool": a thing and a participle after it.
+_THING_MADE_WITH = re.compile(
+    r"\b(?P<det>[Aa]n?|[Tt]he|[Mm]y|[Oo]ur|[Tt]his|[Tt]hat)\s+(?P<thing>[a-z][\w'\-]*(?:\s+[a-z][\w'\-]*){0,3}?)\s+made\s+(?:with|from|out\s+of)\s+"
+)
+# "I made it with oat milk", "we made them from scrap wood": the thing is what "it" stands for.
+_MADE_IT_WITH = re.compile(r"\b(?:I|[Ww]e)\s+(?:just\s+|also\s+|always\s+)?made\s+(?P<pro>it|them)\s+(?:with|from|out\s+of|using)\s+")
+
+
+def _made_with(entry: dict[str, Any], base: dict[str, Any], text: str, doc: Any, speaker: str, people: list[str], things: tuple[_Thing, ...]) -> Iterator[Proposal]:
+    """`made_with` of a thing the speaker names with what it is made with, or of the thing "it"
+    stands for after "I made it with": the list that follows, cut where an object is. Not in a
+    question or under a hedge ("I might make it with oat milk" makes nothing yet)."""
+    for rx in (_THING_MADE_WITH, _MADE_IT_WITH):
+        for m in rx.finditer(text):
+            first = doc.char_span(m.end(), m.end() + 1, alignment_mode="expand")
+            if first is None:
+                continue
+            sent = first[0].sent
+            if sent.text.rstrip().endswith("?") or any(_lemma(t) in _word_lists()["hedge_firsts"] for t in sent if t.idx < m.start()):
+                continue
+            tokens = list(itertools.takewhile(lambda t: t.text not in (".", "!", "?", ";", ":"), (t for t in sent if t.i >= first[0].i)))
+            if not tokens:
+                continue
+            span = _object_span(text, tokens, first[0].i, phrase_from_verb=False)
+            if span is None:
+                continue
+            if rx is _MADE_IT_WITH:
+                at = doc.char_span(m.start("pro"), m.end("pro"))
+                subject = _antecedent(m.group("pro").lower() if m.group("pro") == "it" else "they", at[0], people, things) if at is not None else None
+                quote_start = sent.start_char
+            else:
+                thing = m.group("thing")
+                if thing.split()[-1] in _STOPWORDS | {"is", "was", "are", "were", "be", "been", "being", "gets", "got"}:
+                    continue  # "My soup is made with ...": read in its clause, the thing its subject
+                subject = f"{speaker}'s {thing}" if m.group("det").lower() in ("my", "our") else thing
+                quote_start = m.start()
+            if subject is not None:
+                yield _claim(entry, base, text, quote_start, span, subject, "made_with", "assert")
 
 
 # A caption is another's words for what the picture shows (in conversation files, a captioning
@@ -2040,6 +2087,8 @@ def _read_clause(
                 lemma(head) in word_classes()["noun"] and not head.endswith("ing") and (compound or head not in word_classes()["adj"])
             ):
                 return None  # "It's awesome for the kids", "it's normal to be nervous": said of a moment, not what the thing is
+            if (made := _MADE_WITH_LEAD.match(text, span[0], span[1])) is not None:
+                return _claim(entry, base, text, start_tok.idx, (made.end(), span[1]), subject, "made_with", "assert")  # "My soup is made with lentils"
             return _claim(entry, base, text, start_tok.idx, span, subject, "described_as", "assert")
         if it_subject or thing.pointed or (thing.earlier and thing.kind == "thing"):
             # what "it" does: "it" is most often no thing ("it feels like ..."); a thing pointed at

@@ -1196,3 +1196,21 @@ def test_the_examples_after_things_like_name_what_is_had() -> None:
     assert not [s for s in garden if s[1] == "activity"]  # "has all": the verb, not an auxiliary
     assert ("Ana", "has", "board games at home", "assert") in said("I have all kinds of board games at home.")
     assert said("We have all been there.") == set()
+
+
+def test_what_a_thing_is_made_with() -> None:
+    # Rules 0.6.1: `made_with` of a thing named with a participle after it, of a thing said to be
+    # made with something, and of the thing "it" stands for after "I made it with"
+    assert ("tasty pie", "made_with", "apples, oat milk, and a nutty crust", "assert") in said(
+        "My favourite this autumn is a tasty pie made with apples, oat milk, and a nutty crust."
+    )
+    assert ("Ana's soup", "made_with", "lentils and leeks", "assert") in said("My soup is made with lentils and leeks.")
+    assert ("Ana's cake", "made_with", "oat milk and honey", "assert") in said("My cake was a hit. I made it with oat milk and honey.")
+    assert ("lamp", "made_with", "old jar", "assert") in said("That's a lamp made from an old jar!")
+    # no thing "it" stands for, a question, a hedge: nothing
+    assert not [s for s in said("Sure thing, I made it with oat milk and honey.") if s[1] == "made_with"]
+    assert said("Is your cake made with eggs?") == set()
+    assert not [s for s in said("I might bake a pie made with pears.") if s[1] == "made_with"]
+    for text in ("My favourite this autumn is a tasty pie made with apples, oat milk, and a nutty crust.", "My cake was a hit. I made it with oat milk and honey."):
+        for p in clauses.propose(entry(text)):
+            assert p.quote in text and first_failure(p, entry(text)) is None
