@@ -1314,6 +1314,10 @@ _THING_OPENERS = re.compile(
     r"\b(?:[Mm]y|[Oo]ur|MY|OUR|[Tt]his)\b|[\"“]|(?:^|(?<=[.!?,;:\-–—]\s))(?:[Tt]he|[Tt]hat|[Tt]hese|[Tt]hose|[A-Z][a-z]+s(?=\s+(?:"
     + "|".join(_MEANING_BASES) + r")\b))\b"
 )
+# Before a thing, words that make it what something else is ("it's been a ...", "is not just a ...").
+_SAYS_WHAT_IT_IS = frozenset({"is", "was", "'s", "’s", "been", "be", "are", "were", "not", "n't", "just", "only", "am", "'m"})
+# A thing ending a clause ("the museum there", "a tiny café"), then "it" opening the next.
+_IT_AFTER_A_THING = re.compile(r"\b(?:the|a|an)\s+(?P<thing>[^\W\d_A-Z][\w'\-]*(?:\s+[^\W\d_A-Z][\w'\-]*){0,2}?)(?:\s+(?:there|here))?\s*[,.!;]\s+[Ii]t\b(?!\s+(?:was|is)\s+(?:so|such|really|very|great|fun|nice|good|amazing|awesome)\b)")
 # Participles before a preposition that say what a thing is made from or of: "It was inspired by
 # personal experiences", "it's based on a true story", "It's made with coconut milk".
 _MADE_FROM = frozenset({"inspired", "based", "made", "set", "written", "filled", "decorated"})
@@ -1373,6 +1377,17 @@ def _things(
             at, end, kind = pointed
             phrase = doc[at:end]
             out.append(_Thing(phrase.text, at, end, kind, None, _plural(phrase[-1].lower_), False, _sentence_start(starts, t.i), pointed=True))
+    for m in _IT_AFTER_A_THING.finditer(text):
+        # "I toured the old mill, it has a water wheel": the thing a clause ends with,
+        # right before an "it" that opens the next, is what that "it" may stand for (only described)
+        span = doc.char_span(m.start("thing"), m.end("thing"))
+        if span is None or _noun_phrase_end(doc, span[0].i) != span[-1].i + 1 or {w.lower_ for w in span} & (_NOT_POINTED | _TIME_NOUNS):
+            continue
+        if _lemma(span[-1]) in _owned_words()["people"] | _PEOPLE_WORDS or _plural(span[-1].lower_):
+            continue
+        if any(doc[k].lower_ in _SAYS_WHAT_IT_IS for k in range(max(0, span[0].i - 3), span[0].i - 1)):
+            continue  # "the class was a lifesaver. It ...", "isn't just a shop, it's ...": a description of another, no thing of its own
+        out.append(_Thing(span.text, span[0].i, span[-1].i + 1, "thing", None, False, False, _sentence_start(starts, span[0].i), pointed=True))
     for m in _NAME_IS.finditer(text) if "name" in text else ():
         # "Her name is Pepper! She's full of mischief": the one named is whom "she" stands for, in place
         # of the pet or child of the speaker's named before, which is most often the same one

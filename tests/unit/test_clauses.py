@@ -1214,3 +1214,14 @@ def test_what_a_thing_is_made_with() -> None:
     for text in ("My favourite this autumn is a tasty pie made with apples, oat milk, and a nutty crust.", "My cake was a hit. I made it with oat milk and honey."):
         for p in clauses.propose(entry(text)):
             assert p.quote in text and first_failure(p, entry(text)) is None
+
+
+def test_it_after_a_thing_that_ends_the_clause_before() -> None:
+    # Rules 0.6.1: the thing a clause ends with, right before an "it" opening the next, is what
+    # "it" stands for (and is only described: what it has, what it is)
+    assert ("old museum", "described_as", "had a huge map collection", "assert") in said("I toured the old museum, it had a huge map collection!")
+    assert ("lamp", "described_as", "has a brass base", "assert") in said("I bought a lamp, it has a brass base.")
+    # not a description of something else ("isn't just a job", "has been a huge help"), nor a moment
+    assert ("shop", "described_as", "home for local painters", "assert") in said("Starting this shop isn't just a job, it's a home for local painters.")
+    assert not [s for s in said("Painting has been a huge help. It's both a refuge and a joy.") if s[0] == "huge help"]
+    assert not [s for s in said("We drove out to the dunes. It was fun.") if s[0] == "dunes"]
