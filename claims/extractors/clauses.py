@@ -469,7 +469,9 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
             t.i for t in sent
             if t.lower_ in ("if", "unless") and not (t.i and (t.nbor(-1).lower_ == "even" or _lemma(t.nbor(-1)) in _ASKING))
         ]  # fmt: skip
-        for clause, carried in _clauses(sent):
+        last: list[Any] | None = None  # the clause read before this one in the sentence
+        for clause, carried, split_at in _clauses(sent):
+            previous, last = last, clause
             # "I'm gonna keep drawing, but if teaching calls I might try it": a condition after "but"
             # reaches forward only; any other makes the whole sentence hypothetical.
             conditional = any(
@@ -480,6 +482,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 yield from once(_reported(entry, base, text, report, people, matches, conditional))
                 continue
             read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener, things, carried)
+            if read is not None and read.subject == speaker and split_at in ("-", "–", "—") and clause[0].lower_.endswith("ing") and previous is not None and _opens_with_another(previous, speaker, people, listener, things):
+                continue  # "The puppy is thriving - mastering tricks": the doing after the dash is the puppy's
             earlier = next((o for o in things if o.earlier and o.subject == read.subject), None) if read is not None else None
             if earlier is not None and not any(o.subject == read.subject for o in things if not o.earlier):
                 # "It's a mix of ...": the earlier turn names the subject (unless this one does too)
@@ -1643,17 +1647,28 @@ def _owned_item(doc: Any, k: int, stop: int) -> bool:
     return j > k + 2 and (j >= stop or (not doc[j].is_alpha and doc[j].text != "'"))
 
 
-def _clauses(sent: Any) -> Iterator[tuple[list[Any], bool]]:
+def _opens_with_another(tokens: list[Any], speaker: str | None, people: list[str], listener: str | None, things: tuple[_Thing, ...]) -> bool:
+    """Whether a clause's subject is someone or something other than the speaker ("The puppy is
+    ...", "My son is ...", "She's ...")."""
+    subject = _subject(tokens, speaker, people, listener, frozenset(), things)[0]
+    if subject is not None:
+        return subject != speaker
+    first = next((t for t in tokens if t.lower_ not in _OPENERS), None)
+    return first is not None and first.lower_ in ("the", "this", "that", "these", "those", "he", "she", "they", "his", "her", "their")
+
+
+def _clauses(sent: Any) -> Iterator[tuple[list[Any], bool, str]]:
     """The clauses of a sentence: split at punctuation, at subordinators, and at a coordinator
     followed by a new subject ("... and I moved ..."); each with whether the speaker's subject
-    carries over to it: a clause after one opened by "I"/"we", split from it at a comma or "and"
-    with no subject of its own ("We explored the caves, cooked on the fire and even took a
-    night walk": every doing of the list is the speaker's)."""
+    carries over to it (a clause after one opened by "I"/"we", split from it at a comma or "and"
+    with no subject of its own: "We explored the caves, cooked on the fire and even took a
+    night walk": every doing of the list is the speaker's), and the mark or word it was split
+    from the one before at."""
     own = False  # the last clause yielded was the speaker's ("I"/"we", or carried over)
     base = True  # a base form may carry on from it: not after an infinitive ("I use it to stay organised, track chores")
     for tokens, split_at in _split(sent, lambda cur: _speakers_own(cur) or (own and _carried_item(cur, base)), lambda cur: own and _carried_item(cur, base)):
         carried = own and split_at in (",", "and", "then", ";") and _carried_item(tokens, base)
-        yield tokens, carried
+        yield tokens, carried, split_at
         own = _speakers_own(tokens) or carried
         base = not any(t.lower_ == "to" for t in tokens)
 

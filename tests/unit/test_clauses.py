@@ -1225,3 +1225,10 @@ def test_it_after_a_thing_that_ends_the_clause_before() -> None:
     assert ("shop", "described_as", "home for local painters", "assert") in said("Starting this shop isn't just a job, it's a home for local painters.")
     assert not [s for s in said("Painting has been a huge help. It's both a refuge and a joy.") if s[0] == "huge help"]
     assert not [s for s in said("We drove out to the dunes. It was fun.") if s[0] == "dunes"]
+
+
+def test_a_doing_after_a_dash_is_of_the_clause_before() -> None:
+    # "The puppy is thriving - mastering tricks": the doing after the dash is the puppy's, not the speaker's
+    assert not [s for s in said("My cousin stopped by. The toddler is thriving - learning letters and colours.") if s[0] == "Ana"]
+    assert not [s for s in said("My son is thriving - learning chess and piano.") if s[0] == "Ana"]
+    assert ("Ana", "studies", "pottery and yoga", "assert") in said("I'm thriving - learning pottery and yoga.")
