@@ -2283,6 +2283,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         or (predicate == "considers" and lemma(first) in ("know", "think", "guess", "bet", "believe", "suppose", "imagine", "say"))  # "I knew you'd be up for it": a belief
     ):
         return None
+    if predicate in ("created", "has", "received") and named and named[-1] in ("experience", "experiences") and len(named) <= 2:
+        return None  # "I had a comparable experience", "we crafted an experience": what it was is not said
     if predicate == "studies" and "hard way" in " ".join(rest):
         return None  # "I learned this the hard way": a lesson, nothing studied
     if predicate in ("likes", "dislikes", "values") and rest[:2] in (["making", "sure"], ["make", "sure"]):
@@ -2574,6 +2576,10 @@ def _object_span(
         out += _apposed_name(doc, last)  # "cleaning up my old town, Greenfield, too"
     while out and (out[-1].lower_ in _STOPWORDS or out[-1].lower_ in _TRAILING_WORDS or out[-1].text in (",", ";")):
         out.pop()  # (a comma of a list cut at the word cap: "faith, doubt,")
+    if len(out) > 2 and out[-1].lower_ in ("things", "stuff", "everything") and out[-2].lower_ in ("and", "or"):
+        out = out[:-2]  # "the new studio and things": the rest names nothing
+        while out and out[-1].text in (",", ";"):
+            out.pop()
     if not out or content == 0:
         return None
     first = 0

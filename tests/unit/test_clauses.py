@@ -1232,3 +1232,11 @@ def test_a_doing_after_a_dash_is_of_the_clause_before() -> None:
     assert not [s for s in said("My cousin stopped by. The toddler is thriving - learning letters and colours.") if s[0] == "Ana"]
     assert not [s for s in said("My son is thriving - learning chess and piano.") if s[0] == "Ana"]
     assert ("Ana", "studies", "pottery and yoga", "assert") in said("I'm thriving - learning pottery and yoga.")
+
+
+def test_an_experience_unsaid_and_a_trailing_and_things_name_nothing() -> None:
+    # (the audit of rules 0.6.0: "an experience" read as a thing made)
+    assert said("I had a comparable experience last spring.") == set()
+    assert said("We crafted an experience.") == set()
+    assert ("Ana", "has", "odd experience with a rude customer", "assert") in said("Yesterday I had an odd experience with a rude customer.")
+    assert ("Ana", "created", "new bakery", "assert") in said("I'm still building the new bakery and things.")
