@@ -198,6 +198,16 @@ def _after_adverbs(doc: Any, i: int, last: int) -> list[Any]:
     return [doc[i]] if i <= last else []
 
 
+def _gerund_with_object(doc: Any, i: int) -> bool:
+    """Whether an -ing verb at ``i`` has its object or particle after it ("testing out new
+    pedals", "fixing the fence"): a doing, not a thing named ("baking bread" is both; the caller
+    asks only after a noun phrase with no doing in it: "feeding birds and planting trees" is one list)."""
+    t = doc[i]
+    if not (t.lower_.endswith("ing") and len(t) > 4 and _lemma(t) != t.lower_ and _lemma(t) in word_classes()["verb"]):
+        return False
+    return i + 1 < len(doc) and doc[i + 1].lower_ in _DETERMINERS | _PARTICLES | {"some", "new", "more", "all"}
+
+
 def _second_doing(doc: Any, i: int, last: int) -> bool:
     """Whether a past verb starts at ``i`` (past adverbs) with its own object: "... and supported
     them", "... and got a copy"; not a participle before its noun, "vanilla and mixed nut"."""
@@ -482,6 +492,10 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 yield from once(_reported(entry, base, text, report, people, matches, conditional))
                 continue
             read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener, things, carried)
+            if read is not None and split_at == "I" and sent[0].lower_.endswith("ing") and len(sent[0]) > 4 and previous is not None and len(previous) > 1 and previous[-1].lower_ != "that" and any(t.lower_ in ("is", "was", "are", "were") for t in clause):
+                # "Having the work I put into it pay off was ...": a relative clause inside a subject
+                # (not "Knowing I'm helping ... is amazing": what is known is the speaker's)
+                continue
             if read is not None and read.subject == speaker and split_at in ("-", "–", "—") and clause[0].lower_.endswith("ing") and previous is not None and _opens_with_another(previous, speaker, people, listener, things):
                 continue  # "The puppy is thriving - mastering tricks": the doing after the dash is the puppy's
             earlier = next((o for o in things if o.earlier and o.subject == read.subject), None) if read is not None else None
@@ -2547,6 +2561,8 @@ def _object_span(
             break
         if out and low in ("and", "but") and not (t.i < last and doc[t.i + 1].lower_ in _word_lists()["feelings"]) and (_second_doing(doc, t.i + 1, last) or (t.i < last and doc[t.i + 1].lower_ in _COMMON_PASTS)):
             break  # "met some kind old folks and thanked them": a second doing, another clause
+        if out and low == "and" and t.i + 2 <= last and not any(o.lower_.endswith("ing") for o in out) and _lemma(out[-1]) in word_classes()["noun"] and _gerund_with_object(doc, t.i + 1):
+            break  # "working on some songs and testing out new pedals": a second doing, not a thing made
         if out and low in ("what", "how", "whatever", "that") and content and (low != "that" or out[-1].lower_ not in ("so", "such", *_PREPOSITIONS)):
             break  # "curious to see what the path brings", "a few of the ones that fit": another clause
         if out and low in ("is", "was", "are", "were", "sounds", "looks", "seems", "does", "did") and content:

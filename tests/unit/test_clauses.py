@@ -1240,3 +1240,12 @@ def test_an_experience_unsaid_and_a_trailing_and_things_name_nothing() -> None:
     assert said("We crafted an experience.") == set()
     assert ("Ana", "has", "odd experience with a rude customer", "assert") in said("Yesterday I had an odd experience with a rude customer.")
     assert ("Ana", "created", "new bakery", "assert") in said("I'm still building the new bakery and things.")
+
+
+def test_a_relative_clause_inside_a_subject_and_a_second_doing_after_a_thing() -> None:
+    # (the audit of rules 0.6.0: a relative clause inside a gerund subject read as a doing; a
+    # thing worked on and a second doing joined into one thing made)
+    assert said("Having all the effort I put into painting pay off was so rewarding.") == set()
+    assert ("Ana", "activity", "helping build a school", "assert") in said("Knowing I'm helping build a school is amazing.")
+    assert ("Ana", "created", "songs", "assert") in said("Lately I've been working on some songs and testing out new guitar pedals for the band.")
+    assert ("Ana", "likes", "cooking and baking bread", "assert") in said("I love cooking and baking bread.")
