@@ -198,6 +198,32 @@ def _after_adverbs(doc: Any, i: int, last: int) -> list[Any]:
     return [doc[i]] if i <= last else []
 
 
+def _remark_on_a_doing(verb: Any, listener: str | None) -> bool:
+    """Whether a gerund opening a sentence at ``verb`` is the subject of a remark on someone
+    else's doing or on doing it at all, not the speaker's: a verdict follows it ("Opening a
+    bakery takes nerve", "opening your own bakery sounds wonderful", "Knitting scarves - that's
+    brilliant!") and the remark is about the listener (a "you" or "your" in the sentence, the
+    listener's name, a next sentence that opens with "you") or general ("takes", "makes sense").
+    The speaker's own stays: "my", "me" or "I" in the sentence ("Knitting scarves is my side
+    job", "Opening the shop was hard - I nearly quit")."""
+    doc = verb.sent.doc
+    end = verb.sent.end
+    verdict = next((k for k in range(verb.i + 1, end) if doc[k].lower_ in _GERUND_SUBJECT_VERBS | {"are", "were", "took"}
+                    or (doc[k].lower_ in ("-", "–", "—") and k + 1 < end and doc[k + 1].lower_ in ("that", "that's", "it's", "this", "which"))), None)
+    if verdict is None or any(doc[k].lower_ in ("i", "we", ",", ";", "but", "so") for k in range(verb.i + 1, verdict)):
+        return False  # no verdict on the phrase before a new clause: a doing after all
+    sentence = [t.lower_ for t in doc[verb.sent.start : end]]
+    names = {listener.split()[0].lower()} if listener else set()
+    if {"you", "your", "you're", "you'll", "you've"} & set(sentence) or names & set(sentence):
+        return True  # "Running a marathon is huge - well done to you", "Moving house is a slog, Lea"
+    if {"my", "me", "i", "i'm", "our", "us", "we"} & set(sentence):
+        return False  # "Knitting scarves is my side job", "Opening the shop was hard - I nearly quit"
+    if doc[verdict].lower_ in ("takes", "took") or (doc[verdict].lower_ == "makes" and verdict + 1 < end and doc[verdict + 1].lower_ == "sense"):
+        return True  # "Opening a bakery takes nerve": said of anyone's doing
+    # "Raising three kids is no small feat. You're a hero!": the next sentence is said to the listener
+    return end < len(doc) and doc[end].lower_ in ("you", "your", "you're", "you'll", "you've")
+
+
 def _gerund_with_object(doc: Any, i: int) -> bool:
     """Whether an -ing verb at ``i`` has its object or particle after it ("testing out new
     pedals", "fixing the fence"): a doing, not a thing named ("baking bread" is both; the caller
@@ -205,7 +231,7 @@ def _gerund_with_object(doc: Any, i: int) -> bool:
     t = doc[i]
     if not (t.lower_.endswith("ing") and len(t) > 4 and _lemma(t) != t.lower_ and _lemma(t) in word_classes()["verb"]):
         return False
-    return i + 1 < len(doc) and doc[i + 1].lower_ in _DETERMINERS | _PARTICLES | {"some", "new", "more", "all"}
+    return i + 1 < len(doc) and doc[i + 1].lower_ in _DETERMINERS | _PARTICLES | {"some", "new", "more", "all", "them", "it"}
 
 
 def _second_doing(doc: Any, i: int, last: int) -> bool:
@@ -223,6 +249,8 @@ _HOW_ONE_IS = frozenset({"great", "well", "good", "ok", "okay", "fine", "better"
 _PARTICLES = frozenset({"away", "out", "up", "down", "back", "off", "over", "around", "together", "along", "well", "hard"})
 _PEOPLE_WORDS = frozenset({"people", "person", "folks", "foster", "refugees", "students", "friends", "guests"})
 
+# Words that name nothing in an object: "doing anything then", "try something".
+_NOTHING_NAMED = frozenset({"anything", "something", "everything", "nothing", "then"})
 # Amounts before what is counted: "lots of books", "a bunch of friends", "plenty of ideas".
 _SORTS_OF = frozenset({"sorts", "kinds", "types"})  # "all sorts of ...": the sort names nothing
 _QUANTITIES = frozenset({"lots", "lot", "plenty", "tons", "ton", "bunch", "couple", "loads", "load", "number", "few", "handful", "pile", "stack"})
@@ -2048,7 +2076,9 @@ def _read_clause(
             break  # "I'm all about these pastries": the frame starts at the adverb
         if (lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")) and i in frames_from and i + 1 not in frames_from:
             break  # a frame starts at the auxiliary itself: "been to Paris", "am a nurse"
-        if lem == "do" and t.lower_ in ("did", "do", "does") and i + 1 < len(tokens) and tokens[i + 1].lower_ in _DETERMINERS | {"some"}:
+        if lem == "do" and t.lower_ in ("did", "do", "does") and i + 1 < len(tokens) and (
+            tokens[i + 1].lower_ in _DETERMINERS | {"some"} or (tokens[i + 1].lower_ == "all" and i + 2 < len(tokens) and tokens[i + 2].lower_ in _SORTS_OF | {"of", "the"})
+        ):  # ("We did all sorts of crafts": "did" is the verb, "all" opens its object)
             break  # "We just did a jazz number": "did" is the verb, no auxiliary
         if (lem in _AUX and t.lower_ not in ("will", "doing", "done")) or t.lower_ in _ADVERBS or t.lower_ in ("'re", "'s", "'m", "re", "m", "wo", "ca", "gotta") or (thing is not None and thing.pointed and _only_adverb(t)):
             copula = copula or lem == "be" or t.lower_ in ("'re", "'s", "'m", "re", "m")
@@ -2062,6 +2092,8 @@ def _read_clause(
     verb = tokens[i]
     if gerund and verb.i + 1 <= tokens[-1].i and verb.doc[verb.i + 1].lower_ in _GERUND_SUBJECT_VERBS:
         return None  # "Knitting looks like a fun hobby": the gerund is the subject, not a doing
+    if gerund and _remark_on_a_doing(verb, listener):
+        return None  # "Opening a bakery takes nerve", "Knitting scarves - that's brilliant!": a remark, not a doing
     frame, end = _frame_at(verb.i, matches, tokens)
     if copula and not (future or negated or hedged) and verb.lower_.endswith("ing") and _to_come(text, verb, tokens, entry["valid_at"]):
         future = True  # "I'm visiting my aunt next week": a plan, not a visit made
@@ -2274,9 +2306,13 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate in ("goal", "plans", "considers", "activity") and (talk or first in _FUNCTION_WORDS):
         return None  # "I meant to ask you ...", "I'll see", "I'm here": talk, not a fact
     rest = [w.strip("\"'.,!?").lower() for w in text[span[0] : span[1]].split()[1 if predicate in ("activity", "practices") else 0 :]]
-    named = [w for w in rest if len(w) > 2 and w not in _STOPWORDS and w not in _VAGUE_OBJECTS and w not in _TIME_WORDS]
+    named = [w for w in rest if len(w) > 2 and w not in _STOPWORDS and w not in _VAGUE_OBJECTS and w not in _TIME_WORDS and w not in _NOTHING_NAMED]
     if first == "no" or not named:
-        return None  # "watched it", "hooked on those", "no doubt", "the other day": nothing named
+        return None  # "watched it", "hooked on those", "no doubt", "the other day", "doing anything then": nothing named
+    if rest and rest[0] in ("another", "one", "ones") and (len(rest) == 1 or rest[1] in _PREPOSITIONS):
+        return None  # "I found another at the fair": one of something named before, not named here
+    if predicate in ("activity", "practices", "created", "received", "attended", "watched", "started") and any(w in ("don't", "didn't", "doesn't", "never", "not", "won't", "can't") for w in rest):
+        return None  # "I usually don't get too serious about it": a negation inside the object is no doing
     if any(w in ("you", "your", "you're", "you've", "yours") for w in rest) and predicate not in ("likes", "met", "received", "described_as"):
         return None  # "Glad you agree", "Watching your garden bloom": about the listener, not the speaker
     if first in _CLAUSE_SUBJECTS and predicate != "feels":

@@ -1249,3 +1249,18 @@ def test_a_relative_clause_inside_a_subject_and_a_second_doing_after_a_thing() -
     assert ("Ana", "activity", "helping build a school", "assert") in said("Knowing I'm helping build a school is amazing.")
     assert ("Ana", "created", "songs", "assert") in said("Lately I've been working on some songs and testing out new guitar pedals for the band.")
     assert ("Ana", "likes", "cooking and baking bread", "assert") in said("I love cooking and baking bread.")
+
+
+def test_a_remark_on_a_doing_is_not_the_speakers_doing() -> None:
+    # (an audit of rules 0.6.1, seed 6161: a remark on the listener's doing, or on doing it at all,
+    # read as the speaker's; a negation, "anything" and "another" read as things done)
+    assert said("Shame about the job, but opening your own bakery sounds wonderful!") == set()
+    assert said("Opening a bakery takes nerve - hang in there!") == set()
+    assert not [s for s in said("Knitting scarves and selling them online - that's brilliant! You'll do well.") if s[1] in ("created", "practices")]
+    assert ("Ana", "created", "scarves", "assert") in said("Knitting scarves and selling them online is my side job.")
+    assert ("Ana", "started", "own bakery", "assert") in said("Opening my own bakery was scary but worth it.")
+    assert said("Saturday works: we aren't doing anything then.") == set()
+    assert not [s for s in said("I spotted another at the market and had to buy it.") if "another" in s[2]]
+    assert not [s for s in said("I usually don't get too serious about chess.") if s[1] == "activity"]
+    assert ("Ana", "practices", "did all sorts of crafts", "assert") in said("We did all sorts of crafts, from quilts to clay.")
+    assert ("Ana", "plans", "practise daily and never skip a lesson", "assert") in said("I will practise daily and never skip a lesson.")
