@@ -1122,6 +1122,11 @@ def _praise() -> re.Pattern[str]:
     )
 
 
+# The sentence before a position in a turn, and one that reacts to what the listener said.
+_SENTENCE_BEFORE = re.compile(r"(?:^|(?<=[.!?])\s+)[^.!?]*[.!?]?\s*$")
+_REACTION = re.compile(r"\s*(?:(?:That|It)\s+)?(?:sounds|looks)\b|\s*(?:Wow|Congrats|Congratulations)\b", re.I)
+
+
 # "Rowing helps me de-stress", "Blue calms me", "Music and friends keep me at peace": what
 # does this for the speaker is something they like (the doer a noun or gerund, as for praise).
 _DOES_ME_GOOD = re.compile(
@@ -1202,8 +1207,11 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     yield from _made(text)
     for m in _praise().finditer(text) if any(w in low for w in lexicon().praise.words) else ():
         obj = m.group("obj").lower().split()
-        if obj[0] not in _NOT_GENERIC and not {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):  # "Rui, that's awesome"
-            yield "likes", m.start("obj"), m.end("obj"), m.start(), m.end()
+        if obj[0] in _NOT_GENERIC or {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):  # "Rui, that's awesome"
+            continue
+        if _REACTION.match(_SENTENCE_BEFORE.search(text[: m.start()]).group(0)):
+            continue  # "Sounds fun, Rui! Rowing in pairs is the best ...": a remark on the listener's news
+        yield "likes", m.start("obj"), m.end("obj"), m.start(), m.end()
     for predicate, patterns in _STATEMENTS:
         for pattern in patterns:
             if not any(w in low for w in _NEEDS[pattern]):

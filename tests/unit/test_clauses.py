@@ -1264,3 +1264,10 @@ def test_a_remark_on_a_doing_is_not_the_speakers_doing() -> None:
     assert not [s for s in said("I usually don't get too serious about chess.") if s[1] == "activity"]
     assert ("Ana", "practices", "did all sorts of crafts", "assert") in said("We did all sorts of crafts, from quilts to clay.")
     assert ("Ana", "plans", "practise daily and never skip a lesson", "assert") in said("I will practise daily and never skip a lesson.")
+
+
+def test_praise_after_a_reaction_to_the_listener_is_not_a_liking() -> None:
+    # (the audit of rules 0.6.1: a generic praise that answers the listener's news read as a liking)
+    assert said("Sounds fun, Rui! Rowing in pairs is so relaxing.") == set()
+    assert said("Wow! Winning a prize is amazing.") == set()
+    assert ("Ana", "likes", "Rowing", "assert") in said("I rowed today. Rowing is so relaxing.")
