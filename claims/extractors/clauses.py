@@ -1577,6 +1577,7 @@ def _named_people(entry: dict[str, Any], text: str, relations: list[tuple[str, i
 # such a name: a place's preposition or motion ("went to Lyon. She ..." is no person), an article
 # ("the Blue Ridge"), a greeting ("Thanks, Lea!": the one spoken to).
 _HE_OR_SHE = re.compile(r"\b(?:he|she)\b", re.I)
+_WORD_OR_MARK = re.compile(r"[A-Za-z']+|[^\sA-Za-z']")
 _NOT_BEFORE_A_NAME = frozenset({
     "in", "at", "from", "near", "around", "across", "through", "into", "toward", "towards", "visit", "visited", "visiting",
     "the", "a", "an", "my", "our", "this", "that", "thanks", "thank", "hey", "hi", "hello", "congrats", "dear", "oh", "wow", "yeah", "yes",
@@ -1590,8 +1591,7 @@ def _named_in_passing(text: str) -> list[str]:
     a sentence, nor after a place's preposition, an article or a greeting."""
     if not _HE_OR_SHE.search(text):
         return []
-    words = re.compile(r"[A-Za-z']+|[^\sA-Za-z']")
-    toks = [(m.group(0), m.start()) for m in words.finditer(text)]
+    toks = [(m.group(0), m.start()) for m in _WORD_OR_MARK.finditer(text)]
     pronoun_at = max(m.start() for m in _HE_OR_SHE.finditer(text))
     out: list[str] = []
     k = 0
@@ -2070,7 +2070,7 @@ def _read_clause(
                 i += 2  # "I'll have to try it": an obligation, the verb follows
                 continue
             if nxt is not None and nxt.lower_ not in _DETERMINERS and (nxt.lower_.endswith(("ed", "en")) or _past_verb(nxt) or nxt.lower_ in _ADVERBS | {"n't", "not", "never"}) and not (
-                nxt.lower_ in ("all", "both") and i + 2 < len(tokens) and tokens[i + 2].lower_ in ("sorts", "kinds", "types", "of", "the", "my", "our", "these", "those")
+                nxt.lower_ in ("all", "both") and i + 2 < len(tokens) and tokens[i + 2].lower_ in _SORTS_OF | {"of", "the", "my", "our", "these", "those"}
             ):  # (not "has all sorts of plants": "all" opens what is had)
                 # An auxiliary: "have moved", "'ve been", "had just"; not "had an interview" (the
                 # lookup lemma of "an" is "a") nor "have two kids" (a plural is no participle).
