@@ -66,8 +66,8 @@ def provenance(
         return f"quote {p.quote[:60]!r} does not occur verbatim in entry {p.source_entry_id} (its content or its picture's caption)"
     quote = _fold(p.quote)
     person_object = ONTOLOGY[p.predicate].object_type == "person" if p.predicate in ONTOLOGY else False
-    # The object may skip the claim's own time phrase ("had an audition yesterday for a writing
-    # gig" -> "audition for a writing gig"): the phrase sets the valid time, it is no part of the thing.
+    # The object may skip the claim's own time phrase ("played a match on Sunday against the
+    # league leaders" -> "match against the league leaders"): the phrase sets the valid time, it is no part of the thing.
     obj = _fold(p.object)
     in_quote = obj in quote or (p.time_phrase is not None and obj in _fold(p.quote.replace(p.time_phrase, " ", 1)))
     if p.question_entry_id is not None or p.question_quote is not None:

@@ -1373,7 +1373,7 @@ _SAYS_WHAT_IT_IS = frozenset({"is", "was", "'s", "’s", "been", "be", "are", "w
 # A thing ending a clause ("the museum there", "a tiny café"), then "it" opening the next.
 _IT_AFTER_A_THING = re.compile(r"\b(?:the|a|an)\s+(?P<thing>[^\W\d_A-Z][\w'\-]*(?:\s+[^\W\d_A-Z][\w'\-]*){0,2}?)(?:\s+(?:there|here))?\s*[,.!;]\s+[Ii]t\b(?!\s+(?:was|is)\s+(?:so|such|really|very|great|fun|nice|good|amazing|awesome)\b)")
 # Participles before a preposition that say what a thing is made from or of: "It was inspired by
-# personal experiences", "it's based on a true story", "It's made with coconut milk".
+# an old folk song", "it's based on a true story", "It's made with oat milk".
 _MADE_FROM = frozenset({"inspired", "based", "made", "set", "written", "filled", "decorated"})
 # After "It's about", words that make "about" no topic: "about time", "about all I could afford",
 # "about the same", "about to start", "about twenty".

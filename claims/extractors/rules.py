@@ -176,8 +176,8 @@ def _proposal_at(
     Shared with the clause extractor (clauses.py), so that both quote and time alike; it cuts its
     objects at clause ends itself (``cut_clauses=False``: "found old letters with my early
     poems" keeps what the letters hold). With ``splice_time``, an object that goes on after the time
-    phrase inside it keeps both sides ("an audition yesterday for a writing gig" -> "audition for a
-    writing gig"; the provenance validator finds it in the quote with that phrase taken out)."""
+    phrase inside it keeps both sides ("a match on Sunday against the league leaders" -> "match
+    against the league leaders"; the provenance validator finds it in the quote with that phrase taken out)."""
     obj = text[obj_start:obj_end]
     future = ONTOLOGY[predicate].future_allowed
     # The time phrase of the sentence the match is in, if any ("... Berlin last month!").
