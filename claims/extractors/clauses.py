@@ -198,6 +198,9 @@ def _after_adverbs(doc: Any, i: int, last: int) -> list[Any]:
     return [doc[i]] if i <= last else []
 
 
+_YOU = frozenset({"you", "your", "you're", "you'll", "you've"})  # the listener, in a remark
+
+
 def _remark_on_a_doing(verb: Any, listener: str | None) -> bool:
     """Whether a gerund opening a sentence at ``verb`` is the subject of a remark on someone
     else's doing or on doing it at all, not the speaker's: a verdict follows it ("Opening a
@@ -212,16 +215,16 @@ def _remark_on_a_doing(verb: Any, listener: str | None) -> bool:
                     or (doc[k].lower_ in ("-", "–", "—") and k + 1 < end and doc[k + 1].lower_ in ("that", "that's", "it's", "this", "which"))), None)
     if verdict is None or any(doc[k].lower_ in ("i", "we", ",", ";", "but", "so") for k in range(verb.i + 1, verdict)):
         return False  # no verdict on the phrase before a new clause: a doing after all
-    sentence = [t.lower_ for t in doc[verb.sent.start : end]]
+    sentence = {t.lower_ for t in doc[verb.sent.start : end]}
     names = {listener.split()[0].lower()} if listener else set()
-    if {"you", "your", "you're", "you'll", "you've"} & set(sentence) or names & set(sentence):
+    if sentence & (_YOU | names):
         return True  # "Running a marathon is huge - well done to you", "Moving house is a slog, Lea"
-    if {"my", "me", "i", "i'm", "our", "us", "we"} & set(sentence):
+    if {"my", "me", "i", "i'm", "our", "us", "we"} & sentence:
         return False  # "Knitting scarves is my side job", "Opening the shop was hard - I nearly quit"
     if doc[verdict].lower_ in ("takes", "took") or (doc[verdict].lower_ == "makes" and verdict + 1 < end and doc[verdict + 1].lower_ == "sense"):
         return True  # "Opening a bakery takes nerve": said of anyone's doing
     # "Raising three kids is no small feat. You're a hero!": the next sentence is said to the listener
-    return end < len(doc) and doc[end].lower_ in ("you", "your", "you're", "you'll", "you've")
+    return end < len(doc) and doc[end].lower_ in _YOU
 
 
 def _gerund_with_object(doc: Any, i: int) -> bool:
@@ -455,11 +458,6 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
         third = [n for n in people if resolver.entity_id(entry["scope"], n) not in present]
     else:
         third = [n for n in people if n != speaker]
-    if speaker:
-        # "We waved farewell to Rex. He was ...": a name said in passing is whom a later "he" or
-        # "she" may stand for (only for that: it is not a person the turn's other readings know)
-        spoken = {speaker.split()[0], *(listener.split()[:1] if listener else ())}
-        third += [n for n in _named_in_passing(text) if n not in third and n.split()[0] not in spoken]
     for pred, obj_start, obj_end, start in relations:
         if speaker:
             p = rules._proposal_at(entry, base, text, start, obj_end, obj_start, obj_end, speaker, pred, "assert")
@@ -488,6 +486,11 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
     sents = list(doc.sents)
     # Where each sentence starts, read once (Token.sent walks the sentences again on every call)
     starts = [sent.start for sent in sents]
+    if speaker:
+        # "We waved farewell to Rex. He was ...": a name said in passing is whom a later "he" or
+        # "she" may stand for (only for that: it is not a person the turn's other readings know)
+        spoken = {speaker.split()[0], *(listener.split()[:1] if listener else ())}
+        third += [n for n in _named_in_passing(doc) if n not in third and n.split()[0] not in spoken]
     things = _things(doc, text, speaker, starts, third, relations) if speaker else ()
     if dialogue is not None and speaker:
         things += dialogue.earlier(entry, speaker)
@@ -1576,8 +1579,6 @@ def _named_people(entry: dict[str, Any], text: str, relations: list[tuple[str, i
 # A pronoun a name said in passing may be the antecedent of, and what may not come right before
 # such a name: a place's preposition or motion ("went to Lyon. She ..." is no person), an article
 # ("the Blue Ridge"), a greeting ("Thanks, Lea!": the one spoken to).
-_HE_OR_SHE = re.compile(r"\b(?:he|she)\b", re.I)
-_WORD_OR_MARK = re.compile(r"[A-Za-z']+|[^\sA-Za-z']")
 _NOT_BEFORE_A_NAME = frozenset({
     "in", "at", "from", "near", "around", "across", "through", "into", "toward", "towards", "visit", "visited", "visiting",
     "the", "a", "an", "my", "our", "this", "that", "thanks", "thank", "hey", "hi", "hello", "congrats", "dear", "oh", "wow", "yeah", "yes",
@@ -1585,32 +1586,29 @@ _NOT_BEFORE_A_NAME = frozenset({
 _MOTION = frozenset({"go", "went", "gone", "going", "move", "moved", "travel", "travelled", "traveled", "fly", "flew", "drive", "drove", "head", "headed", "trip", "back", "way", "road"})
 
 
-def _named_in_passing(text: str) -> list[str]:
+def _named_in_passing(doc: Any) -> list[str]:
     """Names said inside a sentence before a "he" or "she" ("It was Jonas Berg, he is so
     funny!", "we waved farewell to Rex. He was ..."): one or two capitalised words, not opening
     a sentence, nor after a place's preposition, an article or a greeting."""
-    if not _HE_OR_SHE.search(text):
+    pronoun = max((t.i for t in doc if t.lower_ in ("he", "she")), default=None)
+    if pronoun is None:
         return []
-    toks = [(m.group(0), m.start()) for m in _WORD_OR_MARK.finditer(text)]
-    pronoun_at = max(m.start() for m in _HE_OR_SHE.finditer(text))
     out: list[str] = []
     k = 0
-    while k < len(toks):
-        w, at = toks[k]
-        if at >= pronoun_at:
-            break
-        prev = toks[k - 1][0] if k else "."
+    while k < pronoun:
+        w = doc[k].text
+        prev = doc[k - 1].text if k else "."
         title = w[:1].isupper() and w[1:].islower() and len(w) > 1 and w not in rules._NOT_PEOPLE
         if not title or prev in (".", "!", "?", '"', "“", "-") or prev.lower() in _NOT_BEFORE_A_NAME or w.lower() in _TIME_NOUNS or (
-            prev.lower() == "to" and k > 1 and toks[k - 2][0].lower() in _MOTION
-        ) or (prev == "," and k > 1 and toks[k - 2][0].lower() in _NOT_BEFORE_A_NAME):
+            prev.lower() == "to" and k > 1 and doc[k - 2].lower_ in _MOTION
+        ) or (prev == "," and k > 1 and doc[k - 2].lower_ in _NOT_BEFORE_A_NAME):
             k += 1
-            while title and k < len(toks) and toks[k][0][:1].isupper():
+            while title and k < pronoun and doc[k].text[:1].isupper():
                 k += 1  # the rest of a name not taken ("the Blue Ridge")
             continue
         name = w
-        if k + 1 < len(toks) and toks[k + 1][0][:1].isupper() and toks[k + 1][0][1:].islower() and toks[k + 1][1] == at + len(w) + 1:
-            name, k = f"{w} {toks[k + 1][0]}", k + 1  # "Jonas Berg"
+        if k + 1 < pronoun and doc[k].whitespace_ == " " and doc[k + 1].text[:1].isupper() and doc[k + 1].text[1:].islower():
+            name, k = f"{w} {doc[k + 1].text}", k + 1  # "Jonas Berg"
         out.append(name)
         k += 1
     return list(dict.fromkeys(out))
