@@ -692,7 +692,7 @@ def _answer_patterns() -> dict[str, re.Pattern[str]]:
     }
 
 
-# A reply's first sentence may only greet or thank ("Thanks, Maria!", "Yeah!"): the answer is in
+# A reply's first sentence may only greet or thank ("Thanks, Lea!", "Yeah!"): the answer is in
 # the next one.
 _COURTESY = frozenset({
     "thanks", "thank", "you", "yeah", "yes", "yep", "yup", "hey", "hi", "hello", "oh", "wow", "sure", "totally",
@@ -2400,7 +2400,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate in ("plans", "goal", "considers") and len(named) + (first not in named) < 2:
         return None  # "I'll get 'em", "I'll have to ask": a verb alone plans nothing named
     if predicate == "has" and (
-        any(w in _HAD_IDIOMS and not (w == "back" and rest[k + 1 : k + 2] in (["in"], ["at"], ["home"])) for k, w in enumerate(rest))  # ("a dog back in Michigan")
+        any(w in _HAD_IDIOMS and not (w == "back" and rest[k + 1 : k + 2] in (["in"], ["at"], ["home"])) for k, w in enumerate(rest))  # ("a cat back in Porto")
         or bool({*[w for w in rest if w not in _DETERMINERS][:2]} & (_TIME_NOUNS | {"day"}))  # "Had a wild week": how it went, not a thing had
     ):
         return None  # "we have each other's back", "we had a ball": a saying, not a thing had

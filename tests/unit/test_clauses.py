@@ -703,7 +703,7 @@ RULES_040 = [
     ),
     ("I wanted to feel closer to my cousins and my roots.", ("Ana", "goal", "feel closer to my cousins and my roots", "assert")),
     ("Took a quick ride last week to Bruges to rest my eyes a little.", ("Ana", "activity", "Took a quick ride to Bruges to rest my eyes", "assert")),
-    ("Congrats, Jon! The studio looks amazing.", ("studio", "described_as", "amazing", "assert")),
+    ("Congrats, Rui! The workshop looks amazing.", ("workshop", "described_as", "amazing", "assert")),
     ("The harbour and the old lighthouse were just lovely.", ("harbour and the old lighthouse", "described_as", "lovely", "assert")),
     ("Poppies mean remembrance and peace.", ("Poppies", "described_as", "remembrance and peace", "assert")),
     ("The food was delicious and the staff were friendly.", ("food", "described_as", "delicious", "assert")),
