@@ -541,6 +541,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
                 yield from once(_apposed(read, text))
                 yield from once(_title_given(entry, base, text, read, sent))
+    if speaker and "xperience" in text:
+        yield from once(_event_described(entry, base, text, sents, said))
     if dialogue is not None:
         asked = dialogue.asked(entry, speaker) if speaker else None
         if asked is not None:
@@ -551,6 +553,42 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
     yield from rules._identifiers(entry, base, text, actor)
     if resolver is not None:
         yield from rules._mentions(entry, base, text, actor, resolver)
+
+
+# "It was a really calm and lovely experience": a sentence that says what an experience was,
+# after the turn has told of one event (its describing words, then "experience").
+_WHAT_IT_WAS = re.compile(
+    r"(?:It|it)\s+(?:was|has\s+been|'s\s+been|’s\s+been)\s+(?:such\s+)?(?:a|an)\s+(?:(?:really|so|truly|very|super|pretty|quite|incredibly|absolutely)\s+)*"
+    r"(?P<obj>[a-z][a-z\-]*(?:,?\s+(?:and\s+)?[a-z][a-z\-]*){0,3}?\s+experience)(?=\s*(?:[.!,;]|$))"
+)
+
+
+def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sents: list[Any], said: list[Proposal]) -> Proposal | None:
+    """`described_as` of the one event a turn told of before "It was a <...> experience": "We went
+    on a canoe trip. We paddled and fished. It was a calm and lovely experience." -> "canoe trip"
+    "calm and lovely experience". Only when the turn attended exactly one event named by a noun
+    phrase (not a doing) in an earlier sentence, and the sentence is that description alone (no
+    "for all of us", "to see ..."): another event, a person or a clause would make it a guess."""
+    for sent in sents[1:]:
+        m = _WHAT_IT_WAS.match(text, sent.start_char)
+        if m is None or not text[m.end() :].lstrip().startswith((".", "!")) and m.end() < len(text.rstrip()):
+            continue
+        before = [p for p in said if text.find(p.quote) < sent.start_char]
+        events = [p for p in before if p.predicate == "attended" and p.subject == entry["actor"]]
+        if len(events) != 1:
+            return None
+        words = events[0].object.split()
+        if len(words) > 3 or set(w.lower() for w in words) & (_PHRASE_HEADS | _PREPOSITIONS) or lemma(words[-1].lower()) not in word_classes()["noun"] or words[-1].lower().endswith("ing"):
+            return None  # "pottery workshop with my sister": no one thing; "hiking": a doing
+        at = text.find(events[0].object, text.find(events[0].quote))
+        if re.search(r"^[^.!?]*?(?:\b(?:and|then|or|to)\b|,)", text[at + len(events[0].object) : sent.start_char]):
+            return None  # "went to the fair and then to a gala": a second place the "it" may be
+        describing = m.group("obj").split()[:-1]
+        if any(w.strip(",").lower() not in word_classes()["adj"] and w.strip(",") != "and" for w in describing):
+            return None  # "a learning experience about ...": not what the event was like
+        p = Proposal(subject=events[0].object, predicate="described_as", object=m.group("obj"), valid_at=entry["valid_at"], quote=m.group(0), **base)
+        return p.model_copy(update={"quote": text[text.find(events[0].quote) : m.end()]})
+    return None
 
 
 # What a thing is made with: "made with", "made from", "made out of" (not "made of": "made of
@@ -1714,11 +1752,20 @@ def _clauses(sent: Any) -> Iterator[tuple[list[Any], bool, str]]:
     from the one before at."""
     own = False  # the last clause yielded was the speaker's ("I"/"we", or carried over)
     base = True  # a base form may carry on from it: not after an infinitive ("I use it to stay organised, track chores")
+    sure = True  # it asserts: a participle after a hedge ("I'm thinking of X, helping Y") is considered as well, not done
+    words = _word_lists()
     for tokens, split_at in _split(sent, lambda cur: _speakers_own(cur) or (own and _carried_item(cur, base)), lambda cur: own and _carried_item(cur, base)):
-        carried = own and split_at in (",", "and", "then", ";") and _carried_item(tokens, base)
+        carried = own and (
+            (split_at in (",", "and", "then", ";") and _carried_item(tokens, base)) or (split_at == "," and sure and _participle_item(tokens))
+        )
         yield tokens, carried, split_at
         own = _speakers_own(tokens) or carried
         base = not any(t.lower_ == "to" for t in tokens)
+        sure = not any(
+            t.lower_ in ("if", "not", "n't", "never")
+            or (_lemma(t) in words["hedge_firsts"] and (_starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"])))
+            for k, t in enumerate(tokens)
+        )
 
 
 def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]]:
@@ -1870,6 +1917,20 @@ def _carried_item(tokens: list[Any], base: bool = True) -> bool:
     return base and _lemma(first) == low and low in classes["verb"] and low not in classes["noun"] and low not in classes["adj"]
 
 
+def _participle_item(tokens: list[Any]) -> bool:
+    """Whether a clause after a comma opens (past adverbs) with a present participle of a doing and
+    its object: "I had a quiet week, baking bread for the fair", "I was home all day, spending the
+    afternoon fixing bikes": the doing of the clause before's subject. Not a feeling, a thought or
+    talk ("..., hoping you're well", "..., thinking of you"), and not a participle alone."""
+    rest = [t for t in tokens if t.lower_ not in _ADVERBS]
+    if len(rest) < 2 or not rest[0].is_alpha or rest[0].is_title or not rest[0].lower_.endswith("ing"):
+        return False
+    verb = _lemma(rest[0])
+    if verb == rest[0].lower_ or verb not in word_classes()["verb"] or verb in _NOT_ACTIVITIES | _TALK | _NOT_DOINGS or rest[0].lower_ in _word_lists()["feelings"]:
+        return False
+    return rest[1].is_alpha and rest[1].lower_ not in ("to", "that", "like", "as", "if", "you", "your", "and", "or")
+
+
 def _speakers_own(cur: list[Any]) -> bool:
     """Whether a clause so far opens with "I" or "we" (past its openers): the subject a verb
     after its "and" shares."""
@@ -1953,7 +2014,7 @@ def _subject(
         return t.text, i + 1, False
     if speaker is None or low in _SUBJECT_WORDS:
         return None, 0, False
-    if carried and _carried_item(tokens[i:]):
+    if carried and (_carried_item(tokens[i:]) or _participle_item(tokens[i:])):
         # "We explored the caves, cooked on the fire and took a night walk": the list's subject
         j = i
         while j < len(tokens) and tokens[j].lower_ in _ADVERBS | {"and", "then"}:
@@ -2226,7 +2287,12 @@ def _read_clause(
         return None  # "I feel valued in our community", "I'm loved": said of the speaker, no liking of theirs
     if lead_when and frame is None and not negated and verb.lower_ == _lemma(verb) and not copula:
         return None  # "when I retire", "once we get there": a time to come or any time, not a fact
-    if frame is not None and frame.predicate == "received" and verb.lower_ in _PRESENT_RECEIPT:
+    gift = frame is not None and frame.predicate in ("received", "created") and frame.kind == "phrase" and _for_someone(text, verb.doc, end, tokens[-1].i)
+    if gift:
+        # "I bought my mom some tulips", "I'm getting everyone matching hats": a thing got or made
+        # for someone, whom the typed predicate would lose ("received" "mom some tulips" before)
+        frame = None
+    elif frame is not None and frame.predicate == "received" and verb.lower_ in _PRESENT_RECEIPT:
         return None  # "I find new routes to the office", "I get to see them": nothing received
     if frame is not None and frame.predicate == "attended" and _lemma(verb) in ("host", "organize", "organise") and verb.lower_.endswith("ing"):
         frame = _Frame("plans", frame.kind, frame.surface)  # "I'm organizing a quiz night": not yet attended
@@ -2278,7 +2344,7 @@ def _read_clause(
         return None  # "I'm colour blind", "I'm game for ...": a state after "am", not a doing
     if _lemma(verb) == "have" and not negated:
         predicate = "has"  # "I had a tutor", "we have two kids"
-    elif negated or (_lemma(verb) in _NOT_ACTIVITIES and not (thing is not None and _lemma(verb) == "get")) or verb.lower_ in _NOT_ACTIVITIES or (verb.is_title and not (verb.i == tokens[0].i and _past_verb(verb) and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("a", "an", "the", "my", "our", "some"))):
+    elif negated or (_lemma(verb) in _NOT_ACTIVITIES and not gift and not (thing is not None and _lemma(verb) == "get")) or verb.lower_ in _NOT_ACTIVITIES or (verb.is_title and not (verb.i == tokens[0].i and _past_verb(verb) and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("a", "an", "the", "my", "our", "some"))):
         # (what the speaker's own "got" is a doing of theirs: "my son got into trouble at school")
         return None
     if speaker is None or (subject != speaker and thing is None):
@@ -2289,6 +2355,35 @@ def _read_clause(
     if span is None or span[1] <= verb.idx + len(verb.text):
         return None  # a bare verb ("I cried") says too little to be an activity
     return _claim(entry, base, text, start_tok.idx, span, subject, predicate, "assert")
+
+
+# Whom a thing got or made may be for, right after the verb: "got them a cake" (not "her",
+# which is as often whose: "got her keys").
+_FOR_WHOM = frozenset({"him", "them", "me", "us", "everyone", "everybody", "someone", "somebody"})
+_QUANTIFIERS = frozenset({"a", "an", "some", "the", "this", "these", "those", "two", "three", "four", "five", "matching", "new"})
+
+
+def _for_someone(text: str, doc: Any, k: int, last: int) -> bool:
+    """Whether the words from token ``k`` (after a `received` or `created` frame) name someone and
+    then the thing: "my mom some tulips", "everyone custom mugs", "Lena a card", "my kids a kite"."""
+    if k >= last:
+        return False
+    who = doc[k]
+    if who.lower_ in ("my", "our") and k + 2 <= last:
+        kin = _owned_words()
+        noun = doc[k + 1].lower_
+        if noun not in kin["kin"] and noun not in kin["plural_people"] and lemma(noun) not in kin["kin"]:
+            return False
+        k += 1
+    elif not (who.lower_ in _FOR_WHOM or (who.is_title and who.is_alpha and who.lower_ not in _STOPWORDS)):
+        return False
+    thing = doc[k + 1]
+    if any(a <= thing.idx < b for a, b in _time_spans(text)) or thing.lower_ in _TIME_WORDS_STOP | _PREPOSITIONS | _PARTICLES:
+        return False  # "got them yesterday", "got them from the fair", "got him back"
+    if thing.lower_ in _QUANTIFIERS or thing.like_num:
+        return True
+    # after an unambiguous "them"/"everyone", a describing word or a noun starts the thing ("everyone custom mugs")
+    return who.lower_ in _FOR_WHOM and thing.is_alpha and thing.is_lower and (lemma(thing.lower_) in word_classes()["noun"] or thing.lower_ in word_classes()["adj"])
 
 
 def _to_come(text: str, verb: Any, tokens: list[Any], said_at: Any) -> bool:

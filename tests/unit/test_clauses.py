@@ -448,7 +448,7 @@ print(json.dumps([before, pipeline.cache_info().currsize, claims]))
 def test_versions_live_side_by_side(monkeypatch) -> None:
     monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
     # "rules" (and the default) is the newest rules version; the one it replaced by its key
-    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.6.1"
+    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.6.2"
     assert active_extractor(RULES.key) is RULES and RULES.version == "0.2.0"
     # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
     e = entry("I moved to Berlin last month and I love it.")
@@ -1271,3 +1271,41 @@ def test_praise_after_a_reaction_to_the_listener_is_not_a_liking() -> None:
     assert said("Sounds fun, Rui! Rowing in pairs is so relaxing.") == set()
     assert said("Wow! Winning a prize is amazing.") == set()
     assert ("Ana", "likes", "Rowing", "assert") in said("I rowed today. Rowing is so relaxing.")
+
+
+def test_a_thing_got_or_made_for_someone_keeps_whom_it_is_for() -> None:
+    # Rules 0.6.2: "bought my mom some tulips" was `received` "mom some tulips"; the gift and
+    # whom it is for are one doing (the typed predicate has no place for the one it is for)
+    assert said("I bought my mom some tulips yesterday.") == {("Ana", "activity", "bought my mom some tulips", "assert")}
+    assert ("Ana", "activity", "getting everyone matching hats for the party", "assert") in said("I'm even getting everyone matching hats for the party!")
+    assert ("Ana", "activity", "made my sister a quilt for her birthday", "assert") in said("I made my sister a quilt for her birthday.")
+    # a thing got, then where from or when: no one it is for
+    assert ("Ana", "received", "new bike", "assert") in said("I got a new bike.")
+    assert not [s for s in said("We got them from the fair.") if s[1] == "activity"]
+    assert said("I didn't get him a gift.") == set()
+    for text in ("I bought my mom some tulips yesterday.", "I got everyone matching hats."):
+        for p in clauses.propose(entry(text)):
+            assert first_failure(p, entry(text)) is None
+
+
+def test_an_experience_said_after_the_one_event_of_the_turn_describes_it() -> None:
+    text = "We had a blast on our fishing trip last spring. We rowed, swam, and made great memories. It was a really calm and lovely experience."
+    assert ("fishing trip", "described_as", "calm and lovely experience", "assert") in said(text)
+    p = next(p for p in clauses.propose(entry(text)) if p.predicate == "described_as")
+    assert p.quote in text and first_failure(p, entry(text)) is None
+    # two events, someone else's event, or more said after "experience": no one event it describes
+    assert not [s for s in said("I went to the fair and then to a gala. It was a great experience.") if s[1] == "described_as"]
+    assert not [s for s in said("My aunt went to a gala. It was a fun experience.") if s[1] == "described_as"]
+    assert not [s for s in said("We went to a concert. It was a moving experience for all of us.") if s[2].endswith("experience")]
+
+
+def test_a_participle_after_the_speakers_clause_is_their_doing() -> None:
+    # "I was at home yesterday, spending the afternoon fixing bikes": the clause after the comma
+    # has no subject of its own; its doing is the speaker's (and shares the clause's time)
+    assert ("Ana", "activity", "spending the afternoon fixing bikes", "assert") in said("I was at home yesterday, spending the afternoon fixing bikes.")
+    assert ("Ana", "watched", "old films", "assert") in said("I stayed in all weekend, watching old films.")
+    # not after a hedge, not someone else's look, not a wish, not a bare list of participles
+    assert not [s for s in said("I'm thinking of teaching kids, helping them read and supporting their parents.") if s[1] == "activity"]
+    assert not [s for s in said("I saw my neighbour yesterday, looking happier than ever.") if s[1] != "watched"]
+    assert said("I'm good, hoping you are too.") == set()
+    assert not [s for s in said("I had a quiet week, reading and baking bread.") if s[1] == "watched"]
