@@ -2344,6 +2344,10 @@ def _read_clause(
         return None  # "I'm colour blind", "I'm game for ...": a state after "am", not a doing
     if _lemma(verb) == "have" and not negated:
         predicate = "has"  # "I had a tutor", "we have two kids"
+        if (doing := _doing_enjoyed(verb, tokens[-1].i)) is not None and not (hedged or future or ability or lead_when or subject != speaker):
+            # "We had a blast building a treehouse": the doing is what was had, not the blast
+            span = _object_span(text, tokens, doing, phrase_from_verb=True)
+            return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "activity", "assert")
     elif negated or (_lemma(verb) in _NOT_ACTIVITIES and not gift and not (thing is not None and _lemma(verb) == "get")) or verb.lower_ in _NOT_ACTIVITIES or (verb.is_title and not (verb.i == tokens[0].i and _past_verb(verb) and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("a", "an", "the", "my", "our", "some"))):
         # (what the speaker's own "got" is a doing of theirs: "my son got into trouble at school")
         return None
@@ -2384,6 +2388,26 @@ def _for_someone(text: str, doc: Any, k: int, last: int) -> bool:
         return True
     # after an unambiguous "them"/"everyone", a describing word or a noun starts the thing ("everyone custom mugs")
     return who.lower_ in _FOR_WHOM and thing.is_alpha and thing.is_lower and (lemma(thing.lower_) in word_classes()["noun"] or thing.lower_ in word_classes()["adj"])
+
+
+_ENJOYED = frozenset({"fun", "blast", "ball", "time"})
+
+
+def _doing_enjoyed(verb: Any, last: int) -> int | None:
+    """The token of the doing after "had fun", "had a blast", "had a great time", "had so much
+    fun" ("We had a blast building a treehouse"), or None: the time had is a saying, the doing
+    after it is what was done."""
+    doc, k = verb.doc, verb.i + 1
+    while k <= last and k - verb.i <= 4 and doc[k].lower_ not in _ENJOYED and (
+        doc[k].lower_ in ("a", "an", "such", "so", "much", "lot", "of", "really", "the") or (doc[k].is_lower and doc[k].lower_ in word_classes()["adj"])
+    ):
+        k += 1
+    if k >= last or doc[k].lower_ not in _ENJOYED or (doc[k].lower_ == "time" and k == verb.i + 1):
+        return None  # ("had time to ...": time free, not time enjoyed)
+    ing = doc[k + 1]
+    if not (ing.is_lower and ing.lower_.endswith("ing") and _lemma(ing) != ing.lower_ and _lemma(ing) in word_classes()["verb"]) or _lemma(ing) in _NOT_DOINGS | _TALK:
+        return None  # "had a blast at the fair", "had fun talking": no doing named
+    return ing.i
 
 
 def _to_come(text: str, verb: Any, tokens: list[Any], said_at: Any) -> bool:

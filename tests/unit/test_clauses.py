@@ -1309,3 +1309,16 @@ def test_a_participle_after_the_speakers_clause_is_their_doing() -> None:
     assert not [s for s in said("I saw my neighbour yesterday, looking happier than ever.") if s[1] != "watched"]
     assert said("I'm good, hoping you are too.") == set()
     assert not [s for s in said("I had a quiet week, reading and baking bread.") if s[1] == "watched"]
+
+
+def test_the_doing_after_a_good_time_had_is_what_was_done() -> None:
+    # "had a blast building a treehouse" was nothing (the blast is a saying, and with it the doing went)
+    assert said("We had a blast building a treehouse.") == {("Ana", "activity", "building a treehouse", "assert")}
+    assert ("Ana", "activity", "painting the fence with my dad", "assert") in said("I had fun painting the fence with my dad.")
+    assert ("Ana", "activity", "hosting a small picnic and inviting some neighbours", "assert") in said(
+        "Thanks, Lea! We had a great time hosting a small picnic and inviting some neighbours to share recipes."
+    )
+    # the listener's good time, free time, a place enjoyed: no doing of the speaker's
+    assert said("I hope you had fun visiting your aunt!") == set()
+    assert said("I had time to read.") == set()
+    assert ("Ana", "attended", "fair", "assert") in said("We had a blast at the fair.")
