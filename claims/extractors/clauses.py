@@ -2166,6 +2166,10 @@ def _read_clause(
         future = True  # "I'm visiting my aunt next week": a plan, not a visit made
     if _lemma(verb) in ("get", "feel", "become") and not negated:
         k = next((k for k in range(i + 1, len(tokens)) if tokens[k].lower_ not in _ADVERBS), None)
+        if k is not None and _lemma(verb) == "get" and tokens[k].lower_ in _HARMED and _past_verb(verb) and not (hedged or future or ability):
+            # "I got hurt and had to take a break from climbing": harm that happened, and what it
+            # led to, not a feeling ("feels" "hurt" before)
+            return _harmed(entry, base, text, tokens, verb, tokens[k], start_tok.idx, subject)
         if k is not None and tokens[k].lower_ in words["feelings"]:
             # "I've been getting so tired", "I feel so lucky": the feeling is the object
             verb, i, frame = tokens[k], k, None
@@ -2388,6 +2392,26 @@ def _for_someone(text: str, doc: Any, k: int, last: int) -> bool:
         return True
     # after an unambiguous "them"/"everyone", a describing word or a noun starts the thing ("everyone custom mugs")
     return who.lower_ in _FOR_WHOM and thing.is_alpha and thing.is_lower and (lemma(thing.lower_) in word_classes()["noun"] or thing.lower_ in word_classes()["adj"])
+
+
+# What "got" says happened to the body ("got hurt", "got sick"): an event, not a feeling.
+_HARMED = frozenset({"hurt", "injured", "sick", "ill", "wounded", "burned", "burnt", "bitten", "stung"})
+
+
+def _harmed(entry: dict[str, Any], base: dict[str, Any], text: str, tokens: list[Any], got: Any, harm: Any, start: int, subject: str) -> Proposal | None:
+    """`activity` "got hurt", and with what it led to when the clause goes on "and had to ..."
+    ("got hurt and had to take a break from climbing"); nothing when the harm is the listener's
+    or someone else's."""
+    # the clause ends at "and had": what it led to is read from the sentence, up to its next mark
+    sent = list(itertools.takewhile(lambda t: t.i <= harm.i or t.text not in _SPLIT_PUNCT, harm.sent))
+    doc, last = got.doc, sent[-1].i
+    end = harm.idx + len(harm.text)
+    k = harm.i + 1
+    if k + 2 <= last and doc[k].lower_ == "and" and doc[k + 1].lower_ == "had" and doc[k + 2].lower_ == "to":
+        rest = _object_span(text, sent, k + 3, phrase_from_verb=True)
+        if rest is not None and len(content_words(text[got.idx : rest[1]])) <= MAX_CONTENT_WORDS:
+            end = rest[1]
+    return _claim(entry, base, text, start, (got.idx, end), subject, "activity", "assert")
 
 
 _ENJOYED = frozenset({"fun", "blast", "ball", "time"})

@@ -1322,3 +1322,16 @@ def test_the_doing_after_a_good_time_had_is_what_was_done() -> None:
     assert said("I hope you had fun visiting your aunt!") == set()
     assert said("I had time to read.") == set()
     assert ("Ana", "attended", "fair", "assert") in said("We had a blast at the fair.")
+
+
+def test_harm_that_happened_is_an_event_not_a_feeling() -> None:
+    # "got hurt" was `feels` "hurt": harm to the body happened; what it led to ("and had to ...") goes with it
+    assert said("Last spring I got hurt and had to take a break from climbing, which I love.") == {
+        ("Ana", "activity", "got hurt and had to take a break from climbing", "assert")
+    }
+    assert ("Ana", "activity", "got sick", "assert") in said("I got sick last week.")
+    assert ("Ana's son", "activity", "got hurt", "assert") in said("My son got hurt at school.")
+    # not when it did not happen, or may
+    assert said("I never got hurt.") == set()
+    assert not [s for s in said("If I got sick I'd stay home.") if s[1] in ("activity", "feels")]
+    assert ("Ana", "feels", "hurt by his words", "assert") in said("I felt hurt by his words.")
