@@ -1887,7 +1887,7 @@ def _things_listed(tokens: list[Any], i: int) -> bool:
                 (lem not in classes["noun"] and not (lem in classes["adj"] and _goes_on(tokens, k)))  # (", and homemade pies": a thing described)
                 or (lem in classes["verb"] and lem == low and (_goes_on(tokens, k) or not after_preposition))
             ))
-            or (_past_verb(t) and not low.endswith("s") and low not in classes["noun"])  # ("berries" is no past)
+            or (_past_verb(t) and not low.endswith("s") and (low not in classes["noun"] or (k + 1 < len(tokens) and tokens[k + 1].lower_ in _DETERMINERS)))  # ("berries" is no past; "saw the parade" is)
         ):
             return False  # "..., roasted marshmallows", "..., plan events": a doing; "..., and I ...": a clause
         item += 1
@@ -1910,8 +1910,13 @@ def _carried_item(tokens: list[Any], base: bool = True) -> bool:
     if first is None or not first.is_alpha or first.is_title or first.lower_ in _FUNCTION_WORDS | _SUBJECT_WORDS:
         return False
     low, classes = first.lower_, word_classes()
-    if _lemma(first) in _NOT_ACTIVITIES | _TALK:
+    if _lemma(first) in _NOT_ACTIVITIES:
         return False  # "..., thought it would be fun": a thought, not a doing of the list
+    if _lemma(first) in _TALK:
+        # "..., tell me more": said to the listener; "..., told stories by the fire": a doing of the list
+        after = next((t for t in tokens if t.i > first.i), None)
+        if after is None or not after.is_alpha or after.is_title or after.lower_ in _OBJECT_PRONOUNS | _SUBJECT_WORDS | _YOU | _RELATIVES | _PREPOSITIONS | {"how", "why", "if", "so"}:
+            return False
     if _past_verb(first) and _lemma(first) in classes["verb"]:
         return True
     return base and _lemma(first) == low and low in classes["verb"] and low not in classes["noun"] and low not in classes["adj"]

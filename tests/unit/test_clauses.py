@@ -1335,3 +1335,12 @@ def test_harm_that_happened_is_an_event_not_a_feeling() -> None:
     assert said("I never got hurt.") == set()
     assert not [s for s in said("If I got sick I'd stay home.") if s[1] in ("activity", "feels")]
     assert ("Ana", "feels", "hurt by his words", "assert") in said("I felt hurt by his words.")
+
+
+def test_a_list_of_doings_with_a_saying_verb_and_a_past_form_that_is_a_noun_too() -> None:
+    # "shared recipes" is a doing of the list (not talk to the listener, as "tell me what you think"),
+    # and "saw the parade" is no item of a list of things after "the fair"
+    assert {("Ana", "activity", "shared recipes", "assert"), ("Ana", "practices", "sang songs", "assert")} <= said("We grilled corn, shared recipes and sang songs.")
+    assert said("I baked bread, tell me what you think!") == {("Ana", "created", "bread", "assert")}
+    assert ("Ana", "attended", "fair", "assert") in said("I went to the fair, saw the parade and ate pie.")
+    assert ("Ana", "received", "apples, pears, and a saw", "assert") in said("We bought apples, pears, and a saw.")
