@@ -1240,12 +1240,40 @@ def _made(text: str) -> Iterator[tuple[str, int, int, int, int]]:
             yield verbs[m.group("verb")], m.start("obj"), m.end("obj"), m.start(), m.end()
 
 
+@functools.cache
+def _of_ones_own_pattern() -> re.Pattern[str]:
+    kinds = "|".join(sorted(lexicon().owned.of_ones_own, key=len, reverse=True))
+    return re.compile(
+        rf"\b(?:on|at|in|with|from|for|through)\s+(?:my|our)\s+(?P<obj>own\s+(?:[a-z][a-z\-]*\s+){{0,2}}?(?:{kinds})s?)\b(?!\s*(?:one\s+day|someday|some\s+day))"
+    )
+
+
+# Words that leave a sentence's "my own ..." wished for or to come ("I'd love to teach on my own show")
+_NOT_YET_OWN = re.compile(r"\b(?:would|'d|might|may|could|someday|one day|if|want|wanna|wish|hope|dream|dreams|will|'ll|gonna|going to|plan|planning|soon|future)\b", re.I)
+
+
+def _of_ones_own(text: str) -> Iterator[tuple[str, int, int, int, int]]:
+    """`has` of what a doing takes place on, at or with, the speaker's own ("I teach recipes on my
+    own cooking show" -> "own cooking show"), one of the lexicon's kinds (a show, a studio, a
+    shop); not in a question, a wish or a plan."""
+    if "own" not in text:
+        return
+    for m in _of_ones_own_pattern().finditer(text):
+        start = max(text.rfind(mark, 0, m.start()) for mark in ".!?") + 1
+        ends = [k for k in (text.find(mark, m.end()) for mark in ".!?") if k >= 0]
+        sentence = text[start : min(ends) + 1 if ends else len(text)]
+        if sentence.rstrip().endswith("?") or _NOT_YET_OWN.search(sentence):
+            continue
+        yield "has", m.start("obj"), m.end("obj"), start + len(sentence) - len(sentence.lstrip()), m.end()
+
+
 def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     """(predicate, object start, object end, statement start, statement end) of each favourite
     named and each thing said to be important."""
     low = text.lower()
     yield from _mine(text, low)
     yield from _made(text)
+    yield from _of_ones_own(text)
     for m in _praise().finditer(text) if any(w in low for w in lexicon().praise.words) else ():
         obj = m.group("obj").lower().split()
         if obj[0] in _NOT_GENERIC or {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):  # "Rui, that's awesome"

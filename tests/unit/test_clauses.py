@@ -1344,3 +1344,13 @@ def test_a_list_of_doings_with_a_saying_verb_and_a_past_form_that_is_a_noun_too(
     assert said("I baked bread, tell me what you think!") == {("Ana", "created", "bread", "assert")}
     assert ("Ana", "attended", "fair", "assert") in said("I went to the fair, saw the parade and ate pie.")
     assert ("Ana", "received", "apples, pears, and a saw", "assert") in said("We bought apples, pears, and a saw.")
+
+
+def test_a_doing_on_or_at_ones_own_show_or_shop_says_one_has_it() -> None:
+    # "on my own cooking show": the speaker has a cooking show (a kind the lexicon lists), said in passing
+    assert ("Ana", "has", "own cooking show", "assert") in said("Last Monday I got to teach people soup recipes on my own cooking show!")
+    assert ("Ana", "has", "own little bakery", "assert") in said("I sell pies at my own little bakery downtown.")
+    # not wished for, asked about, or the listener's; a kind the lexicon does not list is not had
+    assert not [s for s in said("I'd love to teach on my own cooking show someday.") if s[1] == "has"]
+    assert said("Do you sell things at your own shop?") == set()
+    assert not [s for s in said("I found peace in my own journey.") if s[1] == "has"]
