@@ -1267,6 +1267,36 @@ def _of_ones_own(text: str) -> Iterator[tuple[str, int, int, int, int]]:
         yield "has", m.start("obj"), m.end("obj"), start + len(sentence) - len(sentence.lstrip()), m.end()
 
 
+# One to three words that name a role ("writer", "deaf woman", "first-time dad"), none a function word.
+_ROLE = r"(?P<obj>(?:(?!(?:and|or|to|who|in|at|for|with|of|how|is|was|but|so)\b)[a-z][a-z\-]*\s+){0,2}(?!(?:and|or|to|who|in|at|for|with|of|how|is|was|but|so)\b)[a-z][a-z\-]*)"
+_AS_A_ROLE = (
+    # "As a writer, my laptop is ...", "As a nurse, I see ...": the speaker is one
+    re.compile(rf"(?:^|(?<=[.!?]\s))As\s+an?\s+{_ROLE},\s+(?:I|my|we|our)\b"),
+    # "to show my own journey as a deaf woman", "my years as a nurse": what the speaker's path is one of
+    re.compile(rf"\b(?:[Mm]y|[Oo]ur)\s+(?:own\s+)?(?:journey|path|life|experience|years|story)\s+as\s+an?\s+{_ROLE}(?=\s*(?:[,.!?;]|\band\b|$))"),
+)
+# What "as a ..." names that is no role the speaker says they are: an age, a group, a saying.
+_NOT_ROLES = frozenset({
+    "kid", "child", "teen", "teenager", "boy", "girl", "baby", "youngster", "family", "team", "group", "couple",
+    "whole", "result", "reminder", "gift", "way", "bonus", "treat", "hobby", "friend", "side", "matter", "joke",
+})  # fmt: skip
+
+
+def _as_a_role(text: str) -> Iterator[tuple[str, int, int, int, int]]:
+    """`identity` of a role the speaker says they speak as or have a path as ("As a writer, my
+    laptop is half my brain", "my own journey as a deaf woman"); not an age ("as a kid"), a
+    group ("as a family") or a saying ("as a reminder")."""
+    if " as a" not in text and not text.startswith("As a") and ". As a" not in text:
+        return
+    for pattern in _AS_A_ROLE:
+        for m in pattern.finditer(text):
+            head = m.group("obj").split()[-1].lower()
+            if lemma(head) in _NOT_ROLES or head in _NOT_ROLES or lemma(head) not in word_classes()["noun"]:
+                continue
+            ends = [k for k in (text.find(mark, m.end()) for mark in ".!?") if k >= 0]
+            yield "identity", m.start("obj"), m.end("obj"), m.start(), min(ends) if ends else len(text.rstrip())  # the quote: to the sentence's end
+
+
 def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     """(predicate, object start, object end, statement start, statement end) of each favourite
     named and each thing said to be important."""
@@ -1274,6 +1304,7 @@ def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     yield from _mine(text, low)
     yield from _made(text)
     yield from _of_ones_own(text)
+    yield from _as_a_role(text)
     for m in _praise().finditer(text) if any(w in low for w in lexicon().praise.words) else ():
         obj = m.group("obj").lower().split()
         if obj[0] in _NOT_GENERIC or {"that", "this", "it", "there", "what", "them", "you", "your"} & set(obj):  # "Rui, that's awesome"
@@ -2822,6 +2853,8 @@ def _object_span(
         # "I painted that old barn": a determiner; not "I love that you came" (a clause)
         or (out[first].lower_ == "that" and first + 1 < len(out) and out[first + 1].is_alpha and out[first + 1].lower_ not in _SUBJECT_WORDS | _CLAUSE_SUBJECTS)
     ):
+        if out[first].lower_ == "to" and first and out[first - 1].lower_ in ("this", "these", "those", "her", "his", "its", "their"):
+            return None  # "I painted this to show my path": "this" is what was painted, the rest its purpose
         first += 1
     if first + 1 < len(out) and out[first].lower_ in ("few", "several", "many") and out[first + 1].is_alpha and out[first + 1].lower_ not in _STOPWORDS | _PREPOSITIONS:
         first += 1  # "wrote a few verses for a song": the bits are what was written

@@ -1354,3 +1354,19 @@ def test_a_doing_on_or_at_ones_own_show_or_shop_says_one_has_it() -> None:
     assert not [s for s in said("I'd love to teach on my own cooking show someday.") if s[1] == "has"]
     assert said("Do you sell things at your own shop?") == set()
     assert not [s for s in said("I found peace in my own journey.") if s[1] == "has"]
+
+
+def test_a_role_the_speaker_speaks_as_is_their_identity() -> None:
+    assert ("Ana", "identity", "writer", "assert") in said("As a writer, my laptop is my whole life.")
+    assert ("Ana", "identity", "deaf woman", "assert") in said("I painted this to show my own journey as a deaf woman.")
+    assert ("Ana", "identity", "first-time dad", "assert") in said("It was tough. As a first-time dad, I had no clue.")
+    # an age, a group or a path with more said after it: no role
+    assert not [s for s in said("As a kid, I loved trains.") if s[1] == "identity"]
+    assert not [s for s in said("As a family, we hike every week.") if s[1] == "identity"]
+    assert not [s for s in said("I loved that book as a kid.") if s[1] == "identity"]
+
+
+def test_a_pronoun_made_then_a_purpose_names_nothing_made() -> None:
+    # "I painted this to show my path" was `created` "show my path": "this" is what was painted
+    assert not [s for s in said("I painted this to show my path.") if s[1] == "created"]
+    assert ("Ana", "created", "bowl", "assert") in said("I made this bowl to remember my trip.")
