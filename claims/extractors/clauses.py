@@ -2322,8 +2322,14 @@ def _read_clause(
             return None  # "I think about the places I've lived": a thought, not a plan considered
         if any(t.lower_ in ("'d", "’d", "would") for t in tokens[: i]) and "used to" in text[: start_tok.idx]:
             return None  # "I used to go fishing with my uncle, we'd row out at dawn": a past habit, not a plan
-        # What is considered is the verb phrase itself: "might move to Berlin" -> "move to Berlin".
-        span = _object_span(text, tokens, verb.i, phrase_from_verb=True)
+        # What is considered is the verb phrase itself: "might move to Berlin" -> "move to Berlin";
+        # "I feel like I could paint a whole mural": what follows the modal, the feeling is no plan.
+        first = verb.i
+        if _lemma(verb) == "feel" and verb.i + 3 <= tokens[-1].i and verb.doc[verb.i + 1].lower_ == "like" and verb.doc[verb.i + 2].text in ("I", "we") and verb.doc[verb.i + 3].lower_ in ("could", "might", "'d", "would"):
+            first = verb.i + 4
+            if first > tokens[-1].i or not verb.doc[first].is_alpha or verb.doc[first].lower_ in ("not", "n't", "never", "be", "have"):
+                return None
+        span = _object_span(text, tokens, first, phrase_from_verb=True)
         if span is None or len(text[span[0] : span[1]].split()) < 2:
             return None  # "I'd love that!": what is considered, the clause does not say
         return _with_confidence(

@@ -1370,3 +1370,10 @@ def test_a_pronoun_made_then_a_purpose_names_nothing_made() -> None:
     # "I painted this to show my path" was `created` "show my path": "this" is what was painted
     assert not [s for s in said("I painted this to show my path.") if s[1] == "created"]
     assert ("Ana", "created", "bowl", "assert") in said("I made this bowl to remember my trip.")
+
+
+def test_what_the_speaker_feels_they_could_do_is_considered() -> None:
+    # "I feel like I could paint a whole mural" was nothing (the feeling with a modal is no feeling)
+    assert said("I always feel like I could paint a whole mural when I'm by the sea!") == {("Ana", "considers", "paint a whole mural", "assert")}
+    assert said("I feel like I could be happier.") == set()
+    assert said("I don't feel like I could run a marathon.") == set()
