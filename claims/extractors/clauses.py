@@ -783,7 +783,10 @@ def _answers(
             continue
         doing = m.group("doing").strip(" ,")
         found = pats[unit].search(reply)
-        if found is None or set(doing.lower().split()) & _VAGUE_DOINGS or _unanswered(reply[: found.end()]):
+        if found is None or set(doing.lower().split()) & _VAGUE_DOINGS - {"that", "those", "these"} or _unanswered(reply[: found.end()]):
+            return
+        doing = _doing_asked(doing, MAX_CONTENT_WORDS - len(content_words(found.group(0))))
+        if doing is None:
             return
         p = claim("practices", f"{doing} {found.group(0)}")
         if p is not None:
@@ -805,6 +808,30 @@ def _answers(
         p = claim(predicate, phrase) if predicate else claim("activity", f"{m.group('doing')} {phrase}")
         if p is not None:
             yield p
+
+
+_GET_TO = re.compile(r"^(?:get|got|manage|have|need)\s+to\s+", re.I)
+_LIKE_THAT = re.compile(r"\s+like\s+(?:that|this|those|these)\b", re.I)
+
+
+def _doing_asked(doing: str, room: int) -> str | None:
+    """The doing a "how often" question asks about, in at most ``room`` content words: "get to
+    see sunsets like that on your walks" -> "see sunsets" (what one gets to do is the doing, "like
+    that" points at a picture, and a place or time after it goes first when words run out);
+    None when it is vague ("do it") or does not fit."""
+    doing = _GET_TO.sub("", doing)
+    if len(content_words(doing)) > room:
+        doing = _LIKE_THAT.split(doing, maxsplit=1)[0]
+    words = doing.split()
+    while len(content_words(" ".join(words))) > room:
+        cut = max((k for k, w in enumerate(words) if k > 1 and w.lower() in _PREPOSITIONS), default=None)
+        if cut is None:
+            return None
+        words = words[:cut]
+    doing = " ".join(words)
+    if not doing or set(doing.lower().split()) & _VAGUE_DOINGS:
+        return None
+    return doing
 
 
 def _reply(sents: list[Any], listener: str | None) -> Any | None:

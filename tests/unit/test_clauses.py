@@ -929,6 +929,9 @@ REPLIES = [
     (("Pia", "Nice! So what have you been up to?"), ("Tom", "Yeah actually - building a canoe with my dad."), ("Tom", "activity", "building a canoe with my dad")),
     (("Pia", "What books have you been reading lately?"), ("Tom", "Mostly sea stories and old atlases."), ("Tom", "watched", "sea stories and old atlases")),
     (("Pia", "What causes have you been backing?"), ("Tom", "Lately, river cleanups and seed libraries."), ("Tom", "activity", "backing river cleanups and seed libraries")),
+    # rules 0.6.2: a question too long to keep whole keeps its doing ("get to", "like that" and
+    # the place after it go first)
+    (("Pia", "What a view! How often do you get to watch storms like that from your little porch?"), ("Tom", "Thanks, Pia! I watch them at least twice a month."), ("Tom", "practices", "watch storms at least twice a month")),
 ]
 
 
