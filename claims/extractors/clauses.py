@@ -234,7 +234,8 @@ def _gerund_with_object(doc: Any, i: int) -> bool:
     t = doc[i]
     if not (t.lower_.endswith("ing") and len(t) > 4 and _lemma(t) != t.lower_ and _lemma(t) in word_classes()["verb"]):
         return False
-    return i + 1 < len(doc) and doc[i + 1].lower_ in _DETERMINERS | _PARTICLES | {"some", "new", "more", "all", "them", "it"}
+    # (or "about": "researching tax laws and writing about my findings" is two doings)
+    return i + 1 < len(doc) and doc[i + 1].lower_ in _DETERMINERS | _PARTICLES | {"some", "new", "more", "all", "them", "it", "about"}
 
 
 def _second_doing(doc: Any, i: int, last: int) -> bool:
@@ -2081,7 +2082,9 @@ def _subject(
     if low in ("i", "we") or t.text in ("I'm", "I've", "Im"):
         return speaker, i + 1, False
     if low == "let" and i + 2 < len(tokens) and tokens[i + 1].lower_ in ("'s", "’s") and speaker is not None:
-        if _lemma(tokens[i + 2]) in _EXHORTATIONS or (_lemma(tokens[i + 2]) == "make" and i + 3 < len(tokens) and tokens[i + 3].lower_ in ("sure", "a", "it", "some", "the")):
+        if _lemma(tokens[i + 2]) in _EXHORTATIONS or (_lemma(tokens[i + 2]) == "make" and i + 3 < len(tokens) and (
+            tokens[i + 3].lower_ in ("sure", "a", "it", "some", "the") or any(t.lower_ in _MADE_IDIOMS for t in tokens[i + 3 : i + 6])
+        )):  # ("Let's make happy memories": a cheer, as "make a difference")
             return None, 0, False  # "Let's keep chasing our dreams", "Let's make a difference": a cheer, no plan
         return speaker, i + 2, False  # "Let's go to a dance class": a plan of the speaker's (with the listener)
     if low == "you" and listener is not None and not (i and tokens[i - 1].lower_ in _LEADS | {"if", "unless"}):
@@ -2343,8 +2346,8 @@ def _read_clause(
     if gerund and hedged:
         return None  # "Changing jobs could bring fresh chances": a general remark
     if hedged:
-        if negated:
-            return None  # "I might never finish it", "I might not go": nothing considered
+        if negated or any(t.lower_ in ("n't", "not", "never") and t.i and t.doc[t.i - 1].lower_ in ("would", "wo", "could", "might", "'d", "should") for t in tokens):
+            return None  # "I might never finish it", "happy and wouldn't have it any other way": nothing considered
         if verb.i and verb.doc[verb.i - 1].lower_ in ("about", "of") and not verb.lower_.endswith("ing"):
             return None  # "I think about the places I've lived": a thought, not a plan considered
         if any(t.lower_ in ("'d", "’d", "would") for t in tokens[: i]) and "used to" in text[: start_tok.idx]:
@@ -2397,6 +2400,10 @@ def _read_clause(
         return None  # "I find new routes to the office", "I get to see them": nothing received
     if frame is not None and frame.predicate == "attended" and _lemma(verb) in ("host", "organize", "organise") and verb.lower_.endswith("ing"):
         frame = _Frame("plans", frame.kind, frame.surface)  # "I'm organizing a quiz night": not yet attended
+    if frame is not None and frame.predicate == "finished" and verb.lower_.endswith("ing") and not (gerund and any(t.lower_ in _GERUND_SUBJECT_VERBS for t in tokens if t.i > verb.i)):
+        # "I'm finishing my thesis", "Finishing up the mural for the fair": under way, not finished
+        # (an activity); "Finishing my thesis was a relief" is done
+        frame = None
     if frame is not None and frame.predicate == "received" and verb.lower_ == "got" and verb.i and verb.doc[verb.i - 1].lower_ in ("'ve", "ve", "have", "has", "'s"):
         frame = _Frame("has", frame.kind, frame.surface)  # "We've got two spare tickets": had, not received
     if frame is not None:
