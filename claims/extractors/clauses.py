@@ -572,8 +572,8 @@ def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sen
     "for all of us", "to see ..."): another event, a person or a clause would make it a guess."""
     for sent in sents[1:]:
         m = _WHAT_IT_WAS.match(text, sent.start_char)
-        if m is None or not text[m.end() :].lstrip().startswith((".", "!")) and m.end() < len(text.rstrip()):
-            continue
+        if m is None or (m.end() < len(text.rstrip()) and not text[m.end() :].lstrip().startswith((".", "!"))):
+            continue  # "It was a moving experience for all of us": more is said of it than what it was like
         before = [p for p in said if text.find(p.quote) < sent.start_char]
         events = [p for p in before if p.predicate == "attended" and p.subject == entry["actor"]]
         if len(events) != 1:
@@ -587,8 +587,9 @@ def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sen
         describing = m.group("obj").split()[:-1]
         if any(w.strip(",").lower() not in word_classes()["adj"] and w.strip(",") != "and" for w in describing):
             return None  # "a learning experience about ...": not what the event was like
-        p = Proposal(subject=events[0].object, predicate="described_as", object=m.group("obj"), valid_at=entry["valid_at"], quote=m.group(0), **base)
-        return p.model_copy(update={"quote": text[text.find(events[0].quote) : m.end()]})
+        # the quote runs from the event's words to the description, so that it names both
+        quote = text[text.find(events[0].quote) : m.end()]
+        return Proposal(subject=events[0].object, predicate="described_as", object=m.group("obj"), valid_at=entry["valid_at"], quote=quote, **base)
     return None
 
 
@@ -1314,7 +1315,7 @@ def _as_a_role(text: str) -> Iterator[tuple[str, int, int, int, int]]:
     """`identity` of a role the speaker says they speak as or have a path as ("As a writer, my
     laptop is half my brain", "my own journey as a deaf woman"); not an age ("as a kid"), a
     group ("as a family") or a saying ("as a reminder")."""
-    if " as a" not in text and not text.startswith("As a") and ". As a" not in text:
+    if "as a" not in text.lower():
         return
     for pattern in _AS_A_ROLE:
         for m in pattern.finditer(text):
@@ -2472,7 +2473,7 @@ def _read_clause(
 # Whom a thing got or made may be for, right after the verb: "got them a cake" (not "her",
 # which is as often whose: "got her keys").
 _FOR_WHOM = frozenset({"him", "them", "me", "us", "everyone", "everybody", "someone", "somebody"})
-_QUANTIFIERS = frozenset({"a", "an", "some", "the", "this", "these", "those", "two", "three", "four", "five", "matching", "new"})
+_GIFT_OPENERS = frozenset({"a", "an", "some", "the", "this", "these", "those", "two", "three", "four", "five", "matching", "new"})
 
 
 def _for_someone(text: str, doc: Any, k: int, last: int) -> bool:
@@ -2492,7 +2493,7 @@ def _for_someone(text: str, doc: Any, k: int, last: int) -> bool:
     thing = doc[k + 1]
     if any(a <= thing.idx < b for a, b in _time_spans(text)) or thing.lower_ in _TIME_WORDS_STOP | _PREPOSITIONS | _PARTICLES:
         return False  # "got them yesterday", "got them from the fair", "got him back"
-    if thing.lower_ in _QUANTIFIERS or thing.like_num:
+    if thing.lower_ in _GIFT_OPENERS or thing.like_num:
         return True
     # after an unambiguous "them"/"everyone", a describing word or a noun starts the thing ("everyone custom mugs")
     return who.lower_ in _FOR_WHOM and thing.is_alpha and thing.is_lower and (lemma(thing.lower_) in word_classes()["noun"] or thing.lower_ in word_classes()["adj"])
@@ -2503,9 +2504,9 @@ _HARMED = frozenset({"hurt", "injured", "sick", "ill", "wounded", "burned", "bur
 
 
 def _harmed(entry: dict[str, Any], base: dict[str, Any], text: str, tokens: list[Any], got: Any, harm: Any, start: int, subject: str) -> Proposal | None:
-    """`activity` "got hurt", and with what it led to when the clause goes on "and had to ..."
-    ("got hurt and had to take a break from climbing"); nothing when the harm is the listener's
-    or someone else's."""
+    """`activity` "got hurt" of the clause's subject (the speaker, or someone of theirs: "my son
+    got hurt"), with what it led to when the sentence goes on "and had to ..." ("got hurt and had
+    to take a break from climbing"), as long as the whole stays within six content words."""
     # the clause ends at "and had": what it led to is read from the sentence, up to its next mark
     sent = list(itertools.takewhile(lambda t: t.i <= harm.i or t.text not in _SPLIT_PUNCT, harm.sent))
     doc, last = got.doc, sent[-1].i
