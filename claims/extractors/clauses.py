@@ -245,6 +245,8 @@ def _second_doing(doc: Any, i: int, last: int) -> bool:
     if not verb or not _past_verb(verb[0]) or verb[0].lower_ in _FUNCTION_WORDS:
         return False
     k = verb[0].i + 1
+    if k <= last and doc[k].is_alpha and doc[k].is_lower and verb[0].lower_ not in word_classes()["adj"] | word_classes()["noun"] and _lemma(doc[k]) in word_classes()["noun"]:
+        return True  # "... and bought bread": a past form that describes nothing, then its object
     return k > last or not doc[k].is_alpha or doc[k].lower_ in _DETERMINERS | _PREPOSITIONS | _OBJECT_PRONOUNS
 
 
@@ -524,6 +526,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 yield from once(_reported(entry, base, text, report, people, matches, conditional))
                 continue
             read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener, things, carried)
+            if read is not None and previous is not None and previous[-1].lower_ in ("yesterday", "today") and any(t.lower_ == "like" for t in previous):
+                continue  # "feels like just yesterday I wore this dress": how time flew, not a doing of yesterday
             if read is not None and split_at == "I" and sent[0].lower_.endswith("ing") and len(sent[0]) > 4 and previous is not None and len(previous) > 1 and previous[-1].lower_ != "that" and any(t.lower_ in ("is", "was", "are", "were") for t in clause):
                 # "Having the work I put into it pay off was ...": a relative clause inside a subject
                 # (not "Knowing I'm helping ... is amazing": what is known is the speaker's)
@@ -2053,6 +2057,10 @@ def _starts_with(tokens: list[Any], i: int, seqs: list[tuple[str, ...]]) -> int:
     return best
 
 
+# What "Let's make our trip ..." wishes it to be: a cheer, no plan.
+_MADE_SO = frozenset({"awesome", "great", "amazing", "special", "better", "count", "happen", "wonderful", "unforgettable", "memorable", "epic", "fun", "magical"})
+
+
 def _subject(
     tokens: list[Any], speaker: str | None, people: list[str], listener: str | None = None, frame_starts: frozenset[int] = frozenset(),
     things: tuple[_Thing, ...] = (), carried: bool = False,
@@ -2084,8 +2092,8 @@ def _subject(
         return speaker, i + 1, False
     if low == "let" and i + 2 < len(tokens) and tokens[i + 1].lower_ in ("'s", "’s") and speaker is not None:
         if _lemma(tokens[i + 2]) in _EXHORTATIONS or (_lemma(tokens[i + 2]) == "make" and i + 3 < len(tokens) and (
-            tokens[i + 3].lower_ in ("sure", "a", "it", "some", "the") or any(t.lower_ in _MADE_IDIOMS for t in tokens[i + 3 : i + 6])
-        )):  # ("Let's make happy memories": a cheer, as "make a difference")
+            tokens[i + 3].lower_ in ("sure", "a", "it", "some", "the") or any(t.lower_ in _MADE_IDIOMS | _MADE_SO for t in tokens[i + 3 : i + 6])
+        )):  # ("Let's make happy memories", "Let's make our trip awesome": a cheer, as "make a difference")
             return None, 0, False  # "Let's keep chasing our dreams", "Let's make a difference": a cheer, no plan
         return speaker, i + 2, False  # "Let's go to a dance class": a plan of the speaker's (with the listener)
     if low == "you" and listener is not None and not (i and tokens[i - 1].lower_ in _LEADS | {"if", "unless"}):
@@ -2109,6 +2117,22 @@ def _subject(
         return t.text, i + 1, False
     if speaker is None or low in _SUBJECT_WORDS:
         return None, 0, False
+    if not carried and tokens[0].lower_ in ("but", "and", "or", "yet", "then") and tokens[0].i > tokens[0].sent.start:
+        # "a brave little fox who was scared but explored the world": the subject is the clause
+        # before's, the last one named before it in the sentence ("I was tired but finished it" is the speaker's)
+        doc = tokens[0].doc
+        sent_start = tokens[0].sent.start
+        # where "my sister", "the studio" ... begin as a subject (not "showed my book to my group")
+        starts = {
+            o.at for o in things
+            if o.at >= 1 and (o.at - 1 == sent_start or doc[o.at - 2].is_punct or doc[o.at - 2].lower_ in _LEADS | {"and", "but", "so", "then"})
+        }
+        before = next((
+            k for k in range(tokens[0].i - 1, sent_start - 1, -1)
+            if doc[k].lower_ in ("i", "we", "he", "she", "they", "it", "who", "which") or doc[k].text in people or k in starts
+        ), None)
+        if before is not None and doc[before].lower_ not in ("i", "we"):
+            return None, 0, False  # (no subject before at all: "Sorry about that, but glad to see it" is the speaker's)
     if carried and (_carried_item(tokens[i:]) or _participle_item(tokens[i:])):
         # "We explored the caves, cooked on the fire and took a night walk": the list's subject
         j = i
@@ -2880,8 +2904,12 @@ def _object_span(
         out.append(t)
     if out and out[-1].i == last and out[-1].lower_ in _PLACE_NOUNS and content < MAX_CONTENT_WORDS:
         out += _apposed_name(doc, last)  # "cleaning up my old town, Greenfield, too"
+    # "put my coat on", "picked the kids up": a particle that ends the clause belongs to its verb
+    particle = out[-1] if phrase_from_verb and len(out) > 2 and out[-1].i == last and out[-1].lower_ in ("on", "off", "up", "out", "down", "away", "back") else None
     while out and (out[-1].lower_ in _STOPWORDS or out[-1].lower_ in _TRAILING_WORDS or out[-1].text in (",", ";")):
         out.pop()  # (a comma of a list cut at the word cap: "faith, doubt,")
+    if particle is not None and out and out[-1].i == particle.i - 1 and out[-1].is_alpha and out[-1].lower_ not in _STOPWORDS:
+        out.append(particle)
     if len(out) > 2 and out[-1].lower_ in ("things", "stuff", "everything") and out[-2].lower_ in ("and", "or"):
         out = out[:-2]  # "the new studio and things": the rest names nothing
         while out and out[-1].text in (",", ";"):
