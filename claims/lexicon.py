@@ -75,7 +75,7 @@ class Owned(_Strict):
     he: tuple[str, ...] = Field(min_length=1)
     she: tuple[str, ...] = Field(min_length=1)
     not_owned: tuple[str, ...] = Field(min_length=1)
-    # What "on/at/with my own ..." says the speaker has ("on my own cooking show"): kinds of thing
+    # What "on/at/with my own ..." says the speaker has ("on my own radio show"): kinds of thing
     # that are had when a doing takes place in them (_of_ones_own)
     of_ones_own: tuple[str, ...] = Field(min_length=1)
 

@@ -234,7 +234,7 @@ def _gerund_with_object(doc: Any, i: int) -> bool:
     t = doc[i]
     if not (t.lower_.endswith("ing") and len(t) > 4 and _lemma(t) != t.lower_ and _lemma(t) in word_classes()["verb"]):
         return False
-    # (or "about": "researching tax laws and writing about my findings" is two doings)
+    # (or "about": "researching tax laws and posting about the results" is two doings)
     return i + 1 < len(doc) and doc[i + 1].lower_ in _DETERMINERS | _PARTICLES | {"some", "new", "more", "all", "them", "it", "about"}
 
 
@@ -527,7 +527,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 continue
             read = _read_clause(entry, base, text, clause, speaker, people, matches, conditional, listener, things, carried)
             if read is not None and previous is not None and previous[-1].lower_ in ("yesterday", "today") and any(t.lower_ == "like" for t in previous):
-                continue  # "feels like just yesterday I wore this dress": how time flew, not a doing of yesterday
+                continue  # "It seems like only yesterday we painted this room": how time flew, not a doing of yesterday
             if read is not None and split_at == "I" and sent[0].lower_.endswith("ing") and len(sent[0]) > 4 and previous is not None and len(previous) > 1 and previous[-1].lower_ != "that" and any(t.lower_ in ("is", "was", "are", "were") for t in clause):
                 # "Having the work I put into it pay off was ...": a relative clause inside a subject
                 # (not "Knowing I'm helping ... is amazing": what is known is the speaker's)
@@ -573,11 +573,11 @@ def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sen
     on a canoe trip. We paddled and fished. It was a calm and lovely experience." -> "canoe trip"
     "calm and lovely experience". Only when the turn attended exactly one event named by a noun
     phrase (not a doing) in an earlier sentence, and the sentence is that description alone (no
-    "for all of us", "to see ..."): another event, a person or a clause would make it a guess."""
+    "for the whole class", "to see ..."): another event, a person or a clause would make it a guess."""
     for sent in sents[1:]:
         m = _WHAT_IT_WAS.match(text, sent.start_char)
         if m is None or (m.end() < len(text.rstrip()) and not text[m.end() :].lstrip().startswith((".", "!"))):
-            continue  # "It was a moving experience for all of us": more is said of it than what it was like
+            continue  # "It was a rare experience for the whole class": more is said of it than what it was like
         before = [p for p in said if text.find(p.quote) < sent.start_char]
         events = [p for p in before if p.predicate == "attended" and p.subject == entry["actor"]]
         if len(events) != 1:
@@ -821,9 +821,9 @@ _LIKE_THAT = re.compile(r"\s+like\s+(?:that|this|those|these)\b", re.I)
 
 
 def _doing_asked(doing: str, room: int) -> str | None:
-    """The doing a "how often" question asks about, in at most ``room`` content words: "get to
-    see sunsets like that on your walks" -> "see sunsets" (what one gets to do is the doing, "like
-    that" points at a picture, and a place or time after it goes first when words run out);
+    """The doing a "how often" question asks about, in at most ``room`` content words: "manage to
+    catch storms like that from the old pier" -> "catch storms" (what one manages to do is the
+    doing, "like that" points at a picture, and a place or time after it goes first when words run out);
     None when it is vague ("do it") or does not fit."""
     doing = _GET_TO.sub("", doing)
     if len(content_words(doing)) > room:
@@ -1281,14 +1281,14 @@ def _of_ones_own_pattern() -> re.Pattern[str]:
     )
 
 
-# Words that leave a sentence's "my own ..." wished for or to come ("I'd love to teach on my own show")
+# Words that leave a sentence's "my own ..." wished for or to come ("I'd love to host my own show")
 _NOT_YET_OWN = re.compile(r"\b(?:would|'d|might|may|could|someday|one day|if|want|wanna|wish|hope|dream|dreams|will|'ll|gonna|going to|plan|planning|soon|future)\b", re.I)
 
 
 def _of_ones_own(text: str) -> Iterator[tuple[str, int, int, int, int]]:
-    """`has` of what a doing takes place on, at or with, the speaker's own ("I teach recipes on my
-    own cooking show" -> "own cooking show"), one of the lexicon's kinds (a show, a studio, a
-    shop); not in a question, a wish or a plan."""
+    """`has` of what a doing takes place on, at or with, the speaker's own ("I play records on my
+    own radio show" -> "own radio show"), one of the lexicon's kinds (a show, a studio, a shop);
+    not in a question, a wish or a plan."""
     if "own" not in text:
         return
     for m in _of_ones_own_pattern().finditer(text):
@@ -1300,12 +1300,12 @@ def _of_ones_own(text: str) -> Iterator[tuple[str, int, int, int, int]]:
         yield "has", m.start("obj"), m.end("obj"), start + len(sentence) - len(sentence.lstrip()), m.end()
 
 
-# One to three words that name a role ("writer", "deaf woman", "first-time dad"), none a function word.
+# One to three words that name a role ("baker", "night nurse", "first-time dad"), none a function word.
 _ROLE = r"(?P<obj>(?:(?!(?:and|or|to|who|in|at|for|with|of|how|is|was|but|so)\b)[a-z][a-z\-]*\s+){0,2}(?!(?:and|or|to|who|in|at|for|with|of|how|is|was|but|so)\b)[a-z][a-z\-]*)"
 _AS_A_ROLE = (
-    # "As a writer, my laptop is ...", "As a nurse, I see ...": the speaker is one
+    # "As a baker, I'm up before dawn", "As a nurse, I see ...": the speaker is one
     re.compile(rf"(?:^|(?<=[.!?]\s))As\s+an?\s+{_ROLE},\s+(?:I|my|we|our)\b"),
-    # "to show my own journey as a deaf woman", "my years as a nurse": what the speaker's path is one of
+    # "a song about my years as a night nurse": what the speaker's path is one of
     re.compile(rf"\b(?:[Mm]y|[Oo]ur)\s+(?:own\s+)?(?:journey|path|life|experience|years|story)\s+as\s+an?\s+{_ROLE}(?=\s*(?:[,.!?;]|\band\b|$))"),
 )
 # What "as a ..." names that is no role the speaker says they are: an age, a group, a saying.
@@ -1316,9 +1316,9 @@ _NOT_ROLES = frozenset({
 
 
 def _as_a_role(text: str) -> Iterator[tuple[str, int, int, int, int]]:
-    """`identity` of a role the speaker says they speak as or have a path as ("As a writer, my
-    laptop is half my brain", "my own journey as a deaf woman"); not an age ("as a kid"), a
-    group ("as a family") or a saying ("as a reminder")."""
+    """`identity` of a role the speaker says they speak as or have a path as ("As a baker, I'm up
+    before dawn", "my years as a night nurse"); not an age ("as a kid"), a group ("as a family")
+    or a saying ("as a reminder")."""
     if "as a" not in text.lower():
         return
     for pattern in _AS_A_ROLE:
@@ -2093,7 +2093,7 @@ def _subject(
     if low == "let" and i + 2 < len(tokens) and tokens[i + 1].lower_ in ("'s", "’s") and speaker is not None:
         if _lemma(tokens[i + 2]) in _EXHORTATIONS or (_lemma(tokens[i + 2]) == "make" and i + 3 < len(tokens) and (
             tokens[i + 3].lower_ in ("sure", "a", "it", "some", "the") or any(t.lower_ in _MADE_IDIOMS | _MADE_SO for t in tokens[i + 3 : i + 6])
-        )):  # ("Let's make happy memories", "Let's make our trip awesome": a cheer, as "make a difference")
+        )):  # ("Let's make some sweet memories", "Let's make this weekend epic": a cheer, as "make a difference")
             return None, 0, False  # "Let's keep chasing our dreams", "Let's make a difference": a cheer, no plan
         return speaker, i + 2, False  # "Let's go to a dance class": a plan of the speaker's (with the listener)
     if low == "you" and listener is not None and not (i and tokens[i - 1].lower_ in _LEADS | {"if", "unless"}):
@@ -2118,8 +2118,8 @@ def _subject(
     if speaker is None or low in _SUBJECT_WORDS:
         return None, 0, False
     if not carried and tokens[0].lower_ in ("but", "and", "or", "yet", "then") and tokens[0].i > tokens[0].sent.start:
-        # "a brave little fox who was scared but explored the world": the subject is the clause
-        # before's, the last one named before it in the sentence ("I was tired but finished it" is the speaker's)
+        # "a shy goat who hated rain but crossed the river": the subject is the clause before's,
+        # the last one named before it in the sentence ("I was tired but finished it" is the speaker's)
         doc = tokens[0].doc
         sent_start = tokens[0].sent.start
         # where "my sister", "the studio" ... begin as a subject (not "showed my book to my group")
@@ -2132,7 +2132,7 @@ def _subject(
             if doc[k].lower_ in ("i", "we", "he", "she", "they", "it", "who", "which") or doc[k].text in people or k in starts
         ), None)
         if before is not None and doc[before].lower_ not in ("i", "we"):
-            return None, 0, False  # (no subject before at all: "Sorry about that, but glad to see it" is the speaker's)
+            return None, 0, False  # (no subject before at all: "Shame about the rain, but happy we stayed dry" is the speaker's)
     if carried and (_carried_item(tokens[i:]) or _participle_item(tokens[i:])):
         # "We explored the caves, cooked on the fire and took a night walk": the list's subject
         j = i
@@ -2286,8 +2286,8 @@ def _read_clause(
     if _lemma(verb) in ("get", "feel", "become") and not negated:
         k = next((k for k in range(i + 1, len(tokens)) if tokens[k].lower_ not in _ADVERBS), None)
         if k is not None and _lemma(verb) == "get" and tokens[k].lower_ in _HARMED and _past_verb(verb) and not (hedged or future or ability):
-            # "I got hurt and had to take a break from climbing": harm that happened, and what it
-            # led to, not a feeling ("feels" "hurt" before)
+            # "I got injured and had to stop riding": harm that happened, and what it led to, not
+            # a feeling ("feels" "injured" before)
             return _harmed(entry, base, text, tokens, verb, tokens[k], start_tok.idx, subject)
         if k is not None and tokens[k].lower_ in words["feelings"]:
             # "I've been getting so tired", "I feel so lucky": the feeling is the object
@@ -2372,13 +2372,13 @@ def _read_clause(
         return None  # "Changing jobs could bring fresh chances": a general remark
     if hedged:
         if negated or any(t.lower_ in ("n't", "not", "never") and t.i and t.doc[t.i - 1].lower_ in ("would", "wo", "could", "might", "'d", "should") for t in tokens):
-            return None  # "I might never finish it", "happy and wouldn't have it any other way": nothing considered
+            return None  # "I might never finish it", "pleased and wouldn't trade it for anything": nothing considered
         if verb.i and verb.doc[verb.i - 1].lower_ in ("about", "of") and not verb.lower_.endswith("ing"):
             return None  # "I think about the places I've lived": a thought, not a plan considered
         if any(t.lower_ in ("'d", "’d", "would") for t in tokens[: i]) and "used to" in text[: start_tok.idx]:
             return None  # "I used to go fishing with my uncle, we'd row out at dawn": a past habit, not a plan
         # What is considered is the verb phrase itself: "might move to Berlin" -> "move to Berlin";
-        # "I feel like I could paint a whole mural": what follows the modal, the feeling is no plan.
+        # "I feel like I could run up a mountain": what follows the modal, the feeling is no plan.
         first = verb.i
         if _lemma(verb) == "feel" and verb.i + 3 <= tokens[-1].i and verb.doc[verb.i + 1].lower_ == "like" and verb.doc[verb.i + 2].text in ("I", "we") and verb.doc[verb.i + 3].lower_ in ("could", "might", "'d", "would"):
             first = verb.i + 4
@@ -2426,7 +2426,7 @@ def _read_clause(
     if frame is not None and frame.predicate == "attended" and _lemma(verb) in ("host", "organize", "organise") and verb.lower_.endswith("ing"):
         frame = _Frame("plans", frame.kind, frame.surface)  # "I'm organizing a quiz night": not yet attended
     if frame is not None and frame.predicate == "finished" and verb.lower_.endswith("ing") and not (gerund and any(t.lower_ in _GERUND_SUBJECT_VERBS for t in tokens if t.i > verb.i)):
-        # "I'm finishing my thesis", "Finishing up the mural for the fair": under way, not finished
+        # "I'm finishing my thesis", "Finishing up the mural this week": under way, not finished
         # (an activity); "Finishing my thesis was a relief" is done
         frame = None
     if frame is not None and frame.predicate == "received" and verb.lower_ == "got" and verb.i and verb.doc[verb.i - 1].lower_ in ("'ve", "ve", "have", "has", "'s"):
@@ -2529,8 +2529,8 @@ _HARMED = frozenset({"hurt", "injured", "sick", "ill", "wounded", "burned", "bur
 
 def _harmed(entry: dict[str, Any], base: dict[str, Any], text: str, tokens: list[Any], got: Any, harm: Any, start: int, subject: str) -> Proposal | None:
     """`activity` "got hurt" of the clause's subject (the speaker, or someone of theirs: "my son
-    got hurt"), with what it led to when the sentence goes on "and had to ..." ("got hurt and had
-    to take a break from climbing"), as long as the whole stays within six content words."""
+    got hurt"), with what it led to when the sentence goes on "and had to ..." ("got injured and
+    had to stop riding"), as long as the whole stays within six content words."""
     # the clause ends at "and had": what it led to is read from the sentence, up to its next mark
     sent = list(itertools.takewhile(lambda t: t.i <= harm.i or t.text not in _SPLIT_PUNCT, harm.sent))
     doc, last = got.doc, sent[-1].i
@@ -2923,7 +2923,7 @@ def _object_span(
         or (out[first].lower_ == "that" and first + 1 < len(out) and out[first + 1].is_alpha and out[first + 1].lower_ not in _SUBJECT_WORDS | _CLAUSE_SUBJECTS)
     ):
         if out[first].lower_ == "to" and first and out[first - 1].lower_ in ("this", "these", "those", "her", "his", "its", "their"):
-            return None  # "I painted this to show my path": "this" is what was painted, the rest its purpose
+            return None  # "I painted this to celebrate spring": "this" is what was painted, the rest its purpose
         first += 1
     if first + 1 < len(out) and out[first].lower_ in ("few", "several", "many") and out[first + 1].is_alpha and out[first + 1].lower_ not in _STOPWORDS | _PREPOSITIONS:
         first += 1  # "wrote a few verses for a song": the bits are what was written
