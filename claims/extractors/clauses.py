@@ -2527,8 +2527,11 @@ def _for_someone(text: str, doc: Any, k: int, last: int) -> bool:
         return False  # "got them yesterday", "got them from the fair", "got him back"
     if thing.lower_ in _GIFT_OPENERS or thing.like_num:
         return True
-    # after an unambiguous "them"/"everyone", a describing word or a noun starts the thing ("everyone custom mugs")
-    return who.lower_ in _FOR_WHOM and thing.is_alpha and thing.is_lower and (lemma(thing.lower_) in word_classes()["noun"] or thing.lower_ in word_classes()["adj"])
+    # after an unambiguous "them"/"everyone" or "my mom", a describing word or a noun starts the
+    # thing ("everyone custom mugs", "my kids breakfast")
+    return (who.lower_ in _FOR_WHOM or who.lower_ in ("my", "our")) and thing.is_alpha and thing.is_lower and (
+        lemma(thing.lower_) in word_classes()["noun"] or thing.lower_ in word_classes()["adj"]
+    )
 
 
 # What "got" says happened to the body ("got hurt", "got sick"): an event, not a feeling.

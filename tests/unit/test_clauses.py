@@ -1282,6 +1282,7 @@ def test_a_thing_got_or_made_for_someone_keeps_whom_it_is_for() -> None:
     assert said("I bought my mom some tulips yesterday.") == {("Ana", "activity", "bought my mom some tulips", "assert")}
     assert ("Ana", "activity", "getting everyone matching hats for the party", "assert") in said("I'm getting everyone matching hats for the party!")
     assert ("Ana", "activity", "made my sister a quilt for her birthday", "assert") in said("I made my sister a quilt for her birthday.")
+    assert said("I made my kids pancakes.") == {("Ana", "activity", "made my kids pancakes", "assert")}
     # a thing got, then where from or when: no one it is for
     assert ("Ana", "received", "new bike", "assert") in said("I got a new bike.")
     assert not [s for s in said("We got them from the fair.") if s[1] == "activity"]
