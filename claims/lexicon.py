@@ -96,6 +96,12 @@ class Answers(_Strict):
     what: tuple[str, ...] = Field(min_length=1)
 
 
+class Joined(_Strict):
+    # "joined <Name>": an employer (works_at) when the name ends with one of these words ("Acme
+    # Robotics", "Helio Labs"), else a group joined (member_of) (clauses._joined_frame).
+    employers: tuple[str, ...] = Field(min_length=1)
+
+
 class Captions(_Strict):
     # A picture shared with a turn (clauses._shared_picture): the leads its caption's object drops.
     leads: tuple[str, ...] = Field(min_length=1)
@@ -118,6 +124,7 @@ class Lexicon(_Strict):
     relations: Relations
     answers: Answers
     captions: Captions
+    joined: Joined
 
 
 class LexiconError(ValueError):

@@ -49,6 +49,9 @@ ONTOLOGY: dict[str, Predicate] = {
         Predicate("dislikes", "multi", "person", "text", "something the subject dislikes"),
         Predicate("plans", "multi", "person", "text", "a plan or intended event", future_allowed=True),
         Predicate("attended", "multi", "person", "text", "an event or place the subject went to"),
+        # What one joined and so belongs to (rules 0.6.2 on: "joined a chess club", "joined the
+        # local choir"; it was `attended`, which says a visit, not a membership that holds on).
+        Predicate("member_of", "multi", "person", "text", "a group, club, team or community the subject joined or belongs to"),
         Predicate("has_relative", "multi", "person", "person", "a family member (relation in the quote)"),
         Predicate("has_friend", "multi", "person", "person", "a friend of the subject"),
         # Multi: "from Sweden" and "grew up in Malmo" are both true; a move changes lives_in, not this.

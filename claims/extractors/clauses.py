@@ -146,7 +146,7 @@ _GOT_STATES = frozenset({"allergic", "pregnant", "engaged", "interested", "invol
 # is mostly their view of them: only where the listener lives, works and studies and what they
 # went to, started or finished are kept ("you moved to Berlin"). In a 50-claim sample before
 # this list, the listener's `practices` and `created` claims were compliments.
-_OF_THE_LISTENER = frozenset({"lives_in", "works_at", "studies_at", "attended", "started", "finished"})
+_OF_THE_LISTENER = frozenset({"lives_in", "works_at", "studies_at", "attended", "member_of", "started", "finished"})
 
 
 # Words that may stand before a subject ("last week I ...") and that end an object.
@@ -400,7 +400,7 @@ class Dialogue:
 
 
 # What a claim's object names that a later "it" or "they" may stand for (Dialogue).
-_TOPIC_PREDICATES = frozenset({"created", "received", "has", "watched", "started", "finished", "attended", "has_pet"})
+_TOPIC_PREDICATES = frozenset({"created", "received", "has", "watched", "started", "finished", "attended", "member_of", "has_pet"})
 
 
 def _topics(things: tuple[_Thing, ...], said: list[Proposal], entry_id: str) -> tuple[_Thing, ...]:
@@ -2289,6 +2289,8 @@ def _read_clause(
     if gerund and _remark_on_a_doing(verb, listener):
         return None  # "Opening a bakery takes nerve", "Knitting scarves - that's brilliant!": a remark, not a doing
     frame, end = _frame_at(verb.i, matches, tokens)
+    if frame is not None and frame.surface == ("joined",):
+        frame = _joined_frame(text, tokens, end)
     if copula and not (future or negated or hedged) and verb.lower_.endswith("ing") and _to_come(text, verb, tokens, entry["valid_at"]):
         future = True  # "I'm visiting my aunt next week": a plan, not a visit made
     if _lemma(verb) in ("get", "feel", "become") and not negated:
@@ -2552,6 +2554,17 @@ def _harmed(entry: dict[str, Any], base: dict[str, Any], text: str, tokens: list
         if rest is not None and len(content_words(text[got.idx : rest[1]])) <= MAX_CONTENT_WORDS:
             end = rest[1]
     return _claim(entry, base, text, start, (got.idx, end), subject, "activity", "assert")
+
+
+def _joined_frame(text: str, tokens: list[Any], end: int) -> _Frame:
+    """What "joined" says: an employer when a name follows that ends with one of the lexicon's
+    employer words ("joined Acme Robotics": `works_at`), else a group joined ("joined a chess
+    club", "joined Riverside Runners": `member_of`). The lexicon lists "joined" under both; the
+    frame chosen by position would be whichever the matcher yields first."""
+    span = _name_span(text, tokens, end)
+    if span is not None and text[span[0] : span[1]].split()[-1].lower().strip(".,!?") in lexicon().joined.employers:
+        return _Frame("works_at", "name", ("joined",))
+    return _Frame("member_of", "phrase", ("joined",))
 
 
 _ENJOYED = frozenset({"fun", "blast", "ball", "time"})

@@ -48,7 +48,7 @@ from ledger.schema import image_caption
 
 NAME = "llm"
 # The prompt's version; the model name is appended, since another model is another extractor.
-PROMPT_VERSION = "0.3.1"  # 0.3.1: the ontology it lists gained made_with (rules 0.6.1)
+PROMPT_VERSION = "0.3.2"  # 0.3.2: the ontology it lists gained member_of (rules 0.6.2); 0.3.1: made_with
 
 
 class LLMConfig(BaseModel):

@@ -40,7 +40,7 @@ def test_good_json_becomes_validated_claims_with_resolved_time():
     assert r.rejections.num_rows == 0, r.rejections.to_pylist()
     by = {c["predicate"]: c for c in r.claims.to_pylist()}
     assert by["lives_in"]["valid_at"] == datetime(2024, 4, 1, tzinfo=timezone.utc)  # resolved here, not by the model
-    assert by["lives_in"]["extractor"] == "llm" and by["lives_in"]["extractor_version"] == "0.3.1+fake-model"
+    assert by["lives_in"]["extractor"] == "llm" and by["lives_in"]["extractor_version"] == "0.3.2+fake-model"
     assert by["lives_in"]["confidence"] == 0.95 and by["lives_in"]["visibility"] == ["elena", "tomasz"]
     assert by["has_relative"]["object_id"] is not None
 
@@ -190,7 +190,7 @@ def test_configuration_from_the_environment(monkeypatch):
     monkeypatch.setenv("MEMC_LLM_BASE_URL", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("MEMC_LLM_MODEL", "acme/tiny:7b")
     monkeypatch.setenv("MEMC_EXTRACTOR", "llm")
-    assert active_extractor().key == "llm-0.3.1+acme_tiny_7b"  # building it opens no connection
+    assert active_extractor().key == "llm-0.3.2+acme_tiny_7b"  # building it opens no connection
     monkeypatch.setenv("MEMC_EXTRACTOR", "oracle")
     with pytest.raises(ExtractorError, match="unknown extractor 'oracle'"):
         active_extractor()

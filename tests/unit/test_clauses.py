@@ -189,7 +189,7 @@ def test_what_a_precision_audit_of_the_second_cut_found() -> None:
     assert ("Ana", "received", "made a big difference", "assert") not in said("The advice I got made a big difference.")
     assert said("I'll be a patient dad when I have kids.") == set()  # a time to come
     assert said("The singing of the choir got everyone dancing.") == set()  # "the" opens a subject, not a time
-    assert ("Ana", "attended", "choir", "assert") in said("When I moved here I joined a choir.")  # a past "when" is a fact
+    assert ("Ana", "member_of", "choir", "assert") in said("When I moved here I joined a choir.")  # a past "when" is a fact
 
 
 def test_what_a_second_audit_of_the_second_cut_found() -> None:
@@ -603,7 +603,7 @@ def test_a_time_phrase_inside_the_object_is_cut_out_and_the_thing_goes_on() -> N
     assert c["object"] == "interview for a design job" and c["time_phrase"] == "yesterday" and c["quote"] == "I had an interview yesterday for a design job"
     assert c["valid_at"].date() < SAID.date()
     # A phrase at the end still ends the object; a phrase the thing does not go on after as well.
-    assert ("Ana", "attended", "rowing club", "assert") in said("I joined a rowing club last week!")
+    assert ("Ana", "member_of", "rowing club", "assert") in said("I joined a rowing club last week!")
 
 
 def test_a_past_habit_is_a_thing_done_and_not_a_plan() -> None:
@@ -1414,3 +1414,14 @@ def test_the_second_audit_of_rules_062() -> None:
     # "Let's make this weekend epic": a cheer, as "Let's make some sweet memories"
     assert said("Let's make this weekend epic!") == set()
     assert ("Ana", "plans", "make soup for the kids", "assert") in said("Let's make soup for the kids.")
+
+
+def test_what_was_joined_is_an_employer_or_a_group() -> None:
+    # Rules 0.6.2: "joined" was `attended` whatever followed; an employer's name is `works_at`
+    # (issue 15's lexicon: joined -> works_at), a group, club or team is `member_of`
+    assert said("I joined Acme Robotics last week.") == {("Ana", "works_at", "Acme Robotics", "assert")}
+    assert said("I joined a chess club last month.") == {("Ana", "member_of", "chess club", "assert")}
+    assert ("Ana", "member_of", "Riverside Runners", "assert") in said("I joined Riverside Runners in May.")
+    assert ("Ana", "member_of", "rowing club", "assert") in said("I'm a member of the rowing club.")
+    assert said("I'd love to join a book club.") == {("Ana", "considers", "join a book club", "assert")}
+    assert ONTOLOGY["member_of"].cardinality == "multi"
