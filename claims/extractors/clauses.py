@@ -144,8 +144,8 @@ _GOT_IDIOMS = frozenset({"attitude", "point", "idea", "feeling", "sense", "hang"
 _GOT_STATES = frozenset({"allergic", "pregnant", "engaged", "interested", "involved", "sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
 # What a speaker says of the one they talk to ("you're so brave", "you're changing so many lives")
 # is mostly their view of them: only where the listener lives, works and studies and what they
-# went to, started or finished are kept ("you moved to Berlin"). In a 50-claim sample before
-# this list, the listener's `practices` and `created` claims were compliments.
+# went to, joined, started or finished are kept ("you moved to Berlin"). In a 50-claim sample
+# before this list, the listener's `practices` and `created` claims were compliments.
 _OF_THE_LISTENER = frozenset({"lives_in", "works_at", "studies_at", "attended", "member_of", "started", "finished"})
 
 
