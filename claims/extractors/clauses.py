@@ -2433,8 +2433,12 @@ def _read_clause(
         frame = None
     elif frame is not None and frame.predicate == "received" and verb.lower_ in _PRESENT_RECEIPT:
         return None  # "I find new routes to the office", "I get to see them": nothing received
-    if frame is not None and frame.predicate == "attended" and _lemma(verb) in ("host", "organize", "organise") and verb.lower_.endswith("ing"):
-        frame = _Frame("plans", frame.kind, frame.surface)  # "I'm organizing a quiz night": not yet attended
+    if frame is not None and frame.predicate == "attended" and verb.lower_.endswith("ing") and (
+        _lemma(verb) in ("host", "organize", "organise") or (copula and _future_in_turn(text, entry["valid_at"]))
+    ):
+        # "I'm organizing a quiz night", "I'm sailing this weekend. We're visiting a new cove":
+        # not yet attended
+        frame = _Frame("plans", frame.kind, frame.surface)
     if frame is not None and frame.predicate == "finished" and verb.lower_.endswith("ing") and not (gerund and any(t.lower_ in _GERUND_SUBJECT_VERBS for t in tokens if t.i > verb.i)):
         # "I'm finishing my thesis", "Finishing up the mural this week": under way, not finished
         # (an activity); "Finishing my thesis was a relief" is done
@@ -2587,19 +2591,26 @@ def _doing_enjoyed(verb: Any, last: int) -> int | None:
     return ing.i
 
 
+def _future_in_turn(text: str, said_at: Any) -> bool:
+    """Whether a time phrase of the turn dates something after it was said ("this weekend",
+    "tomorrow"): a present progressive of going somewhere then says a plan, in whichever sentence."""
+    return any(_phrase_to_come(text[a:b], said_at) for a, b in _time_spans(text))
+
+
+def _phrase_to_come(phrase: str, said_at: Any) -> bool:
+    if phrase.lower() == "tonight":
+        return True
+    when = timephrase.resolve(phrase, said_at)
+    return when is not None and when.date() > said_at.date()
+
+
 def _to_come(text: str, verb: Any, tokens: list[Any], said_at: Any) -> bool:
     """Whether a time phrase after ``verb`` in the clause dates it after the entry was said
     ("next week", "tomorrow", "this weekend", "tonight"): a present progressive then says a plan."""
     end = tokens[-1].idx + len(tokens[-1].text)
     # the turn's time phrases, found once for every clause and object of the turn
     span = next(((a, b) for a, b in _time_spans(text) if a >= verb.idx and b <= end), None)
-    if span is None:
-        return False
-    phrase = text[span[0] : span[1]]
-    if phrase.lower() == "tonight":
-        return True
-    when = timephrase.resolve(phrase, said_at)
-    return when is not None and when.date() > said_at.date()
+    return span is not None and _phrase_to_come(text[span[0] : span[1]], said_at)
 
 
 def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: str, predicate: str, polarity: str) -> Proposal | None:
@@ -2904,7 +2915,12 @@ def _object_span(
         if out and low in ("what", "how", "whatever", "that") and content and (low != "that" or out[-1].lower_ not in ("so", "such", *_PREPOSITIONS)):
             break  # "curious to see what the path brings", "a few of the ones that fit": another clause
         if out and low in ("is", "was", "are", "were", "sounds", "looks", "seems", "does", "did") and content:
-            break  # "Knowing I'm helping build a cleaner park is great": what follows is a verdict
+            # "Knowing I'm helping build a cleaner park is great": what follows is a verdict; "following
+            # my study plan and the teachers are great": the "and" opened the verdict's subject
+            k = max((k for k, o in enumerate(out) if o.lower_ == "and"), default=None)
+            if k is not None and k + 1 < len(out) and out[k + 1].lower_ in _DETERMINERS and not any(_past_verb(o) or o.lower_.endswith("ing") for o in out[k + 1 :]):
+                out = out[:k]
+            break
         if out and low == "the" and t.i + 2 <= last and doc[t.i + 1].lower_ == "other" and doc[t.i + 2].lower_ in _TIME_NOUNS | {"day"}:
             break  # "an old western the other day"
         if out and low in ("last", "next", "this", "every") and t.i + 1 <= last and doc[t.i + 1].lower_ in _TIME_NOUNS:
@@ -2923,6 +2939,8 @@ def _object_span(
                     out = out[:cut]
                     if len(out) > 1 and _past_verb(out[-1]) and out[-1].lower_.endswith("ed"):
                         out = out[:-1]  # "a garden filled | with roses, herbs and ...": the participle goes with what was cut
+                if len(out) > 1 and out[-1].lower_ in _PARTICLES and out[-1] is not t and t.i == out[-1].i + 1 and t.is_alpha and _lemma(t) in word_classes()["noun"]:
+                    out.pop()  # "renovate a rundown town hall back | home": the word before the cut goes with what was cut
                 break
             content += 1
         out.append(t)
@@ -2934,6 +2952,8 @@ def _object_span(
         out.pop()  # (a comma of a list cut at the word cap: "faith, doubt,")
     if particle is not None and out and out[-1].i == particle.i - 1 and out[-1].is_alpha and out[-1].lower_ not in _STOPWORDS:
         out.append(particle)
+    if len(out) > 2 and out[-2].lower_ == "and" and out[-1].lower_.endswith("ing") and out[-1].i < last and doc[out[-1].i + 1].lower_ in _VAGUE_OBJECTS:
+        out = out[:-2]  # "Hiking up the ridge and spotting this": the second doing's object is a pointer, it names nothing
     if len(out) > 2 and out[-1].lower_ in ("things", "stuff", "everything") and out[-2].lower_ in ("and", "or"):
         out = out[:-2]  # "the new studio and things": the rest names nothing
         while out and out[-1].text in (",", ";"):

@@ -1425,3 +1425,18 @@ def test_what_was_joined_is_an_employer_or_a_group() -> None:
     assert ("Ana", "member_of", "rowing club", "assert") in said("I'm a member of the rowing club.")
     assert said("I'd love to join a book club.") == {("Ana", "considers", "join a book club", "assert")}
     assert ONTOLOGY["member_of"].cardinality == "multi"
+
+
+def test_the_third_audit_of_rules_062() -> None:
+    # (a third audit of rules 0.6.2, seed 6464: four errors in 100 claims, each mended)
+    # a clause going somewhere in the present, in a turn that dates it ahead, is a plan
+    text = "Sure, I'm sailing with my cousins this weekend. We're visiting a new cove near the lighthouse. So excited!"
+    assert ("Ana", "plans", "new cove near the lighthouse", "assert") in said(text)
+    assert ("Ana", "attended", "old fort", "assert") in said("We're visiting the old fort.")
+    # "and the teachers are great": the verdict's subject is no part of the doing
+    assert said("I'm following my study plan and the teachers are great.") == {("Ana", "activity", "following my study plan", "assert")}
+    # a second doing whose object only points ("and seeing this") names nothing
+    assert said("Hiking up the ridge and spotting this was amazing!") == {("Ana", "practices", "Hiking up the ridge", "assert")}
+    # a particle before a cut at the word cap goes with what was cut ("back | home")
+    assert ("Ana", "activity", "helped repaint a crumbling old library", "assert") in said("In May I helped repaint a crumbling old library back home.")
+    assert ("Ana", "likes", "keeping a couple of these quiet geckos around", "assert") in said("I love keeping a couple of these quiet geckos around to calm me down.")
