@@ -586,14 +586,15 @@ def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sen
         words = events[0].object.split()
         if len(words) > 3 or set(w.lower() for w in words) & (_PHRASE_HEADS | _PREPOSITIONS) or lemma(words[-1].lower()) not in word_classes()["noun"] or words[-1].lower().endswith("ing"):
             return None  # "pottery workshop with my sister": no one thing; "hiking": a doing
-        at = text.find(events[0].object, text.find(events[0].quote))
+        event_at = text.find(events[0].quote)
+        at = text.find(events[0].object, event_at)
         if re.search(r"^[^.!?]*?(?:\b(?:and|then|or|to)\b|,)", text[at + len(events[0].object) : sent.start_char]):
             return None  # "went to the fair and then to a gala": a second place the "it" may be
         describing = m.group("obj").split()[:-1]
         if any(w.strip(",").lower() not in word_classes()["adj"] and w.strip(",") != "and" for w in describing):
             return None  # "a learning experience about ...": not what the event was like
         # the quote runs from the event's words to the description, so that it names both
-        quote = text[text.find(events[0].quote) : m.end()]
+        quote = text[event_at : m.end()]
         return Proposal(subject=events[0].object, predicate="described_as", object=m.group("obj"), valid_at=entry["valid_at"], quote=quote, **base)
     return None
 
@@ -1282,6 +1283,11 @@ def _of_ones_own_pattern() -> re.Pattern[str]:
     )
 
 
+def _sentence_end(text: str, at: int) -> int:
+    """Where the sentence holding offset ``at`` ends: its closing mark, or the end of the text."""
+    return min((k for k in (text.find(mark, at) for mark in ".!?") if k >= 0), default=len(text.rstrip()))
+
+
 # Words that leave a sentence's "my own ..." wished for or to come ("I'd love to host my own show")
 _NOT_YET_OWN = re.compile(r"\b(?:would|'d|might|may|could|someday|one day|if|want|wanna|wish|hope|dream|dreams|will|'ll|gonna|going to|plan|planning|soon|future)\b", re.I)
 
@@ -1294,8 +1300,7 @@ def _of_ones_own(text: str) -> Iterator[tuple[str, int, int, int, int]]:
         return
     for m in _of_ones_own_pattern().finditer(text):
         start = max(text.rfind(mark, 0, m.start()) for mark in ".!?") + 1
-        ends = [k for k in (text.find(mark, m.end()) for mark in ".!?") if k >= 0]
-        sentence = text[start : min(ends) + 1 if ends else len(text)]
+        sentence = text[start : _sentence_end(text, m.end()) + 1]
         if sentence.rstrip().endswith("?") or _NOT_YET_OWN.search(sentence):
             continue
         yield "has", m.start("obj"), m.end("obj"), start + len(sentence) - len(sentence.lstrip()), m.end()
@@ -1327,8 +1332,7 @@ def _as_a_role(text: str) -> Iterator[tuple[str, int, int, int, int]]:
             head = m.group("obj").split()[-1].lower()
             if lemma(head) in _NOT_ROLES or head in _NOT_ROLES or lemma(head) not in word_classes()["noun"]:
                 continue
-            ends = [k for k in (text.find(mark, m.end()) for mark in ".!?") if k >= 0]
-            yield "identity", m.start("obj"), m.end("obj"), m.start(), min(ends) if ends else len(text.rstrip())  # the quote: to the sentence's end
+            yield "identity", m.start("obj"), m.end("obj"), m.start(), _sentence_end(text, m.end())  # the quote: to the sentence's end
 
 
 def _statements(text: str) -> Iterator[tuple[str, int, int, int, int]]:
@@ -1861,11 +1865,7 @@ def _clauses(sent: Any) -> Iterator[tuple[list[Any], bool, str]]:
         yield tokens, carried, split_at
         own = _speakers_own(tokens) or carried
         base = not any(t.lower_ == "to" for t in tokens)
-        sure = not any(
-            t.lower_ in ("if", "not", "n't", "never")
-            or (_lemma(t) in words["hedge_firsts"] and (_starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"])))
-            for k, t in enumerate(tokens)
-        )
+        sure = not any(t.lower_ in ("if", "not", "n't", "never") or _opens_hedge(tokens, k, words) for k, t in enumerate(tokens))
 
 
 def _split(sent: Any, owns: Any, listing: Any) -> Iterator[tuple[list[Any], str]]:
@@ -2052,6 +2052,11 @@ def _lead_words() -> frozenset[str]:
     return frozenset(_OPENERS | _TIME_WORDS | hedges | {"not", "sure", "i", "'m", "am", "be", "'ll"})
 
 
+def _opens_hedge(tokens: list[Any], k: int, words: dict[str, Any]) -> bool:
+    """Whether token ``k`` opens one of the lexicon's hedges ("might", "thinking about", "one day")."""
+    return _lemma(tokens[k]) in words["hedge_firsts"] and (_starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"]))
+
+
 def _starts_with(tokens: list[Any], i: int, seqs: list[tuple[str, ...]]) -> int:
     """The length of the longest of ``seqs`` (lemma tuples) starting at ``tokens[i]``, or 0."""
     best = 0
@@ -2213,8 +2218,7 @@ def _read_clause(
     # makes it hypothetical: precision over recall for facts.
     main = next((k for k in range(i + 1, len(tokens)) if tokens[k].lower_ in _RELATIVES), len(tokens))
     hedged = conditional or any(
-        _lemma(tokens[k]) in words["hedge_firsts"]
-        and (_starts_with(tokens, k, words["hedge_clause"]) or _starts_with(tokens, k, words["hedge_before"]))
+        _opens_hedge(tokens, k, words)
         and not (tokens[k].lower_ == "wishes" or (k and tokens[k - 1].lower_ in _BEFORE_A_NOUN))  # "We all made wishes": a thing, no hedge
         for k in range(main)  # "I used to be nervous about what my boss might say": the hedge is theirs
         if tokens[k].lower_ not in _ABILITY_MODALS  # "can" shares its lemma with "could"; it is read below
