@@ -138,7 +138,7 @@ _TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "fo
 _FEELING_LINKS = frozenset({"about", "for", "to", "with", "of", "by", "and", "at", "that", "in", "when", "from"})
 _PREPOSITIONS = frozenset({"for", "to", "with", "at", "in", "on", "from", "about", "by", "of", "into"})
 _DETERMINERS = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "these", "those"})
-_HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point", "faith"})
+_HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point", "faith", "laugh", "laughs", "setback", "setbacks", "attitude"})
 _GOT_IDIOMS = frozenset({"attitude", "point", "idea", "feeling", "sense", "hang", "vibe", "gist", "message", "impression", "back", "covered", "chance", "opportunity"})
 # "got married", "got sick": a change of state.
 _GOT_STATES = frozenset({"allergic", "pregnant", "engaged", "interested", "involved", "sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
@@ -168,6 +168,10 @@ _TALK = {"appreciate", "remember", "cherish", "tell", "say", "ask", "thank", "le
 _NOT_DOINGS = {"be", "go", "imagine", "root", "end", "think", "look", "hope", "wish", "wonder", "know", "see", "hear", "feel", "keep", "take", "thank",
                "lose", "miss", "fail", "hurt", "break", "lack"}  # "Losing my job made me ...": undergone, not practised
 _ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
+# The end of "I feel like I could ...": what follows is what the feeling is of.
+_FELT_ABLE = re.compile(r"\bfeel(?:s)?\s+like\s+(?:I|we)\s+(?:could|might|'d|would)\s+$")
+# The rest of a sentence that is a verdict on the doing before it, after an aside between commas.
+_VERDICT_AFTER = re.compile(r"[^.!?;]*?,\s+(?:is|are|was|were)\s+(?:[a-z]+\s+){0,2}?(?:important|key|essential|crucial|vital)\b")
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
 # Words after which a hedge word is a noun ("a wish", "made wishes").
 _BEFORE_A_NOUN = _DETERMINERS | {"made", "make"}
@@ -273,6 +277,13 @@ def _past_verb(t: Any) -> bool:
     """An inflected verb by its lemma ("supported", "found"), not a plural noun ("trails")."""
     low, lem = t.lower_, _lemma(t)
     return t.is_alpha and lem != low and low not in (lem + "s", lem + "es", lem[:-1] + "ies") and not low.endswith("ing")  # "berries" is a plural
+
+
+def _names_a_thing(t: Any) -> bool:
+    """A word that can only be a noun ("birthday", "news"): after a feeling word, the feeling
+    is the thing's ("Happy birthday", "Sad news"), not the speaker's. Not a day word ("Excited today")."""
+    lem, classes = _lemma(t), word_classes()
+    return t.is_lower and t.is_alpha and t.lower_ not in _SUBJECT_WORDS and lem in classes["noun"] and not any(lem in classes[c] for c in ("verb", "adj", "adv")) and t.lower_ not in _TIME_WORDS
 
 
 @functools.lru_cache(maxsize=4096)
@@ -2158,11 +2169,18 @@ def _subject(
         i + 2 >= len(tokens) or not tokens[i + 2].is_alpha or tokens[i + 2].lower_ == "to"
     ):
         return None, 0, False  # "Lucky you!", "Lucky you to have ...": said of the listener (not "Glad you enjoyed the trip")
-    if tokens[i].lower_ in _word_lists()["feelings"] or (tokens[i].lower_ in ("was", "am", "been") and i + 1 < len(tokens)):
-        return speaker, i, False  # "Glad to be on the team", "Was super nervous when ..."
+    if tokens[i].lower_ in ("was", "am", "been") and i + 1 < len(tokens):
+        return speaker, i, False  # "Was super nervous when ..."
     j = i
     while j < len(tokens) and (tokens[j].lower_ in _ADVERBS or tokens[j].lower_ in ("been", "was", "am")):
         j += 1
+    if j < len(tokens) and tokens[j].lower_ in _word_lists()["feelings"]:
+        if j + 1 < len(tokens) and _names_a_thing(tokens[j + 1]) and (j + 2 >= len(tokens) or tokens[j + 2].lower_ in _PREPOSITIONS or not tokens[j + 2].is_alpha):
+            return None, 0, False  # "Happy birthday to your son!", "Sad news about the bakery": a greeting, a verdict
+        if j == i or tokens[0].is_sent_start:
+            # "Glad to be on the team", "Always happy to lend a hand" (not "They're my pals, always
+            # calm": after a comma, the feeling is the clause before's subject's)
+            return speaker, j, False
     if j + 1 < len(tokens) and tokens[j + 1].lower_ in ("and", "or") and tokens[j].lower_.endswith("ed"):
         return None, 0, False  # "Focused and resilient": a description, not a doing
     if j < len(tokens) and tokens[j].lower_.endswith(("ing", "ed")) and len(tokens[j]) > 4 and _lemma(tokens[j]) != tokens[j].lower_:
@@ -2253,6 +2271,9 @@ def _read_clause(
             continue
         if thing is not None and t.lower_ in _SENSES and i + 1 < len(tokens) and tokens[i + 1].is_alpha and tokens[i + 1].lower_ not in ("like", "to", "that", "as", "the", "a", "an"):
             copula, i = True, i + 1  # "The studio looks amazing": what it is like, as after "is"
+            continue
+        if t.lower_ == "needed" and i + 2 < len(tokens) and tokens[i + 1].lower_ == "to" and tokens[i + 2].is_alpha and tokens[i + 2].lower_ not in _DETERMINERS:
+            i += 2  # "I needed to sell the car": a need of the past, the doing is the verb after it (as "had to"), no goal
             continue
         if lem in _HAVE or t.lower_ in ("have", "has", "had"):
             nxt = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -2420,9 +2441,12 @@ def _read_clause(
     if gerund and verb.i == tokens[0].i and (
         any(t.lower_ in ("can", "could", "should", "must", "important", "key", "essential", "crucial") for t in tokens[i + 1 :])
         or any(a.lower_ == "is" and b.lower_ in ("n't", "not") for a, b in zip(tokens[i + 1 :], tokens[i + 2 :]))
+        or _VERDICT_AFTER.match(text, tokens[-1].idx + len(tokens[-1]))
     ):
         # "Spending time with old friends is important", "Joining a choir can be uplifting",
         # "Opening this bakery isn't just a business": a remark on a doing in general, not one done
+        # (also when the verdict comes after an aside: "Making time for each other, especially
+        # with kids, is vital")
         return None
     if frame is not None and frame.predicate in ("likes", "dislikes") and verb.lower_.endswith("ed") and (
         copula or verb.i == tokens[0].i or (verb.i and _lemma(verb.doc[verb.i - 1]) in ("feel", "get", "be"))
@@ -2676,6 +2700,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         or (len(words) == 3 and words[1].lower() == "to")  # "excited to see [...]", "blessed to know [them]"
     ):
         return _claim(entry, base, text, start, (span[0], span[0] + len(words[0])), subject, predicate, polarity)  # "Glad it [helped]"
+    if predicate == "feels" and named and all(w in ("same", "way") for w in named):
+        return None  # "I feel the same way": agreement with the listener, not a feeling named
     if predicate == "feels" and ("me" in rest or "us" in rest):
         return None  # "so keen to show me their drawings": someone else's feeling
     if predicate == "identity" and (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS or first in ("mix", "bit", "little")):
@@ -2717,8 +2743,10 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         return None  # "we have each other's back", "we had a ball": a saying, not a thing had
     if predicate == "received" and named[-1] in _GOT_IDIOMS:
         return None  # "we've got the right idea", "got the point": nothing received
-    if predicate == "considers" and first in _ABILITY:
-        return None  # "I can imagine", "I bet", "I can help": ability or politeness, not a plan
+    if predicate == "considers" and first in _ABILITY and not (len(named) > 2 and _FELT_ABLE.search(text, 0, span[0])):
+        # "I can imagine", "I bet", "I can help": ability or politeness, not a plan (but "I feel like
+        # I could write a whole opera": what the feeling is of, with the thing it would make)
+        return None
     if predicate == "considers" and first in ("thought", "think", "guess", "guessed", "figured", "reckon"):
         return None  # "I thought it'd help my stall grow": a belief held, not a thing considered
     if predicate in ("likes", "practices", "activity") and len(words) == 1 and first.endswith("ing") and lemma(first) in _NEEDS_AN_OBJECT:
@@ -2726,7 +2754,12 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate == "activity" and " ".join(w.lower().strip(".,!?") for w in words) in _SAYINGS:
         return None  # "I'm crossing my fingers": a hope, not a thing done
     # Objects are cut by content words here (at most six), so the word cap of 0.2.0 does not apply.
-    return rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS, cut_clauses=False, splice_time=True)
+    p = rules._proposal_at(entry, base, text, start, span[1], span[0], span[1], subject, predicate, polarity, max_words=MAX_WORDS, cut_clauses=False, splice_time=True)
+    if p is not None and p.object.count('"') % 2 and text[span[1] - 1] == '"' and p.quote.endswith(p.object):
+        # "a puzzle game called "Lantern Keep"": the title's closing mark, stripped from the
+        # object's end with the marks around a whole quoted object, stays with its opening one
+        p = p.model_copy(update={"object": p.object + '"', "quote": p.quote + '"'})
+    return p
 
 
 def _named_thing(doc: Any, out: list[Any], i: int, last: int) -> list[Any] | None:
@@ -2734,6 +2767,8 @@ def _named_thing(doc: Any, out: list[Any], i: int, last: int) -> list[Any] | Non
     follows the object's noun and is followed by a quoted title or capitalised words: the noun
     with up to two words qualifying it before it, the verb and the name. Kept whole, it is what
     a question about the thing asks for; the words before the noun are dropped to keep it short."""
+    if any(o.lower_ in _PREPOSITIONS and o.lower_ != "of" for o in out):
+        return None  # "heard some tales from a sailor named Abel": the name is the sailor's, not the thing's
     head: list[Any] = []
     words = 0
     for o in reversed(out):  # up to three words back, a hyphenated one ("sci-fi") counting as one

@@ -62,7 +62,7 @@ def test_hedged_and_hypothetical_statements_never_become_facts() -> None:
         ("I'm going to paint the kitchen.", ("Ana", "plans", "paint the kitchen", "assert")),
         ("Just finished a drawing of a lighthouse on a cliff.", ("Ana", "finished", "drawing of a lighthouse on a cliff", "assert")),
         ("My sister Mira lives in Oslo.", ("Ana", "has_relative", "Mira", "assert")),
-        ("I loved reading \"The Hobbit\" as a kid.", ("Ana", "likes", "reading \"The Hobbit", "assert")),
+        ("I loved reading \"The Hobbit\" as a kid.", ("Ana", "likes", "reading \"The Hobbit\"", "assert")),
         ("Jurassic Park is my top pick.", ("Ana", "likes", "Jurassic Park", "assert")),
         ("Family is so important to me.", ("Ana", "values", "Family", "assert")),
         ("I love baking, it feels like I'm giving something back, even if it's only cookies.", ("Ana", "likes", "baking", "assert")),
@@ -146,7 +146,7 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("In May I went to a pottery fair.", ("Ana", "attended", "pottery fair", "assert")),
         ("For my birthday we rented a cabin.", ("Ana", "activity", "rented a cabin", "assert")),
         # A thing and its name; "did" before an article is the verb.
-        ('I\'m reading this gripping sci-fi novel called "The Long Way" now.', ("Ana", "watched", 'gripping sci-fi novel called "The Long Way', "assert")),
+        ('I\'m reading this gripping sci-fi novel called "The Long Way" now.', ("Ana", "watched", 'gripping sci-fi novel called "The Long Way"', "assert")),
         ("I love a little bakery called Crumbs.", ("Ana", "likes", "little bakery called Crumbs", "assert")),
         ("We did a charity walk last month.", ("Ana", "practices", "did a charity walk", "assert")),
         ("My sister, cousins and neighbours are my rocks.", ("Ana", "values", "sister, cousins and neighbours", "assert")),
@@ -1379,6 +1379,24 @@ def test_what_the_speaker_feels_they_could_do_is_considered() -> None:
     assert said("I feel like I could run up a mountain today!") == {("Ana", "considers", "run up a mountain", "assert")}
     assert said("I feel like I could be happier.") == set()
     assert said("I don't feel like I could run a marathon.") == set()
+    # a verb of ability or politeness after the modal ("write", "help") is what the feeling is of
+    # when a thing follows it, as "run up a mountain" is: it was nothing
+    assert said("I always feel like I could write a whole opera when I'm up in the hills!") == {("Ana", "considers", "write a whole opera", "assert")}
+    assert said("I feel like I could write you a note.") == set()
+    assert said("I feel like I could help.") == set()
+
+
+def test_a_feeling_without_its_subject() -> None:
+    # "Always happy to lend a hand!" drops "I'm" after an adverb as "Glad to ..." does without
+    # one: it was nothing
+    assert said("Always happy to lend a hand!") == {("Ana", "feels", "happy to lend a hand", "assert")}
+    assert said("Really glad we met up.") == {("Ana", "feels", "glad", "assert")}
+    # a feeling word before a thing greets or judges ("feels" "Happy" and "Sad" before): no feeling
+    assert said("Happy birthday to your son!") == set()
+    assert said("Sad news about the old bakery.") == set()
+    assert said("Glad things worked out.") == {("Ana", "feels", "Glad", "assert")}
+    # after a comma, the feeling is the subject's before it, not the speaker's
+    assert said("They're my pals, always calm and quiet.") == set()
 
 
 def test_the_audit_of_rules_062() -> None:
@@ -1440,3 +1458,24 @@ def test_the_third_audit_of_rules_062() -> None:
     # a particle before a cut at the word cap goes with what was cut ("back | home")
     assert ("Ana", "activity", "helped repaint a crumbling old library", "assert") in said("In May I helped repaint a crumbling old library back home.")
     assert ("Ana", "likes", "keeping a couple of these quiet geckos around", "assert") in said("I love keeping a couple of these quiet geckos around to calm me down.")
+
+
+def test_the_audit_of_rules_063() -> None:
+    # (an audit of rules 0.6.2's output, seed 6565, each error mended in rules 0.6.3)
+    # agreement with the listener is no feeling named
+    assert said("I feel the same way!") == set()
+    # a laugh, a setback or an attitude is had as a saying, not a thing owned
+    assert said("We all had a good laugh!") == set()
+    assert said("I had a bit of a setback recently.") == set()
+    assert said("We've got the right attitude to take on anything.") == set()
+    # a need of the past is what was done, not a goal ("goal" "do it for my shop" before)
+    assert said("I needed to sell the car for my shop.") == {("Ana", "activity", "sell the car for my shop", "assert")}
+    assert said("I needed to do it for my shop.") == set()
+    # a doing in general judged after an aside between commas is a remark, not a thing made
+    assert said("Creating space and listening to each other, especially for teens, is really important.") == set()
+    # a name after a preposition names that one ("watched" "old sailor named Abel" before)
+    assert said("I heard some great tales from an old sailor named Abel.") == {("Ana", "watched", "great tales from an old sailor named Abel", "assert")}
+    # spellbound by something is a feeling, not a doing
+    assert said("I was mesmerized by the lighthouses.") == {("Ana", "feels", "mesmerized by the lighthouses", "assert")}
+    # a title's closing mark stays with its opening one ('... called "Lantern Keep' before)
+    assert said('I am playing this great puzzle game called "Lantern Keep".') == {("Ana", "practices", 'great puzzle game called "Lantern Keep"', "assert")}
