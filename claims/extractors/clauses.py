@@ -2943,8 +2943,12 @@ def _object_span(
             continue
         if out and (low in _STOPS or (low == "that" and t.i < last and doc[t.i + 1].lower_ in _SUBJECT_WORDS | {"you", "he", "she"})):
             break
-        if out and low == "to" and not phrase_from_verb and len(out) > 1 and not (t.i < last and (doc[t.i + 1].is_title or doc[t.i + 1].lower_ in ("the", "my", "our"))):
-            break  # "made this poster to remind myself": the purpose is another clause (not "a trip to England", a place)
+        if out and low == "to" and not phrase_from_verb and len(out) > 1 and not (
+            t.i < last and (doc[t.i + 1].is_title or doc[t.i + 1].lower_ in ("the", "my", "our", "a", "an") or _names_a_thing(doc[t.i + 1]))
+        ):
+            # "made this poster to remind myself": the purpose is another clause (not "a trip to
+            # England", a place, nor "a strong connection to art", a thing: no verb can follow "to a")
+            break
         if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS and not _owned_item(doc, t.i, last + 1):
             break
         if out and low in ("and", "but") and not (t.i < last and doc[t.i + 1].lower_ in _word_lists()["feelings"]) and (_second_doing(doc, t.i + 1, last) or (t.i < last and doc[t.i + 1].lower_ in _COMMON_PASTS)):

@@ -1479,3 +1479,6 @@ def test_the_audit_of_rules_063() -> None:
     assert said("I was mesmerized by the lighthouses.") == {("Ana", "feels", "mesmerized by the lighthouses", "assert")}
     # a title's closing mark stays with its opening one ('... called "Lantern Keep' before)
     assert said('I am playing this great puzzle game called "Lantern Keep".') == {("Ana", "practices", 'great puzzle game called "Lantern Keep"', "assert")}
+    # "to" before a thing is a preposition, not a purpose ("feels" "strong connection" before)
+    assert said("I've always felt a strong connection to art.") == {("Ana", "feels", "strong connection to art", "assert")}
+    assert ("Ana", "created", "poster", "assert") in said("I made this poster to remind myself.")
