@@ -108,6 +108,10 @@ class Captions(_Strict):
     # The speaker's words that show it, and the names of a picture before what it shows.
     showing: tuple[str, ...] = Field(min_length=1)
     pictures: tuple[str, ...] = Field(min_length=1)
+    # What the picture shows first, for a pronoun (clauses._picture_thing): a holder before "of"
+    # gives way to what it holds; a picture of people or of a pet shows no thing.
+    holders: tuple[str, ...] = Field(min_length=1)
+    people: tuple[str, ...] = Field(min_length=1)
 
 
 class Lexicon(_Strict):

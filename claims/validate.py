@@ -8,7 +8,8 @@
   that time phrase), the subject is the
   speaker, named in the source, the "you" of a two-party session or the speaker's own ("Ana's
   son" where Ana says "my son") or, for an "it" or "they" in the quote, named in the speaker's
-  earlier turn of the session that ``subject_entry_id`` points to; and whoever a report says
+  earlier turn of the session that ``subject_entry_id`` points to or in the caption of the
+  picture that turn, or the source, shares (what the picture shows); and whoever a report says
   said it (``asserted_by``) is named. An answer to the other participant's question in the turn
   just before (``question_entry_id``) keeps the question's verbatim words (``question_quote``),
   and its object may be the question's words followed by the answer's ("swim" + "twice a week").
@@ -31,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from claims import timephrase
 from claims.model import Proposal
 from claims.ontology import ONTOLOGY, object_type_error, subject_type_error
-from ledger.schema import PUBLIC, said_in
+from ledger.schema import PUBLIC, image_caption, said_in
 
 if TYPE_CHECKING:
     from claims.resolve import Resolver
@@ -82,7 +83,9 @@ def provenance(
     if p.subject_entry_id is not None:
         if reason := _antecedent_failure(p, source, resolver, antecedent):
             return reason
-    elif not _person_supported(p.subject, source, resolver, p.quote) and not _owned_supported(p.subject, source, resolver):
+    elif not _person_supported(p.subject, source, resolver, p.quote) and not _owned_supported(p.subject, source, resolver) and not (
+        _shown(p.subject, source) and _STANDS_FOR.search(quote)
+    ):
         return f"subject {p.subject!r} is neither the source's speaker ({source.get('actor')!r}) nor named in it"
     if p.asserted_by and not _named(p.asserted_by, source):
         return f"asserted_by {p.asserted_by!r} is not named in entry {p.source_entry_id}: a report names who said it"
@@ -103,7 +106,7 @@ def _antecedent_failure(p: Proposal, source: dict[str, Any], resolver: Resolver 
         return f"subject entry {p.subject_entry_id} is not an earlier turn of the same speaker and session"
     if not _STANDS_FOR.search(_fold(p.quote)):
         return f"subject {p.subject!r} is taken from entry {p.subject_entry_id}, but the quote says no pronoun for it"
-    if not _named(p.subject, antecedent) and not _owned_supported(p.subject, antecedent, resolver):
+    if not _named(p.subject, antecedent) and not _owned_supported(p.subject, antecedent, resolver) and not _shown(p.subject, antecedent):
         return f"subject {p.subject!r} is not named in entry {p.subject_entry_id}"
     return None
 
@@ -138,6 +141,13 @@ def _has_words(text: str, part: str) -> bool:
 
 def _named(name: str, source: dict[str, Any]) -> bool:
     return _has_words(_fold(source["content"]), _fold(name))
+
+
+def _shown(name: str, source: dict[str, Any]) -> bool:
+    """Whether the caption of the picture ``source`` shares names ``name``: what the picture shows
+    is what a pronoun of its turn (and of its speaker's next) may stand for."""
+    caption = image_caption(source.get("attributes"))
+    return caption is not None and _has_words(_fold(caption), _fold(name))
 
 
 # A subject the speaker owns: "Ana's son" for "my son", "Ana's old area" for "our old area".

@@ -417,12 +417,13 @@ _TOPIC_PREDICATES = frozenset({"created", "received", "has", "watched", "started
 def _topics(things: tuple[_Thing, ...], said: list[Proposal], entry_id: str) -> tuple[_Thing, ...]:
     """What a turn names for its speaker's next turn (Dialogue): its things and groups (not a
     person named or one of the speaker's people, whom "he"/"she" name), the objects of its claims
-    of things, and the earlier turn's things it said something of."""
+    of things, and the earlier turn's things it said something of; failing all of these, what its
+    picture shows (its words name what it is about before the picture does)."""
     subjects = {p.subject for p in said}
     out = [
         dataclasses.replace(o, at=-1, end=-1, sent=-1, earlier=True, starts=(), source=o.source or entry_id)
         for o in things
-        if (o.subject in subjects if o.earlier else o.at >= 0 and (o.kind != "person" or o.plural))
+        if (o.subject in subjects and not o.shown if o.earlier else o.at >= 0 and (o.kind != "person" or o.plural))
     ]
     names = [o.subject.lower() for o in out]
     for p in said:
@@ -434,7 +435,54 @@ def _topics(things: tuple[_Thing, ...], said: list[Proposal], entry_id: str) -> 
             continue  # a thing, not a phrase: "family for those kids" is no one thing "they" are
         out.append(_Thing(p.object, -1, -1, "animal" if p.predicate == "has_pet" else "thing", None, _plural(words[-1]), False, -1, earlier=True, source=entry_id))
         names.append(low)
+    if not out:
+        out = [dataclasses.replace(o, source=entry_id) for o in things if o.shown and o.source is None]
     return tuple(out)
+
+
+@functools.cache
+def _caption_words() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    cap = lexicon().captions
+    return frozenset(cap.holders), frozenset(cap.people), frozenset(lexicon().relations.has_pet)
+
+
+# Before a caption's first thing: an article or a count ("two mugs of tea" shows mugs, they).
+_COUNTS = {"two": True, "three": True, "four": True, "five": True, "several": True, "many": True, "some": True, "a": False, "an": False, "the": False}
+# What ends a caption's first thing: its preposition, "and", a clause, a participle after it.
+_CAPTION_STOPS = _PREPOSITIONS | {"and", "or", "that", "which", "is", "are", "next", "near", "under", "over", "behind", "filled", "full", "covered", "made", "against", "like", "up", "down"}
+
+
+def _picture_thing(entry: dict[str, Any]) -> _Thing | None:
+    """The thing the turn's picture shows first (its caption: "a photo of a bowl of plum sorbet
+    with a spoon" -> "plum sorbet"), for a pronoun with nothing in the turn to stand for; None for
+    a picture of people or a pet, or a caption whose first words are no thing (lexicon
+    ``[captions]``). Read as an earlier thing is, and named for the speaker's next turn."""
+    caption = image_caption(entry.get("attributes"))
+    if caption is None:
+        return None
+    lead = _caption_lead().match(caption)
+    words = re.findall(r"[a-z][a-z'\-]*|[^\sa-z]", caption[lead.end() if lead else 0 :].lower())
+    holders, people, pets = _caption_words()
+    pets = pets | {pet.split()[0] for pet in pets}  # "a guinea in a cage": the caption's "guinea pig"
+    plural = False
+    if words and words[0] in _COUNTS:
+        plural = _COUNTS[words[0]]
+        words = words[1:]
+    if len(words) > 2 and words[0] in holders and words[1] == "of":
+        words = words[3:] if words[2] in _COUNTS else words[2:]  # "a bowl of plum sorbet": what it holds
+    head: list[str] = []
+    for k, w in enumerate(words[:5]):
+        if w in ("and", "or"):
+            return None  # "a statue and a candle", "a purple and white kite": no one thing
+        after = words[k + 1] if k + 1 < len(words) else ""
+        if k == 4 or w in _CAPTION_STOPS or not w[0].isalpha() or (
+            head and w.endswith(("ing", "ed")) and lemma(w) != w and (not after or after in _CAPTION_STOPS | _DETERMINERS | {"it", "them"})
+        ):
+            break  # "a kite flying over ...", "a horse painted on a wall": the participle starts what it does (not "a large stained glass window")
+        head.append(w)
+    if not head or head[-1] in people | pets or lemma(head[-1]) in people | pets or lemma(head[-1]) not in word_classes()["noun"]:
+        return None
+    return _Thing(" ".join(head), -1, -1, "thing", None, plural or _plural(head[-1]), False, -1, earlier=True, shown=True)
 
 
 def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue: Dialogue | None = None) -> Iterator[Proposal]:
@@ -507,6 +555,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
         spoken = {speaker.split()[0], *(listener.split()[:1] if listener else ())}
         third += [n for n in _named_in_passing(doc, text) if n not in third and n.split()[0] not in spoken]
     things = _things(doc, text, speaker, starts, third, relations) if speaker else ()
+    if speaker and (shown := _picture_thing(entry)) is not None:
+        things += (shown,)
     if dialogue is not None and speaker:
         things += dialogue.earlier(entry, speaker)
     matcher, frames = _matcher()
@@ -546,10 +596,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 continue
             if read is not None and read.subject == speaker and split_at in ("-", "–", "—") and clause[0].lower_.endswith("ing") and previous is not None and _opens_with_another(previous, speaker, people, listener, things):
                 continue  # "The puppy is thriving - mastering tricks": the doing after the dash is the puppy's
-            earlier = next((o for o in things if o.earlier and o.subject == read.subject), None) if read is not None else None
-            if earlier is not None and not any(o.subject == read.subject for o in things if not o.earlier):
-                # "It's a mix of ...": the earlier turn names the subject (unless this one does too)
-                read = read.model_copy(update={"subject_entry_id": earlier.source})
+            read = _from_earlier(read, things)
             if read is not None and read.subject != speaker and (
                 read.object.split()[0].lower() in _OBJECT_PRONOUNS
                 or (read.predicate == "activity" and tuple(w.lower() for w in read.object.split()[:2]) in _DONE_TO_THE_SPEAKER)
@@ -621,6 +668,16 @@ _THING_MADE_WITH = re.compile(
 _MADE_IT_WITH = re.compile(r"\b(?:I|[Ww]e)\s+(?:just\s+|also\s+|always\s+)?made\s+(?P<pro>it|them)\s+(?:with|from|out\s+of|using)\s+")
 
 
+def _from_earlier(p: Proposal | None, things: tuple[_Thing, ...]) -> Proposal | None:
+    """``p`` with the entry its subject is named in, when that is the speaker's earlier turn
+    ("It's a mix of ...": a thing the last turn named, or the one its picture showed) and this
+    turn does not name it too."""
+    earlier = next((o for o in things if o.earlier and o.subject == p.subject), None) if p is not None else None
+    if earlier is None or earlier.source is None or any(o.subject == p.subject for o in things if not o.earlier):
+        return p
+    return p.model_copy(update={"subject_entry_id": earlier.source})
+
+
 def _made_with(entry: dict[str, Any], base: dict[str, Any], text: str, doc: Any, speaker: str, people: list[str], things: tuple[_Thing, ...]) -> Iterator[Proposal]:
     """`made_with` of a thing the speaker names with what it is made with, or of the thing "it"
     stands for after "I made it with": the list that follows, cut where an object is. Not in a
@@ -650,7 +707,7 @@ def _made_with(entry: dict[str, Any], base: dict[str, Any], text: str, doc: Any,
                 subject = f"{speaker}'s {thing}" if m.group("det").lower() in ("my", "our") else thing
                 quote_start = m.start()
             if subject is not None:
-                yield _claim(entry, base, text, quote_start, span, subject, "made_with", "assert")
+                yield _from_earlier(_claim(entry, base, text, quote_start, span, subject, "made_with", "assert"), things)
 
 
 # A caption is another's words for what the picture shows (in conversation files, a captioning
@@ -1421,6 +1478,9 @@ class _Thing:
     # cedar and walnut!").
     earlier: bool = False
     source: str | None = None  # the entry that names it, for an earlier one (a claim's subject_entry_id)
+    # What the turn's picture shows (its caption), read as an earlier thing is: what "it" or "they"
+    # stand for when nothing in the turn can be (``_picture_thing``).
+    shown: bool = False
 
 
 @functools.cache
@@ -1681,8 +1741,14 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
     if not here and (earlier := [o for o in things if o.earlier]) and not _introduced(token.doc[:at], people):
         # Nothing in the turn it could stand for (no thing of the speaker's, and nothing else
         # introduced before it: "My favourite is the sundae. It's ..."): what the speaker's last
-        # turn named (Dialogue), when that is one thing ("it") or one group ("they")
-        found = {o.subject for o in earlier if (o.plural if pronoun == "they" else o.kind in ("thing", "animal") and not o.plural)}
+        # turn named (Dialogue), when that is one thing ("it") or one group ("they"); failing
+        # that, what the turn's picture shows, when no word before it names a thing at all
+        # ("Flowers bring joy. They ..." beside a picture of chairs: the flowers)
+        fits = [o for o in earlier if (o.plural if pronoun == "they" else o.kind in ("thing", "animal") and not o.plural)]
+        found = {o.subject for o in fits if not o.shown}
+        if not found and not any(_names_a_thing(t) or (t.is_alpha and _plural(t.lower_) and lemma(t.lower_) in word_classes()["noun"]) for t in token.doc[:at]):
+            # this turn's picture (its source None), else the last turn's
+            found = {o.subject for o in fits if o.shown and o.source is None} or {o.subject for o in fits if o.shown}
         return next(iter(found)) if len(found) == 1 else None
     if pronoun == "it":
         # the same sentence or the one before: "I handed in my thesis. I'm relieved. It's a mix of
@@ -1701,7 +1767,7 @@ def _introduced(tokens: Any, people: list[str]) -> bool:
     for: a noun after a determiner, a name that is no one's talking here, a doing opening a
     sentence ("Dancing helps me ... It's ...")."""
     return any(
-        t.lower_ in _DETERMINERS
+        (t.lower_ in _DETERMINERS and not (t.lower_ in ("this", "that") and t.i + 1 < len(t.doc) and not t.doc[t.i + 1].is_alpha))  # ("try some of this?": it points, it names nothing)
         or (t.is_title and not t.is_sent_start and t.text != "I" and t.text not in people)
         or (t.is_sent_start and t.lower_.endswith("ing") and len(t) > 4)
         for t in tokens

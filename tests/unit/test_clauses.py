@@ -1482,3 +1482,42 @@ def test_the_audit_of_rules_063() -> None:
     # "to" before a thing is a preposition, not a purpose ("feels" "strong connection" before)
     assert said("I've always felt a strong connection to art.") == {("Ana", "feels", "strong connection to art", "assert")}
     assert ("Ana", "created", "poster", "assert") in said("I made this poster to remind myself.")
+
+
+def _pictured_session(turns: list[tuple[str, str, str | None]]) -> list[dict]:
+    out = session([(who, text) for who, text, _ in turns])
+    for e, (_, _, caption) in zip(out, turns):
+        if caption:
+            e["attributes"] = json.dumps({"conversation_id": "c1", "image_caption": caption})
+    return out
+
+
+def test_what_a_picture_shows_is_what_it_stands_for_when_nothing_else_can_be() -> None:
+    def claims(turns: list[dict]) -> list[dict]:
+        return extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+
+    # In the speaker's next turn: "it" was no one thing ("made it with" gave nothing)
+    sorbet = _pictured_session([
+        ("Ines", "Want to try some of this? Just made it yesterday!", "a photo of a bowl of plum sorbet with a spoon in it"),
+        ("Omar", "Looks great! Is it vegan?", None),
+        ("Ines", "Yep, I made it with oat milk so nobody misses out!", None),
+    ])  # fmt: skip
+    (c,) = [c for c in claims(sorbet) if c["predicate"] == "made_with"]
+    assert (c["subject"], c["object"], c["source_entry_id"], c["subject_entry_id"]) == ("plum sorbet", "oat milk", "e3", "e1")
+    # In its own turn, the subject named by the caption (the validators read it there)
+    teapot = _pictured_session([("Ines", "Finally done! It's a blend of stoneware and porcelain.", "a photo of a clay teapot with a blue glaze on a shelf")])
+    (c,) = [c for c in claims(teapot) if c["predicate"] == "described_as"]
+    assert (c["subject"], c["object"], c["subject_entry_id"]) == ("clay teapot", "blend of stoneware and porcelain", None)
+    # Not a picture of people or of a pet, nor when a word before the pronoun names a thing, nor
+    # over what the speaker's last turn named
+    for caption in ("a photo of a man holding a teapot", "a photo of a dog sleeping on a rug", "a photo of a mug and a teapot"):
+        assert not [c for c in claims(_pictured_session([("Ines", "Finally done! It's a blend of stoneware and porcelain.", caption)])) if c["predicate"] == "described_as"]
+    tulips = _pictured_session([("Ines", "Tulips cheer me up. They stand for a fresh start and hope.", "a photo of a row of white chairs in a garden")])
+    assert not [c for c in claims(tulips) if c["subject"] == "white chairs"]
+    canoe = _pictured_session([(*CANOE[0], None), (*CANOE[1], None), (*CANOE[2], "a photo of a paddle leaning on a wall")])
+    assert [(c["subject"], c["object"]) for c in claims(canoe) if c["predicate"] == "described_as"] == [("Ines's first wooden canoe", "blend of cedar and walnut")]
+    # The caption names the subject only for a pronoun of the quote, and only its own entry's caption
+    (p,) = [p for p in clauses.propose(teapot[0]) if p.predicate == "described_as"]
+    assert first_failure(p, teapot[0], None, None, None) is None
+    assert first_failure(p.model_copy(update={"quote": "a blend of stoneware and porcelain"}), teapot[0], None, None, None)[0] == "provenance"
+    assert first_failure(p, dict(teapot[0], attributes=None), None, None, None)[0] == "provenance"
