@@ -1762,12 +1762,21 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
     return next(iter(found)) if len(found) == 1 else None
 
 
+def _points(t: Any) -> bool:
+    """Whether "this" or "that" at ``t`` stands alone, pointing, rather than before a noun: "try
+    some of this?", "I chose to write about this because ...", "that's it" (not "this cake")."""
+    nxt = t.doc[t.i + 1] if t.i + 1 < len(t.doc) else None
+    return nxt is None or not nxt.is_alpha or nxt.lower_ in _STOPS | _PREPOSITIONS | {"is", "was", "'s", "and", "or"} or not (
+        _lemma(nxt) in word_classes()["noun"] or nxt.lower_ in word_classes()["adj"]
+    )
+
+
 def _introduced(tokens: Any, people: list[str]) -> bool:
     """Whether ``tokens`` (a turn up to a pronoun) introduce something the pronoun might stand
     for: a noun after a determiner, a name that is no one's talking here, a doing opening a
     sentence ("Dancing helps me ... It's ...")."""
     return any(
-        (t.lower_ in _DETERMINERS and not (t.lower_ in ("this", "that") and t.i + 1 < len(t.doc) and not t.doc[t.i + 1].is_alpha))  # ("try some of this?": it points, it names nothing)
+        (t.lower_ in _DETERMINERS and not (t.lower_ in ("this", "that") and _points(t)))
         or (t.is_title and not t.is_sent_start and t.text != "I" and t.text not in people)
         or (t.is_sent_start and t.lower_.endswith("ing") and len(t) > 4)
         for t in tokens

@@ -1521,3 +1521,21 @@ def test_what_a_picture_shows_is_what_it_stands_for_when_nothing_else_can_be() -
     assert first_failure(p, teapot[0], None, None, None) is None
     assert first_failure(p.model_copy(update={"quote": "a blend of stoneware and porcelain"}), teapot[0], None, None, None)[0] == "provenance"
     assert first_failure(p, dict(teapot[0], attributes=None), None, None, None)[0] == "provenance"
+
+
+def test_this_pointing_alone_introduces_nothing_an_it_may_stand_for() -> None:
+    # "write about this because ...": "this" points (at the work shown), so the "It" after it
+    # reaches back to what the speaker's last turn named ("my work"); it was no one's
+    turns = session([
+        ("Ana", "It is great to have friends who read my work. Here is a look at what I have been writing."),
+        ("Bo", "Wow! Is that the new one?"),
+        ("Ana", "Yep! I chose to write about this because it is personal. It is about grief, memory, and exile."),
+    ])  # fmt: skip
+    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    assert [(c["subject"], c["object"], c["subject_entry_id"]) for c in claims if c["predicate"] == "described_as"] == [
+        ("Ana's work", "about grief, memory, and exile", "e1")
+    ]
+    # "this cake" names a thing: the "it" after it may be the cake, so nothing reaches back
+    turns[2]["content"] = "Yep! I baked this cake because it is personal. It is about grief, memory, and exile."
+    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    assert not [c for c in claims if c["predicate"] == "described_as" and c["subject"] == "Ana's work"]
