@@ -1381,6 +1381,11 @@ _AS_A_ROLE = (
     re.compile(rf"(?:^|(?<=[.!?]\s))As\s+an?\s+{_ROLE},\s+(?:I|my|we|our)\b"),
     # "a song about my years as a night nurse": what the speaker's path is one of
     re.compile(rf"\b(?:[Mm]y|[Oo]ur)\s+(?:own\s+)?(?:journey|path|life|experience|years|story)\s+as\s+an?\s+{_ROLE}(?=\s*(?:[,.!?;]|\band\b|$))"),
+    # "It'll be tough as a single dad", "It's hard as a night nurse": the role one finds it hard in is one's own
+    re.compile(
+        r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?:It|it)(?:'s|’s|\s+is|\s+was|'ll\s+be|\s+will\s+be|\s+gets)\s+(?:(?:so|really|pretty|quite|super|very|a\s+bit)\s+)?"
+        rf"(?:tough|hard|difficult|challenging|exhausting|lonely|stressful|tiring|rough)\s+as\s+an?\s+{_ROLE}(?=\s*(?:[,.!?;]|\bbut\b|$))"
+    ),
 )
 # What "as a ..." names that is no role the speaker says they are: an age, a group, a saying.
 _NOT_ROLES = frozenset({

@@ -1539,3 +1539,13 @@ def test_this_pointing_alone_introduces_nothing_an_it_may_stand_for() -> None:
     turns[2]["content"] = "Yep! I baked this cake because it is personal. It is about grief, memory, and exile."
     claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
     assert not [c for c in claims if c["predicate"] == "described_as" and c["subject"] == "Ana's work"]
+
+
+def test_a_role_one_finds_it_hard_in_is_ones_own() -> None:
+    # "It'll be tough as a single dad" was nothing; not a hard time guessed at, an age or a group
+    assert ("Ana", "identity", "single dad", "assert") in said("I'm thrilled to start a family. It'll be tough as a single dad, but I'm ready!")
+    assert said("It's hard as a night nurse.") == {("Ana", "identity", "night nurse", "assert")}
+    assert said("It must be hard as a nurse.") == set()
+    assert said("It was tough as a kid.") == set()
+    assert said("It's tough as a team, but we manage.") == set()
+
