@@ -605,6 +605,8 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
             if read is not None and not (read.subject == listener and read.predicate not in _OF_THE_LISTENER):
                 yield from once(_apposed(read, text))
                 yield from once(_title_given(entry, base, text, read, sent))
+                if read.predicate in ("considers", "plans") and read.subject == speaker:
+                    yield from once(_purpose(entry, base, text, read))
     if speaker and "xperience" in text:
         yield from once(_event_described(entry, base, text, sents, said))
     if dialogue is not None:
@@ -666,6 +668,23 @@ _THING_MADE_WITH = re.compile(
 )
 # "I made it with oat milk", "we made them from scrap wood": the thing is what "it" stands for.
 _MADE_IT_WITH = re.compile(r"\b(?:I|[Ww]e)\s+(?:just\s+|also\s+|always\s+)?made\s+(?P<pro>it|them)\s+(?:with|from|out\s+of|using)\s+")
+
+
+# What a plan or a thought is for, set apart by a dash or a comma: "adopting a rescue dog - for
+# company and to teach our son patience", "a trip to Kyoto, to see the maples".
+_PURPOSE = re.compile(r"\s*[-–—,]\s*(?:for\s+[a-z]+(?:\s+[a-z]+)?\s+and\s+)?(?:in\s+order\s+|so\s+as\s+)?to\s+(?P<obj>[a-z][^.!?;:–—]*?)\s*(?=[.!?;:–—]|\s-\s|$)")
+
+
+def _purpose(entry: dict[str, Any], base: dict[str, Any], text: str, p: Proposal) -> Proposal | None:
+    """The `goal` a plan or a thing considered is for, when the turn says it after a dash or a
+    comma ("We're thinking about getting a cat - to teach our son patience" -> "teach our son
+    patience"): the speaker's aim, whether or not the plan happens. Not "teach others to ...",
+    whose "to" is the others' doing, and not longer than an object may be."""
+    at = text.find(p.quote)
+    m = _PURPOSE.match(text, at + len(p.quote)) if at >= 0 else None
+    if m is None or len(content_words(m.group("obj"))) > MAX_CONTENT_WORDS:
+        return None
+    return _claim(entry, base, text, at, (m.start("obj"), m.end("obj")), p.subject, "goal", "assert")
 
 
 def _from_earlier(p: Proposal | None, things: tuple[_Thing, ...]) -> Proposal | None:

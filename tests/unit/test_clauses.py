@@ -1549,3 +1549,15 @@ def test_a_role_one_finds_it_hard_in_is_ones_own() -> None:
     assert said("It was tough as a kid.") == set()
     assert said("It's tough as a team, but we manage.") == set()
 
+
+
+def test_what_a_plan_is_for_is_a_goal() -> None:
+    # the purpose after a dash or a comma was dropped with the clause's end
+    assert said("We're thinking about getting a cat - for company and to teach our son patience.") == {
+        ("Ana", "considers", "getting a cat", "assert"),
+        ("Ana", "goal", "teach our son patience", "assert"),
+    }
+    assert ("Ana", "goal", "see the maples", "assert") in said("I'm planning a trip to Kyoto, to see the maples.")
+    # not the doing of others the plan names, nor talk
+    assert not [s for s in said("I'm going to teach others to chase their dreams.") if s[1] == "goal"]
+    assert not [s for s in said("I'll call her later, to check in.") if s[1] == "goal"]
