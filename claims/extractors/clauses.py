@@ -170,6 +170,8 @@ _NOT_DOINGS = {"be", "go", "imagine", "root", "end", "think", "look", "hope", "w
 _ABILITY_MODALS = {"can", "ca", "should", "must", "shall"}
 # The end of "I feel like I could ...": what follows is what the feeling is of.
 _FELT_ABLE = re.compile(r"\bfeel(?:s)?\s+like\s+(?:I|we)\s+(?:could|might|'d|would)\s+$")
+# How someone or something of the speaker's is doing ("my son is doing well").
+_HOW_ONE_DOES = frozenset({"great", "well", "fine", "good", "better", "amazing", "awesome", "okay", "ok", "alright", "fantastic", "wonderfully", "brilliantly", "badly", "poorly", "worse"})
 # The rest of a sentence that is a verdict on the doing before it, after an aside between commas.
 _VERDICT_AFTER = re.compile(r"[^.!?;]*?,\s+(?:is|are|was|were)\s+(?:[a-z]+\s+){0,2}?(?:important|key|essential|crucial|vital)\b")
 _ABILITY = {"imagine", "bet", "help", "recommend", "think", "do", "try", "say", "guess", "understand", "relate", "see", "hear", "tell", "write", "get"}
@@ -2440,6 +2442,10 @@ def _read_clause(
         after = verb.doc[verb.i + 1] if verb.i < len(verb.doc) - 1 else None
         # "My choir has been super welcoming and uplifting": after "is", an -ing word that ends its
         # phrase describes; "my son is doing great" is a doing.
+        if copula and verb.lower_ == "doing" and after is not None and after.lower_ in _HOW_ONE_DOES and not (negated or hedged or future or ability):
+            # "The bakery's doing great", "my son is doing well": how it is going (was nothing: "do"
+            # is no doing of its own)
+            return _claim(entry, base, text, start_tok.idx, (verb.idx, after.idx + len(after.text)), subject, "described_as", "assert")
         ing_says_how = after is None or not after.is_alpha or after.lower_ in ("and", "or")
         described = copula and (not verb.lower_.endswith("ing") or ing_says_how) and (frame is None or frame.predicate in ("identity", "feels", "described_as"))
         having = verb.lower_ in ("has", "have", "had") and after is not None and after.is_alpha and after.lower_ not in ("to", "been", "got", "had", "n't", "not", "nothing", "no", "just", "already", "never")

@@ -1561,3 +1561,11 @@ def test_what_a_plan_is_for_is_a_goal() -> None:
     # not the doing of others the plan names, nor talk
     assert not [s for s in said("I'm going to teach others to chase their dreams.") if s[1] == "goal"]
     assert not [s for s in said("I'll call her later, to check in.") if s[1] == "goal"]
+
+
+def test_how_something_of_the_speakers_is_doing_describes_it() -> None:
+    # "doing great" was nothing ("do" is no doing of its own)
+    assert said("The bakery's doing great! It's a wild ride.") == {("bakery", "described_as", "doing great", "assert")}
+    assert said("My son is doing well at school.") == {("Ana's son", "described_as", "doing well", "assert")}
+    assert said("The bakery isn't doing well.") == set()
+    assert said("I'm doing great.") == set()
