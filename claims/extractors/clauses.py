@@ -2796,6 +2796,10 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate in ("considers", "goal", "plans", "activity") and (
         (words[-1].lower().strip(".,!?") in _VAGUE_OBJECTS | {"there", "here", "better", "out"} and len(words) <= 3)
         or (len(words) <= 5 and any(w.lower() in ("it", "them", "that", "this") and not _said_for(words[k + 1 :]) and not _determines(predicate, words, k) for k, w in enumerate(words)))
+        or (
+            predicate == "activity" and len(words) > 2 and words[1].lower() in _PREPOSITIONS and words[2].lower().strip(".,!?") in ("it", "them", "that", "this")
+            and all(w.lower().strip(".,!?") in _PREPOSITIONS | _TIME_WORDS | {"a", "an", "long", "while", "time"} for w in words[3:])
+        )  # "waiting for this for a long time" (not "rely on them for strength")
     ):
         return None  # "give it a try", "recommend it", "try them out", "make it work": what "it" is, the clause does not say
     if predicate == "met" and first in ("at", "in", "on", "during", "through", "with", "up"):
@@ -2844,6 +2848,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate == "has" and (
         any(w in _HAD_IDIOMS and not (w == "back" and rest[k + 1 : k + 2] in (["in"], ["at"], ["home"])) for k, w in enumerate(rest))  # ("a cat back in Porto")
         or bool({*[w for w in rest if w not in _DETERMINERS][:2]} & (_TIME_NOUNS | {"day"}))  # "Had a wild week": how it went, not a thing had
+        or any(w in ("power", "chance", "opportunity", "right") and rest[k + 1 : k + 2] == ["to"] for k, w in enumerate(rest[:3]))  # "We have the power to ..."
     ):
         return None  # "we have each other's back", "we had a ball": a saying, not a thing had
     if predicate == "received" and named[-1] in _GOT_IDIOMS:
@@ -2864,6 +2869,8 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         # "a puzzle game called "Lantern Keep"": the title's closing mark, stripped from the
         # object's end with the marks around a whole quoted object, stays with its opening one
         p = p.model_copy(update={"object": p.object + '"', "quote": p.quote + '"'})
+    elif p is not None and p.object.count('"') % 2 and text[span[0]] == '"' and '"' + p.object in p.quote:
+        p = p.model_copy(update={"object": '"' + p.object})  # (and its opening mark: '"Tidewater" by Ana Ruiz')
     return p
 
 

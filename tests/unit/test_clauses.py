@@ -116,7 +116,7 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("Just got back from a sailing trip.", ("Ana", "attended", "sailing trip", "assert")),
         ("I'm volunteering as a tutor at the library.", ("Ana", "identity", "tutor at the library", "assert")),
         ("I love tea, but I also enjoy mint and mixed herb blends.", ("Ana", "likes", "mint and mixed herb blends", "assert")),
-        ('"Clair de Lune" by Debussy has a lot of significance for me.', ("Ana", "values", 'Clair de Lune" by Debussy', "assert")),
+        ('"Clair de Lune" by Debussy has a lot of significance for me.', ("Ana", "values", '"Clair de Lune" by Debussy', "assert")),
         ("This old compass means so much to me.", ("Ana", "values", "old compass", "assert")),
         ("I've got lots of cookbooks from my travels.", ("Ana", "has", "cookbooks from my travels", "assert")),
         # Generic praise (a bare noun or a gerund) of what a thing does for one.
@@ -1569,3 +1569,15 @@ def test_how_something_of_the_speakers_is_doing_describes_it() -> None:
     assert said("My son is doing well at school.") == {("Ana's son", "described_as", "doing well", "assert")}
     assert said("The bakery isn't doing well.") == set()
     assert said("I'm doing great.") == set()
+
+
+def test_the_audit_of_rules_063_found() -> None:
+    # (an audit of rules 0.6.3's output, seed 6666: two errors and a cut quote mark in 100 claims, mended)
+    # "the power to", "the chance to": a saying, not a thing had
+    assert said("We have the power to make a difference in people's lives.") == set()
+    assert said("I have a power drill.") == {("Ana", "has", "power drill", "assert")}
+    # a doing of "this" and no more names nothing (not "rely on them for strength")
+    assert said("I've been waiting for this for a long time!") == set()
+    assert said("I rely on them for strength during tough times.") == {("Ana", "activity", "rely on them for strength during tough times", "assert")}
+    # a title opening the object keeps its opening mark with its closing one
+    assert said('I loved "Tidewater" by Ana Ruiz.') == {("Ana", "likes", '"Tidewater" by Ana Ruiz', "assert")}
