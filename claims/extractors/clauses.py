@@ -456,7 +456,7 @@ _CAPTION_STOPS = _PREPOSITIONS | {"and", "or", "that", "which", "is", "are", "ne
 
 def _picture_thing(entry: dict[str, Any]) -> _Thing | None:
     """The thing the turn's picture shows first (its caption: "a photo of a bowl of plum sorbet
-    with a spoon" -> "plum sorbet"), for a pronoun with nothing in the turn to stand for; None for
+    on a wooden tray" -> "plum sorbet"), for a pronoun with nothing in the turn to stand for; None for
     a picture of people or a pet, or a caption whose first words are no thing (lexicon
     ``[captions]``). Read as an earlier thing is, and named for the speaker's next turn."""
     caption = image_caption(entry.get("attributes"))
@@ -465,7 +465,7 @@ def _picture_thing(entry: dict[str, Any]) -> _Thing | None:
     lead = _caption_lead().match(caption)
     words = re.findall(r"[a-z][a-z'\-]*|[^\sa-z]", caption[lead.end() if lead else 0 :].lower())
     holders, people, pets = _caption_words()
-    pets = pets | {pet.split()[0] for pet in pets}  # "a guinea in a cage": the caption's "guinea pig"
+    pets = pets | {pet.split()[0] for pet in pets}  # a two-word pet's first word alone is the pet too
     plural = False
     if words and words[0] in _COUNTS:
         plural = _COUNTS[words[0]]
@@ -475,12 +475,12 @@ def _picture_thing(entry: dict[str, Any]) -> _Thing | None:
     head: list[str] = []
     for k, w in enumerate(words[:5]):
         if w in ("and", "or"):
-            return None  # "a statue and a candle", "a purple and white kite": no one thing
+            return None  # "a lamp and a vase", "a purple and white kite": no one thing
         after = words[k + 1] if k + 1 < len(words) else ""
         if k == 4 or w in _CAPTION_STOPS or not w[0].isalpha() or (
             head and w.endswith(("ing", "ed")) and lemma(w) != w and (not after or after in _CAPTION_STOPS | _DETERMINERS | {"it", "them"})
         ):
-            break  # "a kite flying over ...", "a horse painted on a wall": the participle starts what it does (not "a large stained glass window")
+            break  # "a kite flying over ...", "a fox painted on a door": the participle starts what it does (not "a hand painted sign")
         head.append(w)
     if not head or head[-1] in people | pets or lemma(head[-1]) in people | pets or lemma(head[-1]) not in word_classes()["noun"]:
         return None
@@ -672,16 +672,16 @@ _THING_MADE_WITH = re.compile(
 _MADE_IT_WITH = re.compile(r"\b(?:I|[Ww]e)\s+(?:just\s+|also\s+|always\s+)?made\s+(?P<pro>it|them)\s+(?:with|from|out\s+of|using)\s+")
 
 
-# What a plan or a thought is for, set apart by a dash or a comma: "adopting a rescue dog - for
-# company and to teach our son patience", "a trip to Kyoto, to see the maples".
+# What a plan or a thought is for, set apart by a dash or a comma: "buy a small boat - for fun
+# and to show the twins how to sail", "a visit to Kyoto, to see the maples".
 _PURPOSE = re.compile(r"\s*[-–—,]\s*(?:for\s+[a-z]+(?:\s+[a-z]+)?\s+and\s+)?(?:in\s+order\s+|so\s+as\s+)?to\s+(?P<obj>[a-z][^.!?;:–—]*?)\s*(?=[.!?;:–—]|\s-\s|$)")
 
 
 def _purpose(entry: dict[str, Any], base: dict[str, Any], text: str, p: Proposal) -> Proposal | None:
     """The `goal` a plan or a thing considered is for, when the turn says it after a dash or a
-    comma ("We're thinking about getting a cat - to teach our son patience" -> "teach our son
-    patience"): the speaker's aim, whether or not the plan happens. Not "teach others to ...",
-    whose "to" is the others' doing, and not longer than an object may be."""
+    comma ("We might buy a small boat - to show the twins how to sail" -> "show the twins how to
+    sail"): the speaker's aim, whether or not the plan happens. Not "teach the kids to ...", whose
+    "to" is the kids' doing, and not longer than an object may be."""
     at = text.find(p.quote)
     m = _PURPOSE.match(text, at + len(p.quote)) if at >= 0 else None
     if m is None or len(content_words(m.group("obj"))) > MAX_CONTENT_WORDS:
@@ -691,7 +691,7 @@ def _purpose(entry: dict[str, Any], base: dict[str, Any], text: str, p: Proposal
 
 def _from_earlier(p: Proposal | None, things: tuple[_Thing, ...]) -> Proposal | None:
     """``p`` with the entry its subject is named in, when that is the speaker's earlier turn
-    ("It's a mix of ...": a thing the last turn named, or the one its picture showed) and this
+    ("It's a blend of ...": a thing the last turn named, or the one its picture showed) and this
     turn does not name it too."""
     earlier = next((o for o in things if o.earlier and o.subject == p.subject), None) if p is not None else None
     if earlier is None or earlier.source is None or any(o.subject == p.subject for o in things if not o.earlier):
@@ -1402,7 +1402,7 @@ _AS_A_ROLE = (
     re.compile(rf"(?:^|(?<=[.!?]\s))As\s+an?\s+{_ROLE},\s+(?:I|my|we|our)\b"),
     # "a song about my years as a night nurse": what the speaker's path is one of
     re.compile(rf"\b(?:[Mm]y|[Oo]ur)\s+(?:own\s+)?(?:journey|path|life|experience|years|story)\s+as\s+an?\s+{_ROLE}(?=\s*(?:[,.!?;]|\band\b|$))"),
-    # "It'll be tough as a single dad", "It's hard as a night nurse": the role one finds it hard in is one's own
+    # "It's pretty lonely as a night baker", "It's hard as a night nurse": the role one finds it hard in is one's own
     re.compile(
         r"(?:^|(?<=[.!?]\s)|(?<=,\s))(?:It|it)(?:'s|’s|\s+is|\s+was|'ll\s+be|\s+will\s+be|\s+gets)\s+(?:(?:so|really|pretty|quite|super|very|a\s+bit)\s+)?"
         rf"(?:tough|hard|difficult|challenging|exhausting|lonely|stressful|tiring|rough)\s+as\s+an?\s+{_ROLE}(?=\s*(?:[,.!?;]|\bbut\b|$))"
@@ -1769,7 +1769,7 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
         # introduced before it: "My favourite is the sundae. It's ..."): what the speaker's last
         # turn named (Dialogue), when that is one thing ("it") or one group ("they"); failing
         # that, what the turn's picture shows, when no word before it names a thing at all
-        # ("Flowers bring joy. They ..." beside a picture of chairs: the flowers)
+        # ("Irises cheer me up. They ..." beside a picture of benches: the irises)
         fits = [o for o in earlier if (o.plural if pronoun == "they" else o.kind in ("thing", "animal") and not o.plural)]
         found = {o.subject for o in fits if not o.shown}
         if not found and not any(_names_a_thing(t) or (t.is_alpha and _plural(t.lower_) and lemma(t.lower_) in word_classes()["noun"]) for t in token.doc[:at]):
@@ -1789,8 +1789,8 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
 
 
 def _points(t: Any) -> bool:
-    """Whether "this" or "that" at ``t`` stands alone, pointing, rather than before a noun: "try
-    some of this?", "I chose to write about this because ...", "that's it" (not "this cake")."""
+    """Whether "this" or "that" at ``t`` stands alone, pointing, rather than before a noun: "have
+    a taste of this!", "I keep coming back to this because ...", "that's it" (not "this cake")."""
     nxt = t.doc[t.i + 1] if t.i + 1 < len(t.doc) else None
     return nxt is None or not nxt.is_alpha or nxt.lower_ in _STOPS | _PREPOSITIONS | {"is", "was", "'s", "and", "or"} or not (
         _lemma(nxt) in word_classes()["noun"] or nxt.lower_ in word_classes()["adj"]
@@ -2279,8 +2279,8 @@ def _subject(
         if j + 1 < len(tokens) and _names_a_thing(tokens[j + 1]) and (j + 2 >= len(tokens) or tokens[j + 2].lower_ in _PREPOSITIONS or not tokens[j + 2].is_alpha):
             return None, 0, False  # "Happy birthday to your son!", "Sad news about the bakery": a greeting, a verdict
         if j == i or tokens[0].is_sent_start:
-            # "Glad to be on the team", "Always happy to lend a hand" (not "They're my pals, always
-            # calm": after a comma, the feeling is the clause before's subject's)
+            # "Glad to be on the team", "Always happy to fix bikes" (not "She's my neighbour, always
+            # happy and kind": after a comma, the feeling is the clause before's subject's)
             return speaker, j, False
     if j + 1 < len(tokens) and tokens[j + 1].lower_ in ("and", "or") and tokens[j].lower_.endswith("ed"):
         return None, 0, False  # "Focused and resilient": a description, not a doing
@@ -2374,7 +2374,7 @@ def _read_clause(
             copula, i = True, i + 1  # "The studio looks amazing": what it is like, as after "is"
             continue
         if t.lower_ == "needed" and i + 2 < len(tokens) and tokens[i + 1].lower_ == "to" and tokens[i + 2].is_alpha and tokens[i + 2].lower_ not in _DETERMINERS:
-            i += 2  # "I needed to sell the car": a need of the past, the doing is the verb after it (as "had to"), no goal
+            i += 2  # "I needed to sell the van": a need of the past, the doing is the verb after it (as "had to"), no goal
             continue
         if lem in _HAVE or t.lower_ in ("have", "has", "had"):
             nxt = tokens[i + 1] if i + 1 < len(tokens) else None
@@ -2550,8 +2550,8 @@ def _read_clause(
     ):
         # "Spending time with old friends is important", "Joining a choir can be uplifting",
         # "Opening this bakery isn't just a business": a remark on a doing in general, not one done
-        # (also when the verdict comes after an aside: "Making time for each other, especially
-        # with kids, is vital")
+        # (also when the verdict comes after an aside: "Planting trees in the square, especially
+        # with neighbours, is vital")
         return None
     if frame is not None and frame.predicate in ("likes", "dislikes") and verb.lower_.endswith("ed") and (
         copula or verb.i == tokens[0].i or (verb.i and _lemma(verb.doc[verb.i - 1]) in ("feel", "get", "be"))
@@ -2799,7 +2799,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         or (
             predicate == "activity" and len(words) > 2 and words[1].lower() in _PREPOSITIONS and words[2].lower().strip(".,!?") in ("it", "them", "that", "this")
             and all(w.lower().strip(".,!?") in _PREPOSITIONS | _TIME_WORDS | {"a", "an", "long", "while", "time"} for w in words[3:])
-        )  # "waiting for this for a long time" (not "rely on them for strength")
+        )  # "longing for this for a long while" (not "lean on them for courage")
     ):
         return None  # "give it a try", "recommend it", "try them out", "make it work": what "it" is, the clause does not say
     if predicate == "met" and first in ("at", "in", "on", "during", "through", "with", "up"):
@@ -2848,14 +2848,14 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
     if predicate == "has" and (
         any(w in _HAD_IDIOMS and not (w == "back" and rest[k + 1 : k + 2] in (["in"], ["at"], ["home"])) for k, w in enumerate(rest))  # ("a cat back in Porto")
         or bool({*[w for w in rest if w not in _DETERMINERS][:2]} & (_TIME_NOUNS | {"day"}))  # "Had a wild week": how it went, not a thing had
-        or any(w in ("power", "chance", "opportunity", "right") and rest[k + 1 : k + 2] == ["to"] for k, w in enumerate(rest[:3]))  # "We have the power to ..."
+        or any(w in ("power", "chance", "opportunity", "right") and rest[k + 1 : k + 2] == ["to"] for k, w in enumerate(rest[:3]))  # "the chance to ..."
     ):
         return None  # "we have each other's back", "we had a ball": a saying, not a thing had
     if predicate == "received" and named[-1] in _GOT_IDIOMS:
         return None  # "we've got the right idea", "got the point": nothing received
-    if predicate == "considers" and first in _ABILITY and not (len(named) > 2 and _FELT_ABLE.search(text, 0, span[0])):
+    if predicate == "considers" and first in _ABILITY and not (len(named) > 1 and _FELT_ABLE.search(text, 0, span[0])):
         # "I can imagine", "I bet", "I can help": ability or politeness, not a plan (but "I feel like
-        # I could write a whole opera": what the feeling is of, with the thing it would make)
+        # I could write a symphony": what the feeling is of, with the thing it would make)
         return None
     if predicate == "considers" and first in ("thought", "think", "guess", "guessed", "figured", "reckon"):
         return None  # "I thought it'd help my stall grow": a belief held, not a thing considered
@@ -2880,7 +2880,7 @@ def _named_thing(doc: Any, out: list[Any], i: int, last: int) -> list[Any] | Non
     with up to two words qualifying it before it, the verb and the name. Kept whole, it is what
     a question about the thing asks for; the words before the noun are dropped to keep it short."""
     if any(o.lower_ in _PREPOSITIONS and o.lower_ != "of" for o in out):
-        return None  # "heard some tales from a sailor named Abel": the name is the sailor's, not the thing's
+        return None  # "read some letters from a painter named Odile": the name is the painter's, not the letters'
     head: list[Any] = []
     words = 0
     for o in reversed(out):  # up to three words back, a hyphenated one ("sci-fi") counting as one
@@ -3059,7 +3059,7 @@ def _object_span(
             t.i < last and (doc[t.i + 1].is_title or doc[t.i + 1].lower_ in ("the", "my", "our", "a", "an") or _names_a_thing(doc[t.i + 1]))
         ):
             # "made this poster to remind myself": the purpose is another clause (not "a trip to
-            # England", a place, nor "a strong connection to art", a thing: no verb can follow "to a")
+            # England", a place, nor "a deep bond to music", a thing: no verb can follow "to a")
             break
         if out and low in ("and",) and t.i + 1 <= last and doc[t.i + 1].lower_ in _SUBJECT_WORDS and not _owned_item(doc, t.i, last + 1):
             break

@@ -116,7 +116,7 @@ def test_clauses_say_typed_facts(text, want) -> None:
         ("Just got back from a sailing trip.", ("Ana", "attended", "sailing trip", "assert")),
         ("I'm volunteering as a tutor at the library.", ("Ana", "identity", "tutor at the library", "assert")),
         ("I love tea, but I also enjoy mint and mixed herb blends.", ("Ana", "likes", "mint and mixed herb blends", "assert")),
-        ('"Clair de Lune" by Debussy has a lot of significance for me.', ("Ana", "values", '"Clair de Lune" by Debussy', "assert")),
+        ('"Clair de Lune" by Debussy is really special to me.', ("Ana", "values", '"Clair de Lune" by Debussy', "assert")),
         ("This old compass means so much to me.", ("Ana", "values", "old compass", "assert")),
         ("I've got lots of cookbooks from my travels.", ("Ana", "has", "cookbooks from my travels", "assert")),
         # Generic praise (a bare noun or a gerund) of what a thing does for one.
@@ -1381,22 +1381,22 @@ def test_what_the_speaker_feels_they_could_do_is_considered() -> None:
     assert said("I don't feel like I could run a marathon.") == set()
     # a verb of ability or politeness after the modal ("write", "help") is what the feeling is of
     # when a thing follows it, as "run up a mountain" is: it was nothing
-    assert said("I always feel like I could write a whole opera when I'm up in the hills!") == {("Ana", "considers", "write a whole opera", "assert")}
+    assert said("Out on the lake I feel like I could write a symphony!") == {("Ana", "considers", "write a symphony", "assert")}
     assert said("I feel like I could write you a note.") == set()
     assert said("I feel like I could help.") == set()
 
 
 def test_a_feeling_without_its_subject() -> None:
-    # "Always happy to lend a hand!" drops "I'm" after an adverb as "Glad to ..." does without
+    # "Always happy to fix bikes ..." drops "I'm" after an adverb as "Glad to ..." does without
     # one: it was nothing
-    assert said("Always happy to lend a hand!") == {("Ana", "feels", "happy to lend a hand", "assert")}
+    assert said("Always happy to fix bikes for the kids!") == {("Ana", "feels", "happy to fix bikes for the kids", "assert")}
     assert said("Really glad we met up.") == {("Ana", "feels", "glad", "assert")}
     # a feeling word before a thing greets or judges ("feels" "Happy" and "Sad" before): no feeling
     assert said("Happy birthday to your son!") == set()
     assert said("Sad news about the old bakery.") == set()
     assert said("Glad things worked out.") == {("Ana", "feels", "Glad", "assert")}
     # after a comma, the feeling is the subject's before it, not the speaker's
-    assert said("They're my pals, always calm and quiet.") == set()
+    assert said("She's my neighbour, always happy and kind.") == set()
 
 
 def test_the_audit_of_rules_062() -> None:
@@ -1463,24 +1463,24 @@ def test_the_third_audit_of_rules_062() -> None:
 def test_the_audit_of_rules_063() -> None:
     # (an audit of rules 0.6.2's output, seed 6565, each error mended in rules 0.6.3)
     # agreement with the listener is no feeling named
-    assert said("I feel the same way!") == set()
+    assert said("Honestly I feel the same way.") == set()
     # a laugh, a setback or an attitude is had as a saying, not a thing owned
-    assert said("We all had a good laugh!") == set()
-    assert said("I had a bit of a setback recently.") == set()
-    assert said("We've got the right attitude to take on anything.") == set()
-    # a need of the past is what was done, not a goal ("goal" "do it for my shop" before)
-    assert said("I needed to sell the car for my shop.") == {("Ana", "activity", "sell the car for my shop", "assert")}
-    assert said("I needed to do it for my shop.") == set()
+    assert said("We had such a good laugh.") == set()
+    assert said("We had a big setback with the roof.") == set()
+    assert said("We have the right attitude for the move.") == set()
+    # a need of the past is what was done, not a goal ("goal" "fix it before winter" before)
+    assert said("I needed to sell the van to pay the rent.") == {("Ana", "activity", "sell the van to pay the rent", "assert")}
+    assert said("I needed to fix it before winter.") == set()
     # a doing in general judged after an aside between commas is a remark, not a thing made
-    assert said("Creating space and listening to each other, especially for teens, is really important.") == set()
-    # a name after a preposition names that one ("watched" "old sailor named Abel" before)
-    assert said("I heard some great tales from an old sailor named Abel.") == {("Ana", "watched", "great tales from an old sailor named Abel", "assert")}
+    assert said("Planting trees in the square, especially with neighbours, is really vital.") == set()
+    # a name after a preposition names that one ("watched" "painter named Odile" before)
+    assert said("I read a few letters from a painter named Odile.") == {("Ana", "watched", "letters from a painter named Odile", "assert")}
     # spellbound by something is a feeling, not a doing
-    assert said("I was mesmerized by the lighthouses.") == {("Ana", "feels", "mesmerized by the lighthouses", "assert")}
+    assert said("I was fascinated by the old clocks.") == {("Ana", "feels", "fascinated by the old clocks", "assert")}
     # a title's closing mark stays with its opening one ('... called "Lantern Keep' before)
     assert said('I am playing this great puzzle game called "Lantern Keep".') == {("Ana", "practices", 'great puzzle game called "Lantern Keep"', "assert")}
-    # "to" before a thing is a preposition, not a purpose ("feels" "strong connection" before)
-    assert said("I've always felt a strong connection to art.") == {("Ana", "feels", "strong connection to art", "assert")}
+    # "to" before a thing is a preposition, not a purpose ("feels" "deep bond" before)
+    assert said("I've always felt a deep bond to music.") == {("Ana", "feels", "deep bond to music", "assert")}
     assert ("Ana", "created", "poster", "assert") in said("I made this poster to remind myself.")
 
 
@@ -1498,12 +1498,12 @@ def test_what_a_picture_shows_is_what_it_stands_for_when_nothing_else_can_be() -
 
     # In the speaker's next turn: "it" was no one thing ("made it with" gave nothing)
     sorbet = _pictured_session([
-        ("Ines", "Want to try some of this? Just made it yesterday!", "a photo of a bowl of plum sorbet with a spoon in it"),
-        ("Omar", "Looks great! Is it vegan?", None),
-        ("Ines", "Yep, I made it with oat milk so nobody misses out!", None),
+        ("Ines", "Look what came out of the freezer!", "a photo of a bowl of plum sorbet on a wooden tray"),
+        ("Omar", "Does it have dairy in it?", None),
+        ("Ines", "Of course not! I made it with oat milk and ripe plums.", None),
     ])  # fmt: skip
     (c,) = [c for c in claims(sorbet) if c["predicate"] == "made_with"]
-    assert (c["subject"], c["object"], c["source_entry_id"], c["subject_entry_id"]) == ("plum sorbet", "oat milk", "e3", "e1")
+    assert (c["subject"], c["object"], c["source_entry_id"], c["subject_entry_id"]) == ("plum sorbet", "oat milk and ripe plums", "e3", "e1")
     # In its own turn, the subject named by the caption (the validators read it there)
     teapot = _pictured_session([("Ines", "Finally done! It's a blend of stoneware and porcelain.", "a photo of a clay teapot with a blue glaze on a shelf")])
     (c,) = [c for c in claims(teapot) if c["predicate"] == "described_as"]
@@ -1512,8 +1512,8 @@ def test_what_a_picture_shows_is_what_it_stands_for_when_nothing_else_can_be() -
     # over what the speaker's last turn named
     for caption in ("a photo of a man holding a teapot", "a photo of a dog sleeping on a rug", "a photo of a mug and a teapot"):
         assert not [c for c in claims(_pictured_session([("Ines", "Finally done! It's a blend of stoneware and porcelain.", caption)])) if c["predicate"] == "described_as"]
-    tulips = _pictured_session([("Ines", "Tulips cheer me up. They stand for a fresh start and hope.", "a photo of a row of white chairs in a garden")])
-    assert not [c for c in claims(tulips) if c["subject"] == "white chairs"]
+    irises = _pictured_session([("Ines", "Irises cheer me up. They stand for courage and hope.", "a photo of two wooden benches by a pond")])
+    assert not [c for c in claims(irises) if c["subject"] == "wooden benches"]
     canoe = _pictured_session([(*CANOE[0], None), (*CANOE[1], None), (*CANOE[2], "a photo of a paddle leaning on a wall")])
     assert [(c["subject"], c["object"]) for c in claims(canoe) if c["predicate"] == "described_as"] == [("Ines's first wooden canoe", "blend of cedar and walnut")]
     # The caption names the subject only for a pronoun of the quote, and only its own entry's caption
@@ -1524,26 +1524,26 @@ def test_what_a_picture_shows_is_what_it_stands_for_when_nothing_else_can_be() -
 
 
 def test_this_pointing_alone_introduces_nothing_an_it_may_stand_for() -> None:
-    # "write about this because ...": "this" points (at the work shown), so the "It" after it
-    # reaches back to what the speaker's last turn named ("my work"); it was no one's
+    # "coming back to this because ...": "this" points, so the "It" after it reaches back to
+    # what the speaker's last turn named ("my work"); it was no one's
     turns = session([
-        ("Ana", "It is great to have friends who read my work. Here is a look at what I have been writing."),
-        ("Bo", "Wow! Is that the new one?"),
-        ("Ana", "Yep! I chose to write about this because it is personal. It is about grief, memory, and exile."),
+        ("Ana", "My cousins keep asking about my work."),
+        ("Bo", "So what is the new part like?"),
+        ("Ana", "True! I keep coming back to this because it matters to me. It is about exile, rivers, and bread."),
     ])  # fmt: skip
     claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
     assert [(c["subject"], c["object"], c["subject_entry_id"]) for c in claims if c["predicate"] == "described_as"] == [
-        ("Ana's work", "about grief, memory, and exile", "e1")
+        ("Ana's work", "about exile, rivers, and bread", "e1")
     ]
     # "this cake" names a thing: the "it" after it may be the cake, so nothing reaches back
-    turns[2]["content"] = "Yep! I baked this cake because it is personal. It is about grief, memory, and exile."
+    turns[2]["content"] = "True! I baked this cake because it matters to me. It is about exile, rivers, and bread."
     claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
     assert not [c for c in claims if c["predicate"] == "described_as" and c["subject"] == "Ana's work"]
 
 
 def test_a_role_one_finds_it_hard_in_is_ones_own() -> None:
-    # "It'll be tough as a single dad" was nothing; not a hard time guessed at, an age or a group
-    assert ("Ana", "identity", "single dad", "assert") in said("I'm thrilled to start a family. It'll be tough as a single dad, but I'm ready!")
+    # "It's pretty lonely as a night baker" was nothing; not a hard time guessed at, an age or a group
+    assert ("Ana", "identity", "night baker", "assert") in said("We moved to the coast in May. It's pretty lonely as a night baker, but I love the quiet.")
     assert said("It's hard as a night nurse.") == {("Ana", "identity", "night nurse", "assert")}
     assert said("It must be hard as a nurse.") == set()
     assert said("It was tough as a kid.") == set()
@@ -1553,19 +1553,19 @@ def test_a_role_one_finds_it_hard_in_is_ones_own() -> None:
 
 def test_what_a_plan_is_for_is_a_goal() -> None:
     # the purpose after a dash or a comma was dropped with the clause's end
-    assert said("We're thinking about getting a cat - for company and to teach our son patience.") == {
-        ("Ana", "considers", "getting a cat", "assert"),
-        ("Ana", "goal", "teach our son patience", "assert"),
+    assert said("We might buy a small boat - for fun and to show the twins how to sail.") == {
+        ("Ana", "considers", "buy a small boat", "assert"),
+        ("Ana", "goal", "show the twins how to sail", "assert"),
     }
-    assert ("Ana", "goal", "see the maples", "assert") in said("I'm planning a trip to Kyoto, to see the maples.")
+    assert ("Ana", "goal", "see the maples", "assert") in said("I'm planning a visit to Kyoto, to see the maples.")
     # not the doing of others the plan names, nor talk
-    assert not [s for s in said("I'm going to teach others to chase their dreams.") if s[1] == "goal"]
+    assert not [s for s in said("I'm going to teach the kids to bake bread.") if s[1] == "goal"]
     assert not [s for s in said("I'll call her later, to check in.") if s[1] == "goal"]
 
 
 def test_how_something_of_the_speakers_is_doing_describes_it() -> None:
     # "doing great" was nothing ("do" is no doing of its own)
-    assert said("The bakery's doing great! It's a wild ride.") == {("bakery", "described_as", "doing great", "assert")}
+    assert said("The bakery's doing great these days.") == {("bakery", "described_as", "doing great", "assert")}
     assert said("My son is doing well at school.") == {("Ana's son", "described_as", "doing well", "assert")}
     assert said("The bakery isn't doing well.") == set()
     assert said("I'm doing great.") == set()
@@ -1574,10 +1574,10 @@ def test_how_something_of_the_speakers_is_doing_describes_it() -> None:
 def test_the_audit_of_rules_063_found() -> None:
     # (an audit of rules 0.6.3's output, seed 6666: two errors and a cut quote mark in 100 claims, mended)
     # "the power to", "the chance to": a saying, not a thing had
-    assert said("We have the power to make a difference in people's lives.") == set()
+    assert said("We have the power to change how our street looks.") == set()
     assert said("I have a power drill.") == {("Ana", "has", "power drill", "assert")}
-    # a doing of "this" and no more names nothing (not "rely on them for strength")
-    assert said("I've been waiting for this for a long time!") == set()
-    assert said("I rely on them for strength during tough times.") == {("Ana", "activity", "rely on them for strength during tough times", "assert")}
+    # a doing of "this" and no more names nothing (not "lean on them for courage")
+    assert said("I've been longing for this for a long while!") == set()
+    assert said("I lean on them for courage during hard weeks.") == {("Ana", "activity", "lean on them for courage during hard weeks", "assert")}
     # a title opening the object keeps its opening mark with its closing one
     assert said('I loved "Tidewater" by Ana Ruiz.') == {("Ana", "likes", '"Tidewater" by Ana Ruiz', "assert")}
