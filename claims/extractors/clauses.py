@@ -1769,7 +1769,7 @@ def _antecedent(pronoun: str, token: Any, people: list[str], things: tuple[_Thin
         # introduced before it: "My favourite is the sundae. It's ..."): what the speaker's last
         # turn named (Dialogue), when that is one thing ("it") or one group ("they"); failing
         # that, what the turn's picture shows, when no word before it names a thing at all
-        # ("Irises cheer me up. They ..." beside a picture of benches: the irises)
+        # ("Irises cheer me up. They ..." beside a picture of benches: not the benches)
         fits = [o for o in earlier if (o.plural if pronoun == "they" else o.kind in ("thing", "animal") and not o.plural)]
         found = {o.subject for o in fits if not o.shown}
         if not found and not any(_names_a_thing(t) or (t.is_alpha and _plural(t.lower_) and lemma(t.lower_) in word_classes()["noun"]) for t in token.doc[:at]):
