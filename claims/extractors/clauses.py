@@ -138,7 +138,13 @@ _TRAILING_WORDS = frozenset({"a", "an", "the", "to", "of", "in", "at", "on", "fo
 _FEELING_LINKS = frozenset({"about", "for", "to", "with", "of", "by", "and", "at", "that", "in", "when", "from"})
 _PREPOSITIONS = frozenset({"for", "to", "with", "at", "in", "on", "from", "about", "by", "of", "into"})
 _DETERMINERS = frozenset({"the", "a", "an", "my", "our", "your", "his", "her", "their", "this", "that", "these", "those"})
-_HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point", "faith", "laugh", "laughs", "setback", "setbacks", "attitude"})
+_HAD_IDIOMS = frozenset({"back", "backs", "blast", "ball", "fun", "time", "feeling", "idea", "clue", "luck", "point", "faith", "laugh", "laughs", "attitude"})
+# What one "had" that happened rather than is owned: an activity ("had a picnic", "had a long
+# chat", "had a setback at work", "having trouble with the roof").
+_HAD_EVENTS = frozenset({
+    "picnic", "party", "barbecue", "bbq", "cookout", "potluck", "meeting", "meetup", "reunion", "sleepover", "gathering",
+    "celebration", "chat", "talk", "conversation", "playdate", "photoshoot", "brunch", "setback", "letdown", "trouble",
+})  # fmt: skip
 _GOT_IDIOMS = frozenset({"attitude", "point", "idea", "feeling", "sense", "hang", "vibe", "gist", "message", "impression", "back", "covered", "chance", "opportunity"})
 # "got married", "got sick": a change of state.
 _GOT_STATES = frozenset({"allergic", "pregnant", "engaged", "interested", "involved", "sick", "lost", "stuck", "hurt", "back", "home", "ready", "together", "caught", "used", "better", "worse"})
@@ -2544,12 +2550,13 @@ def _read_clause(
         # community meetings has given me ...": a doing remarked on, no plan
         return None
     if gerund and verb.i == tokens[0].i and (
-        any(t.lower_ in ("can", "could", "should", "must", "important", "key", "essential", "crucial") for t in tokens[i + 1 :])
+        any(t.lower_ in ("can", "could", "should", "must", "important", "key", "essential", "crucial", "favorite", "favourite", "fave") for t in tokens[i + 1 :])
         or any(a.lower_ == "is" and b.lower_ in ("n't", "not") for a, b in zip(tokens[i + 1 :], tokens[i + 2 :]))
         or _VERDICT_AFTER.match(text, tokens[-1].idx + len(tokens[-1]))
     ):
         # "Spending time with old friends is important", "Joining a choir can be uplifting",
-        # "Opening this bakery isn't just a business": a remark on a doing in general, not one done
+        # "Opening this bakery isn't just a business", "Knitting hats is my favourite": a remark
+        # on a doing in general, not one done (the favourite is read as `likes` on its own)
         # (also when the verdict comes after an aside: "Planting trees in the square, especially
         # with neighbours, is vital")
         return None
@@ -2628,6 +2635,10 @@ def _read_clause(
             # "We had a blast building a treehouse": the doing is what was had, not the blast
             span = _object_span(text, tokens, doing, phrase_from_verb=True)
             return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "activity", "assert")
+        after_had = [t for t in verb.doc[verb.i + 1 : min(verb.i + 8, tokens[-1].i + 1)] if t.lower_ not in ("bit", "kind", "sort", "of", "a", "an")]  # ("a bit of a setback")
+        phrase = list(itertools.takewhile(lambda t: t.is_alpha and t.lower_ not in _PREPOSITIONS | _TIME_WORDS | _STOPS | {"and"}, after_had))
+        if phrase and _lemma(phrase[-1]) in _HAD_EVENTS:
+            predicate = "activity"  # "We had a picnic last week": a thing done, not a thing owned (was `has` "picnic")
     elif negated or (_lemma(verb) in _NOT_ACTIVITIES and not gift and not (thing is not None and _lemma(verb) == "get")) or verb.lower_ in _NOT_ACTIVITIES or (verb.is_title and not (verb.i == tokens[0].i and _past_verb(verb) and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("a", "an", "the", "my", "our", "some"))):
         # (what the speaker's own "got" is a doing of theirs: "my son got into trouble at school")
         return None

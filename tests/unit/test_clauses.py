@@ -1464,9 +1464,9 @@ def test_the_audit_of_rules_063() -> None:
     # (an audit of rules 0.6.2's output, seed 6565, each error mended in rules 0.6.3)
     # agreement with the listener is no feeling named
     assert said("Honestly I feel the same way.") == set()
-    # a laugh, a setback or an attitude is had as a saying, not a thing owned
+    # a laugh or an attitude is had as a saying, not a thing owned; a setback is an event had
     assert said("We had such a good laugh.") == set()
-    assert said("We had a big setback with the roof.") == set()
+    assert said("We had a big setback with the roof.") == {("Ana", "activity", "had a big setback with the roof", "assert")}
     assert said("We have the right attitude for the move.") == set()
     # a need of the past is what was done, not a goal ("goal" "fix it before winter" before)
     assert said("I needed to sell the van to pay the rent.") == {("Ana", "activity", "sell the van to pay the rent", "assert")}
@@ -1581,3 +1581,16 @@ def test_the_audit_of_rules_063_found() -> None:
     assert said("I lean on them for courage during hard weeks.") == {("Ana", "activity", "lean on them for courage during hard weeks", "assert")}
     # a title opening the object keeps its opening mark with its closing one
     assert said('I loved "Tidewater" by Ana Ruiz.') == {("Ana", "likes", '"Tidewater" by Ana Ruiz', "assert")}
+
+
+def test_an_event_had_is_a_doing_not_a_thing_owned() -> None:
+    # a third audit of rules 0.6.3 (seed 6767): "had a picnic", "had a letdown" were `has`
+    assert said("We had a picnic by the canal.") == {("Ana", "activity", "had a picnic by the canal", "assert")}
+    assert said("I had a long chat with my aunt.") == {("Ana", "activity", "had a long chat with my aunt", "assert")}
+    assert said("We're having trouble with the boiler.") == {("Ana", "activity", "having trouble with the boiler", "assert")}
+    assert said("I had a bit of a setback at work.") == {("Ana", "activity", "had a bit of a setback at work", "assert")}
+    # what is had and owned stays `has`
+    assert said("We have two kids.") == {("Ana", "has", "two kids", "assert")}
+    assert said("I had a tutor.") == {("Ana", "has", "tutor", "assert")}
+    # a favourite doing is liked, not a thing made (`created` "scarves and hats" before)
+    assert said("Knitting scarves and hats is my favorite!") == {("Ana", "likes", "Knitting scarves and hats", "assert")}
