@@ -2555,7 +2555,7 @@ def _read_clause(
         or _VERDICT_AFTER.match(text, tokens[-1].idx + len(tokens[-1]))
     ):
         # "Spending time with old friends is important", "Joining a choir can be uplifting",
-        # "Opening this bakery isn't just a business", "Knitting hats is my favourite": a remark
+        # "Opening this bakery isn't about money", "Knitting hats is my favourite": a remark
         # on a doing in general, not one done (the favourite is read as `likes` on its own)
         # (also when the verdict comes after an aside: "Planting trees in the square, especially
         # with neighbours, is vital")
@@ -2635,10 +2635,10 @@ def _read_clause(
             # "We had a blast building a treehouse": the doing is what was had, not the blast
             span = _object_span(text, tokens, doing, phrase_from_verb=True)
             return None if span is None else _claim(entry, base, text, start_tok.idx, span, subject, "activity", "assert")
-        after_had = [t for t in verb.doc[verb.i + 1 : min(verb.i + 8, tokens[-1].i + 1)] if t.lower_ not in ("bit", "kind", "sort", "of", "a", "an")]  # ("a bit of a setback")
+        after_had = [t for t in verb.doc[verb.i + 1 : min(verb.i + 8, tokens[-1].i + 1)] if t.lower_ not in ("bit", "kind", "sort", "of", "a", "an")]  # ("kind of a setback")
         phrase = list(itertools.takewhile(lambda t: t.is_alpha and t.lower_ not in _PREPOSITIONS | _TIME_WORDS | _STOPS | {"and"}, after_had))
         if phrase and _lemma(phrase[-1]) in _HAD_EVENTS:
-            predicate = "activity"  # "We had a picnic last week": a thing done, not a thing owned (was `has` "picnic")
+            predicate = "activity"  # "We had a picnic by the canal": a thing done, not a thing owned (was `has` "picnic")
     elif negated or (_lemma(verb) in _NOT_ACTIVITIES and not gift and not (thing is not None and _lemma(verb) == "get")) or verb.lower_ in _NOT_ACTIVITIES or (verb.is_title and not (verb.i == tokens[0].i and _past_verb(verb) and verb.i < tokens[-1].i and verb.doc[verb.i + 1].lower_ in ("a", "an", "the", "my", "our", "some"))):
         # (what the speaker's own "got" is a doing of theirs: "my son got into trouble at school")
         return None
