@@ -449,9 +449,18 @@ def _topics(things: tuple[_Thing, ...], said: list[Proposal], entry_id: str) -> 
 
 
 @functools.cache
-def _caption_words() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
-    cap = lexicon().captions
-    return frozenset(cap.holders), frozenset(cap.people), frozenset(lexicon().relations.has_pet)
+def _caption_words() -> tuple[frozenset[str], frozenset[str]]:
+    """(the holders that give way to what they hold; the words of a caption's first thing that
+    show no thing: people, and pets with a two-word pet's first word alone, "guinea")."""
+    cap, pets = lexicon().captions, lexicon().relations.has_pet
+    return frozenset(cap.holders), frozenset({*cap.people, *pets, *(pet.split()[0] for pet in pets)})
+
+
+def _caption_body(caption: str) -> str:
+    """What a caption says the picture shows, without its lead ("a photo of a kayak on a dock" ->
+    "a kayak on a dock")."""
+    lead = _caption_lead().match(caption)
+    return caption[lead.end() if lead else 0 :].strip().rstrip(".")
 
 
 # Before a caption's first thing: an article or a count ("two mugs of tea" shows mugs, they).
@@ -460,18 +469,13 @@ _COUNTS = {"two": True, "three": True, "four": True, "five": True, "several": Tr
 _CAPTION_STOPS = _PREPOSITIONS | {"and", "or", "that", "which", "is", "are", "next", "near", "under", "over", "behind", "filled", "full", "covered", "made", "against", "like", "up", "down"}
 
 
-def _picture_thing(entry: dict[str, Any]) -> _Thing | None:
+def _picture_thing(caption: str) -> _Thing | None:
     """The thing the turn's picture shows first (its caption: "a photo of a bowl of plum sorbet
     on a wooden tray" -> "plum sorbet"), for a pronoun with nothing in the turn to stand for; None for
     a picture of people or a pet, or a caption whose first words are no thing (lexicon
     ``[captions]``). Read as an earlier thing is, and named for the speaker's next turn."""
-    caption = image_caption(entry.get("attributes"))
-    if caption is None:
-        return None
-    lead = _caption_lead().match(caption)
-    words = re.findall(r"[a-z][a-z'\-]*|[^\sa-z]", caption[lead.end() if lead else 0 :].lower())
-    holders, people, pets = _caption_words()
-    pets = pets | {pet.split()[0] for pet in pets}  # a two-word pet's first word alone is the pet too
+    words = re.findall(r"[a-z][a-z'\-]*|[^\sa-z]", _caption_body(caption).lower())
+    holders, no_things = _caption_words()
     plural = False
     if words and words[0] in _COUNTS:
         plural = _COUNTS[words[0]]
@@ -488,7 +492,7 @@ def _picture_thing(entry: dict[str, Any]) -> _Thing | None:
         ):
             break  # "a kite flying over ...", "a fox painted on a door": the participle starts what it does (not "a hand painted sign")
         head.append(w)
-    if not head or head[-1] in people | pets or lemma(head[-1]) in people | pets or lemma(head[-1]) not in word_classes()["noun"]:
+    if not head or head[-1] in no_things or lemma(head[-1]) in no_things or lemma(head[-1]) not in word_classes()["noun"]:
         return None
     return _Thing(" ".join(head), -1, -1, "thing", None, plural or _plural(head[-1]), False, -1, earlier=True, shown=True)
 
@@ -550,8 +554,9 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 yield from once(_pet_kind(entry, base, text, start, obj_start, obj_end))  # "we got a puppy named Bella"
     if speaker and listener:
         yield from once(_encouragement(entry, base, text, speaker, listener))
-    if speaker:
-        for p in _shared_picture(entry, base, text, speaker):
+    caption = image_caption(entry.get("attributes")) if speaker else None  # (read once: the claim and the pronouns' thing)
+    if caption is not None:
+        for p in _shared_picture(entry, base, text, speaker, caption):
             yield from once(p)
     doc = pipeline()(text)
     sents = list(doc.sents)
@@ -563,7 +568,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
         spoken = {speaker.split()[0], *(listener.split()[:1] if listener else ())}
         third += [n for n in _named_in_passing(doc, text) if n not in third and n.split()[0] not in spoken]
     things = _things(doc, text, speaker, starts, third, relations) if speaker else ()
-    if speaker and (shown := _picture_thing(entry)) is not None:
+    if caption is not None and (shown := _picture_thing(caption)) is not None:
         things += (shown,)
     if dialogue is not None and speaker:
         things += dialogue.earlier(entry, speaker)
@@ -760,15 +765,12 @@ def _showing() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return shown, picture
 
 
-def _shared_picture(entry: dict[str, Any], base: dict[str, Any], text: str, speaker: str) -> Iterator[Proposal]:
+def _shared_picture(entry: dict[str, Any], base: dict[str, Any], text: str, speaker: str, caption: str) -> Iterator[Proposal]:
     """`shared_photo` for the picture a turn shares (the entry's ``image_caption`` attribute): its
     caption, "a photo of a kayak tied to a dock" as "a kayak tied to a dock" quoting the caption
     whole, and the speaker's own words for it, "Here's a pic of my kayak" as "my kayak" quoting
     them. Nothing without a picture, nor for a phrase of more than six content words (a sentence,
     not a fact) or one that names only the picture ("Here's a shot from Sunday")."""
-    caption = image_caption(entry.get("attributes"))
-    if caption is None:
-        return
 
     def shared(obj: str, quote: str, confidence: float) -> Proposal | None:
         words = content_words(obj)
@@ -776,8 +778,7 @@ def _shared_picture(entry: dict[str, Any], base: dict[str, Any], text: str, spea
             return None
         return Proposal(subject=speaker, predicate="shared_photo", object=obj, valid_at=entry["valid_at"], quote=quote, **{**base, "confidence": confidence})
 
-    lead = _caption_lead().match(caption)
-    if (p := shared(caption[lead.end() if lead else 0 :].strip().rstrip("."), caption, min(base["confidence"], CAPTION_CONFIDENCE))) is not None:
+    if (p := shared(_caption_body(caption), caption, min(base["confidence"], CAPTION_CONFIDENCE))) is not None:
         yield p
     shown, picture = _showing()
     for m in shown.finditer(text):
