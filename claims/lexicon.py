@@ -114,6 +114,12 @@ class Captions(_Strict):
     people: tuple[str, ...] = Field(min_length=1)
 
 
+class Dishes(_Strict):
+    # What a dish is said to come with is what it is made with (clauses._dish_parts): the words
+    # (or the last words) of a subject that name a dish.
+    words: tuple[str, ...] = Field(min_length=1)
+
+
 class Lexicon(_Strict):
     version: str = Field(pattern=r"^\d+\.\d+\.\d+$")
     frame: tuple[Frame, ...] = Field(min_length=1)
@@ -129,6 +135,7 @@ class Lexicon(_Strict):
     answers: Answers
     captions: Captions
     joined: Joined
+    dishes: Dishes
 
 
 class LexiconError(ValueError):

@@ -1,9 +1,9 @@
 """The claims view on disk: one folder per extractor version, one sub-folder per ledger day.
 
-    <home>/claims/extractor=rules-0.6.3/day=2024-05-14/claims.parquet
+    <home>/claims/extractor=rules-0.6.4/day=2024-05-14/claims.parquet
                                                       /rejections.parquet
                                                       /_watermark.json
-                 /extractor=rules-0.6.3/_watermark.json      (the latest run, for staleness checks)
+                 /extractor=rules-0.6.4/_watermark.json      (the latest run, for staleness checks)
                  /entities/aliases.parquet                    (entity resolution, all extractors)
 
 A ledger day is the UTC date of an entry's ``recorded_at``. Each day's files are replaced

@@ -622,6 +622,12 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                     yield from once(_purpose(entry, base, text, read))
     if speaker and "xperience" in text:
         yield from once(_event_described(entry, base, text, sents, said))
+    if speaker and " with " in text:
+        for p in [p for p in said if p.predicate == "described_as"]:
+            for part in _dish_parts(entry, base, text, p):
+                yield from once(part)
+    if speaker and " for " in text and len(sents) > 1:
+        yield from once(_for_a_cause(entry, base, text, sents, said, speaker))
     if dialogue is not None:
         asked = dialogue.asked(entry, speaker) if speaker else None
         if asked is not None:
@@ -672,6 +678,54 @@ def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sen
     return None
 
 
+# The list after "with" in what a dish is said to be, to the sentence's end (_dish_parts).
+_WITH_LIST = re.compile(r"\bwith\s+(?P<list>[^.!?;:–—()]+?)\s*(?=[.!?;:–—(]|\s-\s|$)")
+# Words no part of a dish is named with: the speaker and the others, the things pointed at.
+_NOT_A_PART = frozenset({"i", "you", "he", "she", "we", "they", "me", "him", "her", "us", "them", "my", "your", "our", "their", "its", "his", "these", "those"})
+_LIST_CUT = re.compile(r",\s*(?:and\s+)?|\s+and\s+|\s+&\s+")
+
+
+@functools.cache
+def _dishes() -> tuple[str, ...]:
+    return tuple(sorted(lexicon().dishes.words, key=len, reverse=True))
+
+
+def _dish_parts(entry: dict[str, Any], base: dict[str, Any], text: str, p: Proposal) -> Iterator[Proposal]:
+    """`made_with` each thing a dish is said to come with, after what it is: "It's lemon sponge
+    with raspberry jam and almond cream frosting" said of a cake -> "raspberry jam", "almond cream
+    frosting" (the description is cut at six content words; each part is a fact of its own). Only
+    of a dish (the lexicon's `dishes`), right after or inside the description, and only when every
+    item of the list is a thing named in at most three words ("with a crumble top, and I love it"
+    runs into a clause: nothing is read)."""
+    subject = p.subject.lower()
+    if not any(subject == d or subject.endswith(" " + d) for d in _dishes()):
+        return
+    at = text.find(p.quote)
+    obj_at = text.find(p.object, at) if at >= 0 else -1
+    m = _WITH_LIST.search(text, obj_at) if obj_at >= 0 else None
+    if m is None or m.start() > obj_at + len(p.object) + 1:
+        return
+    pieces, pos = [], m.start("list")
+    for cut in _LIST_CUT.finditer(text, pos, m.end("list")):
+        pieces.append((pos, cut.start()))
+        pos = cut.end()
+    pieces.append((pos, m.end("list")))
+    spans = []
+    for start, end in pieces:
+        words = text[start:end].split()
+        if words and words[0].lower() in ("a", "an", "some"):
+            start, words = text.index(words[1], start) if len(words) > 1 else end, words[1:]
+        if not 1 <= len(words) <= 3 or lemma(words[-1].lower()) not in word_classes()["noun"] or any(
+            not re.fullmatch(r"[A-Za-z][a-z]*(?:-[a-z]+)*", w) or w.lower() in _STOPWORDS | _PREPOSITIONS | _FUNCTION_WORDS | _NOT_A_PART for w in words
+        ):
+            return  # "I love it": a clause; "a dash of pepper": a measure, not a part named
+        spans.append((start, end))
+    for span in spans:
+        part = _claim(entry, base, text, at, span, p.subject, "made_with", "assert")
+        if part is not None:
+            yield part.model_copy(update={"subject_entry_id": p.subject_entry_id})
+
+
 # What a thing is made with: "made with", "made from", "made out of" (not "made of": "made of
 # money", "made of stern stuff" are sayings as often as not).
 _MADE_WITH_LEAD = re.compile(r"made\s+(?:with|from|out\s+of)\s+", re.I)
@@ -694,10 +748,38 @@ def _purpose(entry: dict[str, Any], base: dict[str, Any], text: str, p: Proposal
     sail"): the speaker's aim, whether or not the plan happens. Not "teach the kids to ...", whose
     "to" is the kids' doing, and not longer than an object may be."""
     at = text.find(p.quote)
-    m = _PURPOSE.match(text, at + len(p.quote)) if at >= 0 else None
+    return _goal_after(entry, base, text, at, at + len(p.quote), p.subject) if at >= 0 else None
+
+
+def _goal_after(entry: dict[str, Any], base: dict[str, Any], text: str, start: int, end: int, subject: str) -> Proposal | None:
+    """The `goal` a dash or a comma at ``end`` gives ("- to show the twins how to sail"), quoted from ``start``."""
+    m = _PURPOSE.match(text, end)
     if m is None or len(content_words(m.group("obj"))) > MAX_CONTENT_WORDS:
         return None
-    return _claim(entry, base, text, at, (m.start("obj"), m.end("obj")), p.subject, "goal", "assert")
+    return _claim(entry, base, text, start, (m.start("obj"), m.end("obj")), subject, "goal", "assert")
+
+
+# "It was for a worthy cause - to buy books for the reading club": the cause a doing told before
+# was for, its purpose after a dash or a comma (_for_a_cause).
+_FOR_A_CAUSE = re.compile(r"(?:It|That)(?:\s+(?:was|is)|'s|’s)\s+(?:all\s+)?for\s+(?:a\s+)?(?:(?:good|great|worthy|noble|important)\s+)?(?:cause|charity)\b")
+# What the speaker did that "it" may stand for: a doing or an event of theirs.
+_DOINGS = frozenset({"activity", "started", "attended", "created", "practices", "finished"})
+
+
+def _for_a_cause(entry: dict[str, Any], base: dict[str, Any], text: str, sents: list[Any], said: list[Proposal], speaker: str) -> Proposal | None:
+    """The speaker's `goal` in what they did, when a later sentence of the turn says what it was for:
+    "I organised a bake sale at the library. It was for a worthy cause - to buy books for the
+    reading club" -> "buy books for the reading club". Only after a doing or an event of the
+    speaker's in an earlier sentence (what "it" stands for); "It would be for charity" is no aim
+    had (the pattern wants "was" or "is"), and a cause without a purpose after it names none."""
+    for sent in sents[1:]:
+        m = _FOR_A_CAUSE.match(text, sent.start_char)
+        if m is None:
+            continue
+        if not any(p.subject == speaker and p.predicate in _DOINGS and 0 <= text.find(p.quote) < sent.start_char for p in said):
+            return None
+        return _goal_after(entry, base, text, m.start(), m.end(), speaker)
+    return None
 
 
 def _from_earlier(p: Proposal | None, things: tuple[_Thing, ...]) -> Proposal | None:

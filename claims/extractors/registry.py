@@ -1,5 +1,5 @@
 """Which extractor runs: ``rules`` (the default: the newest deterministic version, today the clause
-extractor over claims/lexicon.toml, ``rules-0.6.3``), ``rules-0.2.0`` (the sentence patterns it
+extractor over claims/lexicon.toml, ``rules-0.6.4``), ``rules-0.2.0`` (the sentence patterns it
 replaced, kept to read and compare the claims it wrote) or ``llm`` (an OpenAI-compatible server),
 by name or ``$MEMC_EXTRACTOR``. ``active_extractor_key()`` is the one answer every
 reader uses for which claims folder is live: dbt's ``var('extractor_key')``, the evidence

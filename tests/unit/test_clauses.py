@@ -448,7 +448,7 @@ print(json.dumps([before, pipeline.cache_info().currsize, claims]))
 def test_versions_live_side_by_side(monkeypatch) -> None:
     monkeypatch.delenv("MEMC_EXTRACTOR", raising=False)
     # "rules" (and the default) is the newest rules version; the one it replaced by its key
-    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.6.3"
+    assert active_extractor("rules") is active_extractor() is CLAUSES and CLAUSES.key == "rules-0.6.4"
     assert active_extractor(RULES.key) is RULES and RULES.version == "0.2.0"
     # the old extractor's output is what it was: the ontology grew, 0.2.0 did not change
     e = entry("I moved to Berlin last month and I love it.")
@@ -1594,3 +1594,34 @@ def test_an_event_had_is_a_doing_not_a_thing_owned() -> None:
     assert said("I had a tutor.") == {("Ana", "has", "tutor", "assert")}
     # a favourite doing is liked, not a thing made (`created` "scarves and hats" before)
     assert said("Knitting scarves and hats is my favorite!") == {("Ana", "likes", "Knitting scarves and hats", "assert")}
+
+
+def test_what_a_doing_told_before_was_for_is_the_speakers_goal() -> None:
+    # "It was for a worthy cause - to ..." gave nothing
+    assert said("I organised a bake sale at the library. It was for a worthy cause - to buy books for the reading club.") == {
+        ("Ana", "activity", "organised a bake sale at the library", "assert"),
+        ("Ana", "goal", "buy books for the reading club", "assert"),
+    }
+    assert ("Ana", "goal", "fix the roof of the old chapel", "assert") in said("We sold our old bikes. It's all for charity, to fix the roof of the old chapel.")
+    # not without a doing of the speaker's before (what "it" is, nothing says), not under a hedge,
+    # not a cause without a purpose
+    assert said("It was for a worthy cause - to buy books for the reading club.") == set()
+    assert not [s for s in said("I might run a bake sale. It would be for charity - to buy books.") if s[1] == "goal"]
+    assert not [s for s in said("I organised a bake sale at the library. It was for a noble cause.") if s[1] == "goal"]
+
+
+def test_what_a_dish_is_said_to_come_with_is_what_it_is_made_with() -> None:
+    turns = session([
+        ("Ana", "I baked my first layer cake yesterday!"),
+        ("Bo", "Wow, what flavour is it?"),
+        ("Ana", "Thanks! It's gluten-free lemon with raspberry filling and almond cream frosting."),
+    ])  # fmt: skip
+    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    made = [(c["subject"], c["object"], c["subject_entry_id"]) for c in claims if c["predicate"] == "made_with"]
+    # the description is cut at six content words, and the frosting was lost with it
+    assert sorted(made) == [("Ana's first layer cake", "almond cream frosting", "e1"), ("Ana's first layer cake", "raspberry filling", "e1")]
+    assert all(first_failure(Proposal(**{k: c[k] for k in Proposal.model_fields if k in c}), turns[2], None, turns[0]) is None for c in claims if c["predicate"] == "made_with")
+    # only of a dish, and only when each item is a thing named (not a clause, not a measure)
+    assert not [s for s in said("My new flat is tiny with a balcony and a garden.") if s[1] == "made_with"]
+    assert not [s for s in said("I made a pie. It is apple with a crumble top, and I love it.") if s[1] == "made_with"]
+    assert not [s for s in said("I made a stew. It's lentil soup with carrots and a dash of pepper.") if s[1] == "made_with"]
