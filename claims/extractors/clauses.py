@@ -1628,8 +1628,8 @@ def _owned_at(doc: Any, k: int, closers: frozenset[str] = frozenset()) -> tuple[
         if compound[0] == first_word and tuple(t.lower_ for t in doc[k : k + len(compound)]) == compound:
             return k + len(compound), kind
     j = k
-    while j < n and j - k < 2 and doc[j].is_alpha and doc[j].is_lower and _lemma(doc[j]) in classes["adj"] and doc[j].lower_ not in words["kin"] and j + 1 < n and doc[j + 1].is_alpha and doc[j + 1].is_lower:
-        j += 1  # "old", "younger", "new": a word describing the noun after it
+    while j < n and j - k < 2 and doc[j].is_alpha and doc[j].is_lower and _lemma(doc[j]) in classes["adj"] and doc[j].lower_ not in words["kin"] and j + 1 < n and doc[j + 1].is_alpha and doc[j + 1].is_lower and doc[j + 1].lower_ not in _CLOSING:
+        j += 1  # "old", "younger", "new": a word describing the noun after it (not "mural" before "was": a noun that is an adjective too)
     if j >= n or not doc[j].is_alpha or not doc[j].is_lower:
         return None
     head = doc[j]

@@ -1625,3 +1625,11 @@ def test_what_a_dish_is_said_to_come_with_is_what_it_is_made_with() -> None:
     assert not [s for s in said("My new flat is tiny with a balcony and a garden.") if s[1] == "made_with"]
     assert not [s for s in said("I made a pie. It is apple with a crumble top, and I love it.") if s[1] == "made_with"]
     assert not [s for s in said("I made a stew. It's lentil soup with carrots and a dash of pepper.") if s[1] == "made_with"]
+
+
+def test_a_noun_that_is_an_adjective_too_ends_the_speakers_thing_before_was() -> None:
+    # "mural" is an adjective too in WordNet's lists: the thing ran on over "was" ("Ana's mural was"
+    # `activity` "inspired by the harbour")
+    assert said("My mural was inspired by the harbour.") == {("Ana's mural", "described_as", "inspired by the harbour", "assert")}
+    assert said("My new mural was painted by my aunt.") == {("Ana's new mural", "described_as", "painted by my aunt", "assert")}
+    assert said("My old bike was stolen last week.") == {("Ana's old bike", "described_as", "stolen", "assert")}
