@@ -620,7 +620,7 @@ def propose(entry: dict[str, Any], resolver: Resolver | None = None, *, dialogue
                 yield from once(_title_given(entry, base, text, read, sent))
                 if read.predicate in ("considers", "plans") and read.subject == speaker:
                     yield from once(_purpose(entry, base, text, read))
-    if speaker and "xperience" in text:
+    if speaker and ("xperience" in text or "made it" in text or "makes it" in text):
         yield from once(_event_described(entry, base, text, sents, said))
     if speaker and " with " in text:
         for p in [p for p in said if p.predicate == "described_as"]:
@@ -648,33 +648,73 @@ _WHAT_IT_WAS = re.compile(
 )
 
 
+# "All the laughter made it truly memorable": what the one event a turn told of was like, said by
+# what gave it that (the sentence ends with the describing word).
+_MADE_IT = re.compile(r"[^.!?]*?\b(?:made|makes)\s+it\s+(?:(?:really|so|truly|very|super|extra|even\s+more|all\s+the\s+more)\s+)*(?P<obj>[a-z][a-z\-]*)\s*[.!]")
+# After "made it", words that say something other than what the event was like ("made it clear",
+# "made it home", "made it big").
+_MADE_IT_NOT = frozenset({
+    "clear", "possible", "impossible", "easy", "easier", "hard", "harder", "official", "big", "home", "work", "happen",
+    "count", "through", "out", "back", "up", "there", "here", "okay", "ok", "alright", "right", "worse", "better",
+    "personal", "worth", "last", "known", "public", "quick", "short", "long",
+})  # fmt: skip
+# Verbs of an event held by the speaker: "hosting a garden party", "we hosted a potluck", "had a
+# picnic by the canal" (what an activity names as the event, _event_held).
+_HOSTING = frozenset({"throw", "host", "hold", "organize", "organise", "have", "run"})
+_EVENTS_HELD = _HAD_EVENTS - {"chat", "talk", "conversation", "setback", "letdown", "trouble"} | {
+    "dinner", "lunch", "fundraiser", "sale", "concert", "show", "festival", "tournament", "workshop", "drive", "fair", "night",
+}  # fmt: skip
+
+
+def _event_held(doing: str) -> str | None:
+    """The event an activity says the speaker held: "hosting a garden party and inviting ..." ->
+    "garden party" (a verb of hosting, an article, up to two more words and an event's noun)."""
+    words = doing.split()
+    if len(words) < 3 or lemma(words[0].lower()) not in _HOSTING or words[1].lower() not in ("a", "an", "our", "my"):
+        return None
+    phrase = list(itertools.takewhile(lambda w: w.isalpha() and w.lower() not in _PREPOSITIONS | _STOPS | {"and", "or"}, words[2:5]))
+    return " ".join(phrase) if phrase and lemma(phrase[-1].lower()) in _EVENTS_HELD else None
+
+
 def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sents: list[Any], said: list[Proposal]) -> Proposal | None:
-    """`described_as` of the one event a turn told of before "It was a <...> experience": "We went
-    on a canoe trip. We paddled and fished. It was a calm and lovely experience." -> "canoe trip"
-    "calm and lovely experience". Only when the turn attended exactly one event named by a noun
-    phrase (not a doing) in an earlier sentence, and the sentence is that description alone (no
-    "for the whole class", "to see ..."): another event, a person or a clause would make it a guess."""
+    """`described_as` of the one event a turn told of before "It was a <...> experience" or "<...>
+    made it <...>": "We went on a canoe trip. We paddled and fished. It was a calm and lovely
+    experience." -> "canoe trip" "calm and lovely experience"; "We hosted a garden party and invited
+    the neighbours. All the laughter made it truly memorable." -> "garden party" "memorable". Only
+    when the turn attended or held exactly one event named by a noun phrase (not a doing) in an
+    earlier sentence, and the sentence is that description alone (no "for the whole class", "to see
+    ..."): another event, a person or a clause would make it a guess."""
     for sent in sents[1:]:
         m = _WHAT_IT_WAS.match(text, sent.start_char)
-        if m is None or (m.end() < len(text.rstrip()) and not text[m.end() :].lstrip().startswith((".", "!"))):
+        if m is None:
+            m = _MADE_IT.match(text, sent.start_char)
+            if m is None or m.group("obj") in _MADE_IT_NOT or m.group("obj") not in word_classes()["adj"] or m.group("obj").endswith("er"):
+                continue  # "made it clear", "made it home", "made it nicer": not what the event was like
+        elif m.end() < len(text.rstrip()) and not text[m.end() :].lstrip().startswith((".", "!")):
             continue  # "It was a rare experience for the whole class": more is said of it than what it was like
-        before = [p for p in said if text.find(p.quote) < sent.start_char]
-        events = [p for p in before if p.predicate == "attended" and p.subject == entry["actor"]]
+        before = [p for p in said if text.find(p.quote) < sent.start_char and p.subject == entry["actor"]]
+        events = [(p, p.object) for p in before if p.predicate == "attended"]
+        events += [(p, held) for p in before if p.predicate == "activity" and (held := _event_held(p.object)) is not None]
         if len(events) != 1:
             return None
-        words = events[0].object.split()
+        told, event = events[0]
+        words = event.split()
         if len(words) > 3 or set(w.lower() for w in words) & (_PHRASE_HEADS | _PREPOSITIONS) or lemma(words[-1].lower()) not in word_classes()["noun"] or words[-1].lower().endswith("ing"):
             return None  # "pottery workshop with my sister": no one thing; "hiking": a doing
-        event_at = text.find(events[0].quote)
-        at = text.find(events[0].object, event_at)
-        if re.search(r"^[^.!?]*?(?:\b(?:and|then|or|to)\b|,)", text[at + len(events[0].object) : sent.start_char]):
+        event_at = text.find(told.quote)
+        at = text.find(event, event_at)
+        after = text[at + len(event) : sent.start_char]
+        if told.predicate == "activity" and (doing := re.match(r"\s+and\s+[a-z]+ing\b[^.!?]*", after)):
+            after = after[doing.end() :]  # "... and inviting the neighbours to bring food": a second doing, not a second event
+        if re.search(r"^[^.!?]*?(?:\b(?:and|then|or|to)\b|,)", after):
             return None  # "went to the fair and then to a gala": a second place the "it" may be
-        describing = m.group("obj").split()[:-1]
-        if any(w.strip(",").lower() not in word_classes()["adj"] and w.strip(",") != "and" for w in describing):
-            return None  # "a learning experience about ...": not what the event was like
+        if m.re is _WHAT_IT_WAS:
+            describing = m.group("obj").split()[:-1]
+            if any(w.strip(",").lower() not in word_classes()["adj"] and w.strip(",") != "and" for w in describing):
+                return None  # "a learning experience about ...": not what the event was like
         # the quote runs from the event's words to the description, so that it names both
-        quote = text[event_at : m.end()]
-        return Proposal(subject=events[0].object, predicate="described_as", object=m.group("obj"), valid_at=entry["valid_at"], quote=quote, **base)
+        quote = text[event_at : m.end("obj")] if m.re is _MADE_IT else text[event_at : m.end()]
+        return Proposal(subject=event, predicate="described_as", object=m.group("obj"), valid_at=entry["valid_at"], quote=quote, **base)
     return None
 
 

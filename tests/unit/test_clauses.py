@@ -1633,3 +1633,15 @@ def test_a_noun_that_is_an_adjective_too_ends_the_speakers_thing_before_was() ->
     assert said("My mural was inspired by the harbour.") == {("Ana's mural", "described_as", "inspired by the harbour", "assert")}
     assert said("My new mural was painted by my aunt.") == {("Ana's new mural", "described_as", "painted by my aunt", "assert")}
     assert said("My old bike was stolen last week.") == {("Ana's old bike", "described_as", "stolen", "assert")}
+
+
+def test_what_made_the_one_event_held_so_describes_it() -> None:
+    # "<...> made it <...>" after an event the speaker held was nothing
+    text = "We had a lovely time hosting a garden party and inviting the neighbours to bring food. It was fun seeing them chat. All the laughter made it truly memorable."
+    assert ("garden party", "described_as", "memorable", "assert") in said(text)
+    (p,) = [p for p in clauses.propose(entry(text)) if p.predicate == "described_as"]
+    assert p.quote.startswith("We had a lovely time hosting a garden party") and p.quote.endswith("truly memorable") and first_failure(p, entry(text), None, None) is None
+    # not a saying ("made it clear"), not after two events, not without one
+    assert not [s for s in said("We hosted a garden party. The weather made it clear.") if s[1] == "described_as"]
+    assert not [s for s in said("We went to the fair and then to a gala. The music made it special.") if s[1] == "described_as"]
+    assert not [s for s in said("I cleaned the house. The music made it special.") if s[1] == "described_as"]
