@@ -1737,6 +1737,8 @@ _SAYS_WHAT_IT_IS = frozenset({"is", "was", "'s", "’s", "been", "be", "are", "w
 # A thing ending a clause ("the museum there", "a tiny café"), then "it" opening the next.
 # A clause opened by "it" after a mark: the cheap test before _IT_AFTER_A_THING's own.
 _IT_OPENS = re.compile(r"[,.!;]\s+[Ii]t\b")
+# A doing opening a sentence as its subject ("Cooking for friends is ..."), then "It's a/an ..." opening the next.
+_DOING_THEN_IT = re.compile(r"(?:^|(?<=[.!?]\s))(?P<thing>[A-Z][a-z]+ing(?:\s+[a-z']+){0,2}?)\s+(?:is|was|has\s+been)\s[^.!?]*[.!?]\s+It(?:'s|’s|\s+is|\s+was)\s+(?:a|an)\s")
 _IT_AFTER_A_THING = re.compile(r"\b(?:the|a|an)\s+(?P<thing>[^\W\d_A-Z][\w'\-]*(?:\s+[^\W\d_A-Z][\w'\-]*){0,2}?)(?:\s+(?:there|here))?\s*[,.!;]\s+[Ii]t\b(?!\s+(?:was|is)\s+(?:so|such|really|very|great|fun|nice|good|amazing|awesome)\b)")
 # Participles before a preposition that say what a thing is made from or of: "It was inspired by
 # an old folk song", "it's based on a true story", "It's made with oat milk".
@@ -1807,6 +1809,13 @@ def _things(
             continue
         if any(doc[k].lower_ in _SAYS_WHAT_IT_IS for k in range(max(0, span[0].i - 3), span[0].i - 1)):
             continue  # "the class was a lifesaver. It ...", "isn't just a shop, it's ...": a description of another, no thing of its own
+        out.append(_Thing(span.text, span[0].i, span[-1].i + 1, "thing", None, False, False, _sentence_start(starts, span[0].i), pointed=True))
+    for m in _DOING_THEN_IT.finditer(text) if "ing " in text and _IT_OPENS.search(text) else ():
+        # "Cooking for friends is a real joy. It's a slow ritual of ...": a doing that is the subject
+        # of one sentence is what an "It" opening the next, saying what something is, stands for
+        span = doc.char_span(m.start("thing"), m.end("thing"))
+        if span is None or lemma(span[0].lower_) not in word_classes()["verb"] or lemma(span[0].lower_) == span[0].lower_:
+            continue  # "Morning is ...", "Spring was ...": no doing
         out.append(_Thing(span.text, span[0].i, span[-1].i + 1, "thing", None, False, False, _sentence_start(starts, span[0].i), pointed=True))
     for m in _NAME_IS.finditer(text) if "name" in text else ():
         # "Her name is Pepper! She's full of mischief": the one named is whom "she" stands for, in place

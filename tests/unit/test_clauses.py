@@ -1645,3 +1645,14 @@ def test_what_made_the_one_event_held_so_describes_it() -> None:
     assert not [s for s in said("We hosted a garden party. The weather made it clear.") if s[1] == "described_as"]
     assert not [s for s in said("We went to the fair and then to a gala. The music made it special.") if s[1] == "described_as"]
     assert not [s for s in said("I cleaned the house. The music made it special.") if s[1] == "described_as"]
+
+
+def test_a_doing_that_is_a_sentences_subject_is_what_the_next_its_says_what_it_is_of() -> None:
+    # "It's a/an ... of ..." after a sentence whose subject is a doing was nothing
+    assert said("Sure, Bo! Cooking for friends is a real joy. It is a slow ritual of sharing and resting.") == {
+        ("Cooking for friends", "described_as", "real joy", "assert"),
+        ("Cooking for friends", "described_as", "slow ritual of sharing and resting", "assert"),
+    }
+    # not a time or a season, and only when the "It" opens the very next sentence
+    assert said("Morning is my favourite time. It is a quiet stretch of reading.") == set()
+    assert not [s for s in said("Cooking for friends is a real joy. We eat late. It is a slow ritual of sharing.") if "ritual" in s[2]]
