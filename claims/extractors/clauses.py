@@ -2920,6 +2920,7 @@ def _claim(entry, base, text: str, start: int, span: tuple[int, int], subject: s
         or (predicate == "practices" and len(words) <= 5 and any(w.lower().strip(".,!?") in ("it", "them") for w in words[1:]))  # "played it and recommended it"
         or (predicate in ("plans", "goal") and re.match(r"(?:add|put|keep) (?:it|them|that) (?:to|on|in) (?:my|the|our) (?:\w+ )?list\b", " ".join(rest)))  # "I'll add it to my list": interest, not a plan
         or (predicate == "considers" and lemma(first) in ("know", "think", "guess", "bet", "believe", "suppose", "imagine", "say"))  # "I knew you'd be up for it": a belief
+        or (predicate == "activity" and first in ("find", "finds") and rest[:1] in (["it"], ["that"], ["this"]))  # "I find it calms my nerves": an opinion, not a doing
     ):
         return None
     if predicate in ("created", "has", "received") and named and named[-1] in ("experience", "experiences") and len(named) <= 2:

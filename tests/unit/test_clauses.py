@@ -1656,3 +1656,11 @@ def test_a_doing_that_is_a_sentences_subject_is_what_the_next_its_says_what_it_i
     # not a time or a season, and only when the "It" opens the very next sentence
     assert said("Morning is my favourite time. It is a quiet stretch of reading.") == set()
     assert not [s for s in said("Cooking for friends is a real joy. We eat late. It is a slow ritual of sharing.") if "ritual" in s[2]]
+
+
+def test_the_audit_of_rules_064() -> None:
+    # (an audit of rules 0.6.4's output, seed 6868: one error in 100 claims, mended) what one finds
+    # a thing does is an opinion, not a doing (`activity` "find it calms my nerves ..." before)
+    assert said("I find it calms my nerves and eases my stress.") == set()
+    assert said("I find that knitting calms me.") == set()
+    assert said("I found a great spot by the river.") == {("Ana", "activity", "found a great spot by the river", "assert")}
