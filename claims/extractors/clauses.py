@@ -676,6 +676,11 @@ def _event_held(doing: str) -> str | None:
     return " ".join(phrase) if phrase and lemma(phrase[-1].lower()) in _EVENTS_HELD else None
 
 
+def _said_before(said: list[Proposal], text: str, at: int, speaker: str) -> list[Proposal]:
+    """What the turn has yielded so far of the speaker's, quoted before character ``at`` of its text."""
+    return [p for p in said if p.subject == speaker and 0 <= text.find(p.quote) < at]
+
+
 def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sents: list[Any], said: list[Proposal]) -> Proposal | None:
     """`described_as` of the one event a turn told of before "It was a <...> experience" or "<...>
     made it <...>": "We went on a canoe trip. We paddled and fished. It was a calm and lovely
@@ -692,7 +697,7 @@ def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sen
                 continue  # "made it clear", "made it home", "made it nicer": not what the event was like
         elif m.end() < len(text.rstrip()) and not text[m.end() :].lstrip().startswith((".", "!")):
             continue  # "It was a rare experience for the whole class": more is said of it than what it was like
-        before = [p for p in said if text.find(p.quote) < sent.start_char and p.subject == entry["actor"]]
+        before = _said_before(said, text, sent.start_char, entry["actor"])
         events = [(p, p.object) for p in before if p.predicate == "attended"]
         events += [(p, held) for p in before if p.predicate == "activity" and (held := _event_held(p.object)) is not None]
         if len(events) != 1:
@@ -713,7 +718,7 @@ def _event_described(entry: dict[str, Any], base: dict[str, Any], text: str, sen
             if any(w.strip(",").lower() not in word_classes()["adj"] and w.strip(",") != "and" for w in describing):
                 return None  # "a learning experience about ...": not what the event was like
         # the quote runs from the event's words to the description, so that it names both
-        quote = text[event_at : m.end("obj")] if m.re is _MADE_IT else text[event_at : m.end()]
+        quote = text[event_at : m.end("obj")]
         return Proposal(subject=event, predicate="described_as", object=m.group("obj"), valid_at=entry["valid_at"], quote=quote, **base)
     return None
 
@@ -727,7 +732,7 @@ _LIST_CUT = re.compile(r",\s*(?:and\s+)?|\s+and\s+|\s+&\s+")
 
 @functools.cache
 def _dishes() -> tuple[str, ...]:
-    return tuple(sorted(lexicon().dishes.words, key=len, reverse=True))
+    return tuple(d.lower() for d in lexicon().dishes.words)
 
 
 def _dish_parts(entry: dict[str, Any], base: dict[str, Any], text: str, p: Proposal) -> Iterator[Proposal]:
@@ -816,7 +821,7 @@ def _for_a_cause(entry: dict[str, Any], base: dict[str, Any], text: str, sents: 
         m = _FOR_A_CAUSE.match(text, sent.start_char)
         if m is None:
             continue
-        if not any(p.subject == speaker and p.predicate in _DOINGS and 0 <= text.find(p.quote) < sent.start_char for p in said):
+        if not any(p.predicate in _DOINGS for p in _said_before(said, text, sent.start_char, speaker)):
             return None
         return _goal_after(entry, base, text, m.start(), m.end(), speaker)
     return None
@@ -1799,7 +1804,8 @@ def _things(
             at, end, kind = pointed
             phrase = doc[at:end]
             out.append(_Thing(phrase.text, at, end, kind, None, _plural(phrase[-1].lower_), False, _sentence_start(starts, t.i), pointed=True))
-    for m in _IT_AFTER_A_THING.finditer(text) if _IT_OPENS.search(text) else ():
+    it_opens = _IT_OPENS.search(text) is not None  # (read once for the two searches below)
+    for m in _IT_AFTER_A_THING.finditer(text) if it_opens else ():
         # "I toured the old mill, it has a water wheel": the thing a clause ends with,
         # right before an "it" that opens the next, is what that "it" may stand for (only described)
         span = doc.char_span(m.start("thing"), m.end("thing"))
@@ -1810,7 +1816,7 @@ def _things(
         if any(doc[k].lower_ in _SAYS_WHAT_IT_IS for k in range(max(0, span[0].i - 3), span[0].i - 1)):
             continue  # "the class was a lifesaver. It ...", "isn't just a shop, it's ...": a description of another, no thing of its own
         out.append(_Thing(span.text, span[0].i, span[-1].i + 1, "thing", None, False, False, _sentence_start(starts, span[0].i), pointed=True))
-    for m in _DOING_THEN_IT.finditer(text) if "ing " in text and _IT_OPENS.search(text) else ():
+    for m in _DOING_THEN_IT.finditer(text) if it_opens and "ing " in text else ():
         # "Cooking for friends is a real joy. It's a slow ritual of ...": a doing that is the subject
         # of one sentence is what an "It" opening the next, saying what something is, stands for
         span = doc.char_span(m.start("thing"), m.end("thing"))

@@ -818,9 +818,14 @@ def session(turns: list[tuple[str, str]], first: int = 1, sid: str = "s1", visib
     return out
 
 
+def session_claims(turns: list[dict]) -> list[dict]:
+    """The claims one pass over a session's turns yields, its people resolved from the turns."""
+    return extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+
+
 def test_a_pronoun_that_names_nothing_in_its_turn_stands_for_what_the_speakers_last_turn_named() -> None:
     turns = session(CANOE)
-    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    claims = session_claims(turns)
     (c,) = [c for c in claims if c["predicate"] == "described_as"]
     assert (c["subject"], c["object"], c["quote"]) == ("Ines's first wooden canoe", "blend of cedar and walnut", "It's a blend of cedar and walnut")
     # Lineage names both entries: the quote's and the one that names the subject.
@@ -971,7 +976,7 @@ def test_rules_050_read_a_reply_by_the_question_it_answers(question, reply, want
 )
 def test_rules_050_do_not_read_a_reply_that_does_not_answer(question, reply) -> None:
     turns = session([("Pia", question), ("Tom", reply)])
-    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    claims = session_claims(turns)
     assert [c["object"] for c in claims if c["question_entry_id"]] == []
 
 
@@ -1493,29 +1498,26 @@ def _pictured_session(turns: list[tuple[str, str, str | None]]) -> list[dict]:
 
 
 def test_what_a_picture_shows_is_what_it_stands_for_when_nothing_else_can_be() -> None:
-    def claims(turns: list[dict]) -> list[dict]:
-        return extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
-
     # In the speaker's next turn: "it" was no one thing ("made it with" gave nothing)
     sorbet = _pictured_session([
         ("Ines", "Look what came out of the freezer!", "a photo of a bowl of plum sorbet on a wooden tray"),
         ("Omar", "Does it have dairy in it?", None),
         ("Ines", "Of course not! I made it with oat milk and ripe plums.", None),
     ])  # fmt: skip
-    (c,) = [c for c in claims(sorbet) if c["predicate"] == "made_with"]
+    (c,) = [c for c in session_claims(sorbet) if c["predicate"] == "made_with"]
     assert (c["subject"], c["object"], c["source_entry_id"], c["subject_entry_id"]) == ("plum sorbet", "oat milk and ripe plums", "e3", "e1")
     # In its own turn, the subject named by the caption (the validators read it there)
     teapot = _pictured_session([("Ines", "Finally done! It's a blend of stoneware and porcelain.", "a photo of a clay teapot with a blue glaze on a shelf")])
-    (c,) = [c for c in claims(teapot) if c["predicate"] == "described_as"]
+    (c,) = [c for c in session_claims(teapot) if c["predicate"] == "described_as"]
     assert (c["subject"], c["object"], c["subject_entry_id"]) == ("clay teapot", "blend of stoneware and porcelain", None)
     # Not a picture of people or of a pet, nor when a word before the pronoun names a thing, nor
     # over what the speaker's last turn named
     for caption in ("a photo of a man holding a teapot", "a photo of a dog sleeping on a rug", "a photo of a mug and a teapot"):
-        assert not [c for c in claims(_pictured_session([("Ines", "Finally done! It's a blend of stoneware and porcelain.", caption)])) if c["predicate"] == "described_as"]
+        assert not [c for c in session_claims(_pictured_session([("Ines", "Finally done! It's a blend of stoneware and porcelain.", caption)])) if c["predicate"] == "described_as"]
     irises = _pictured_session([("Ines", "Irises cheer me up. They stand for courage and hope.", "a photo of two wooden benches by a pond")])
-    assert not [c for c in claims(irises) if c["subject"] == "wooden benches"]
+    assert not [c for c in session_claims(irises) if c["subject"] == "wooden benches"]
     canoe = _pictured_session([(*CANOE[0], None), (*CANOE[1], None), (*CANOE[2], "a photo of a paddle leaning on a wall")])
-    assert [(c["subject"], c["object"]) for c in claims(canoe) if c["predicate"] == "described_as"] == [("Ines's first wooden canoe", "blend of cedar and walnut")]
+    assert [(c["subject"], c["object"]) for c in session_claims(canoe) if c["predicate"] == "described_as"] == [("Ines's first wooden canoe", "blend of cedar and walnut")]
     # The caption names the subject only for a pronoun of the quote, and only its own entry's caption
     (p,) = [p for p in clauses.propose(teapot[0]) if p.predicate == "described_as"]
     assert first_failure(p, teapot[0], None, None, None) is None
@@ -1531,13 +1533,13 @@ def test_this_pointing_alone_introduces_nothing_an_it_may_stand_for() -> None:
         ("Bo", "So what is the new part like?"),
         ("Ana", "True! I keep coming back to this because it matters to me. It is about exile, rivers, and bread."),
     ])  # fmt: skip
-    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    claims = session_claims(turns)
     assert [(c["subject"], c["object"], c["subject_entry_id"]) for c in claims if c["predicate"] == "described_as"] == [
         ("Ana's work", "about exile, rivers, and bread", "e1")
     ]
     # "this cake" names a thing: the "it" after it may be the cake, so nothing reaches back
     turns[2]["content"] = "True! I baked this cake because it matters to me. It is about exile, rivers, and bread."
-    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    claims = session_claims(turns)
     assert not [c for c in claims if c["predicate"] == "described_as" and c["subject"] == "Ana's work"]
 
 
@@ -1616,7 +1618,7 @@ def test_what_a_dish_is_said_to_come_with_is_what_it_is_made_with() -> None:
         ("Bo", "Wow, what flavour is it?"),
         ("Ana", "Thanks! It's gluten-free lemon with raspberry filling and almond cream frosting."),
     ])  # fmt: skip
-    claims = extract(turns, CLAUSES, Resolver(build_aliases(turns), build_participants(turns))).claims.to_pylist()
+    claims = session_claims(turns)
     made = [(c["subject"], c["object"], c["subject_entry_id"]) for c in claims if c["predicate"] == "made_with"]
     # the description is cut at six content words, and the frosting was lost with it
     assert sorted(made) == [("Ana's first layer cake", "almond cream frosting", "e1"), ("Ana's first layer cake", "raspberry filling", "e1")]
