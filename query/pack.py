@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterator
 
 from query.context import NO_EVIDENCE, Context, ContextItem, item_lines, mixed_scopes, skill_lines, state_line
 from query.plan import PlanRecorder
-from query.tokens import count_tokens
+from query.tokens import count_tokens, prime
 
 
 def pack(
@@ -32,6 +32,18 @@ def pack(
     ``recorder``: the compile's plan gets three steps, the cut by the floor, the cut by the
     budget (with the items shown narrower) and what was packed, each item with its tokens."""
     recorder = recorder or PlanRecorder()
+    show_scope = mixed_scopes(ctx.state)
+    # Every line counted below, in one call of the tokenizer: each item above the floor at the
+    # place it would take if every item before it were kept (a narrower form's turns are among
+    # its lines).
+    prime(
+        [
+            *ctx.header(), "What holds now:", "Evidence:", NO_EVIDENCE, "How this was done before:",
+            *(state_line(f, ctx.asker, show_scope=show_scope) for f in ctx.state),
+            *(line for sk in ctx.skills for line in skill_lines(sk)),
+            *(line for i, it in enumerate(ctx.items, 1) if it.relevance >= relevance_floor for line in item_lines(i, it, ctx.asker)),
+        ]
+    )  # fmt: skip
 
     # Fixed lines (header, section titles) first; then each line as it would be rendered.
     used = fixed = count_tokens("\n".join([*ctx.header(), "", "What holds now:", "", "Evidence:"]))
@@ -41,9 +53,9 @@ def pack(
     # evidence always has room; but the current value of what the question asks for is shown
     # whenever the budget holds it (``keep_first``).
     state_budget = used + int(budget * state_share)
-    # Counted as rendered: with its [scope] when the candidates mix scopes (if the packed ones turn
-    # out to share one, the render leaves it out and the count was a few tokens high, never low).
-    show_scope = mixed_scopes(ctx.state)
+    # Facts are counted as rendered: with their [scope] when the candidates mix scopes (if the
+    # packed ones turn out to share one, the render leaves it out and the count was a few tokens
+    # high, never low).
 
     def fact_cost(f) -> int:
         return count_tokens(state_line(f, ctx.asker, show_scope=show_scope))
