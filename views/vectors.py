@@ -78,7 +78,7 @@ from views.lance_filters import (
     within_window,
 )  # fmt: skip
 from views.evidence import CLAIM_KIND
-from views.evidence_rows import EvidenceRows
+from views.evidence_rows import ROW_ID, EvidenceRows
 from views.grouped import table_rows
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -423,8 +423,8 @@ class LanceVectorStore:
         }
 
     @staticmethod
-    def _scan(tbl: Any, columns: list[str], where: str | None = None) -> pa.Table:
-        q = tbl.search().select(columns)
+    def _scan(tbl: Any, columns: list[str], where: str | None = None, *, row_ids: bool = False) -> pa.Table:
+        q = tbl.search().with_row_id(row_ids).select(columns)
         if where:
             q = q.where(where)
         return q.limit(None).to_arrow()
@@ -1159,7 +1159,7 @@ class LanceVectorStore:
                     _HELD[key] = (*held[:4], None)
                 return None
             if held[4] is None:
-                held = _HELD[key] = (*held[:4], EvidenceRows(self._scan(tbl, list(HIT_COLUMNS))))
+                held = _HELD[key] = (*held[:4], EvidenceRows(self._scan(tbl, list(HIT_COLUMNS), row_ids=True)))
             return held[4]
 
     def _vector_route(self, tbl: Any, vector: Any, dim: int, where: str, k: int, held: EvidenceRows | None, admits: Any) -> list[dict[str, Any]]:
@@ -1182,8 +1182,9 @@ class LanceVectorStore:
                     # (unquantised) distance, so scores are exact and near-ties keep their true order.
                     .refine_factor(VECTOR_REFINE_FACTOR)
                     .where(where)  # a prefilter (the async query's default; .postfilter() would not be)
-                    .select([*columns, "_distance"])
                     .limit(limit),
+                    columns,
+                    "_distance",
                 )
 
             rows = _hit_rows(query, "_distance", held)
@@ -1218,7 +1219,7 @@ class LanceVectorStore:
 
         def fetch(limit: int) -> list[dict[str, Any]]:
             def search(columns: list[str]) -> pa.Table:  # the filter is a prefilter, as for vectors
-                return _searched(tbl, lambda t: t.query().nearest_to_text(query).where(where).select([*columns, "_score"]).limit(limit))
+                return _searched(tbl, lambda t: t.query().nearest_to_text(query).where(where).limit(limit), columns, "_score")
 
             rows = _hit_rows(search, "_score", held)
             for r in rows:
@@ -1249,9 +1250,10 @@ def _empty(columns: Sequence[str]) -> pa.Table:
     return pa.schema([EVIDENCE_SCHEMA.field(c) if c in EVIDENCE_SCHEMA.names else pa.field(c, pa.list_(pa.float32())) for c in columns]).empty_table()
 
 
-def _searched(tbl: Any, build: Any) -> pa.Table:
-    """The rows of the query ``build`` makes on the table's async twin, run in LanceDB's event
-    loop in one call. A search made eight calls into that loop, six of them LanceDB 0.40's sync
+def _searched(tbl: Any, build: Any, columns: list[str], score: str) -> pa.Table:
+    """The ``columns`` and the ``score`` of the rows the query ``build`` makes on the table's async
+    twin (:data:`ROW_ID` among the columns: LanceDB's row ids), run in LanceDB's event loop in
+    one call. A search made eight calls into that loop, six of them LanceDB 0.40's sync
     query builder's (the table's schema three times for its own checks, the query, its batches),
     each a thread hop of ~0.15-0.4 ms; the same query on ``LanceTable._table`` (the AsyncTable the sync
     API wraps: private, so tests/engine/test_vectors.py holds it to the pinned version) is one.
@@ -1260,19 +1262,24 @@ def _searched(tbl: Any, build: Any) -> pa.Table:
     from lancedb.background_loop import LOOP  # lazy: see `import lancedb` in _connection
 
     async def run() -> pa.Table:
-        return await build(tbl._table).to_arrow()
+        query = build(tbl._table)
+        if ROW_ID in columns:
+            query = query.with_row_id()
+        return await query.select([*(c for c in columns if c != ROW_ID), score]).to_arrow()
 
     return LOOP.run(run())
 
 
 def _hit_rows(query: Any, score: str, held: EvidenceRows | None) -> list[dict[str, Any]]:
-    """A search's hits as rows with their ``score`` column: ``query(columns)`` selects only the
-    ids when the version's rows are held (LanceDB then reads no text: a full-text search 7.5 ->
-    3.4 ms, a vector search 12 -> 9 ms at 161k rows), and the rows come from memory."""
+    """A search's hits as rows with their ``score`` column: ``query(columns)`` selects only
+    LanceDB's row ids when the version's rows are held, and the rows come from memory. LanceDB
+    then reads no column of the table: selecting the text cost a full-text search 7.5 ms against
+    3.4 for the ids at 161k rows; selecting the ids, 6.6 ms against 3.5 for the row ids at 111k
+    rows (320 hits), and a vector search 11.2 against 9.3 (81 hits; docs/benchmarks.md)."""
     if held is not None:
-        found = query(["id"])
-        rows = held.by_id(found.column("id").to_pylist())
-        if len(rows) == found.num_rows:  # always, for the version held; else read them below
+        found = query([ROW_ID])
+        rows = held.by_row_id(found.column(ROW_ID).to_numpy())
+        if rows is not None:  # always, for the rows held; else read them below
             for r, value in zip(rows, found.column(score).to_pylist()):
                 r[score] = value
             return rows

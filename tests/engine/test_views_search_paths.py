@@ -295,3 +295,46 @@ def test_a_vector_tie_at_the_kth_place_is_completed_from_the_held_rows_as_lanced
     best = store.search(vector=vector, principals=["alice", "bob"], scope=None, k=9, kinds=("claim",))
     group = sorted(r["id"] for r in rows[:120] if r["kind"] == "claim" and set(r["visibility"] or ()) & {"public", "alice", "bob"})
     assert len(group) > 9 and [h["id"] for h in best] == group[:9]
+
+
+def test_a_held_row_id_names_the_same_row_in_every_later_version_or_none(tmp_path, emb, monkeypatch):
+    """views/evidence_rows.py `by_row_id`: a search on held rows selects LanceDB's row ids alone
+    and takes the rows from memory. Read the ids a search returns on later versions (rows edited,
+    dropped and added by a sync, then the table compacted) against the rows held at the first:
+    each names the row it named then, or none held (and the search reads that row from LanceDB)."""
+    from views.evidence_rows import ROW_ID, EvidenceRows
+    from views.evidence_schema import HIT_COLUMNS
+
+    rows = _rows(300)
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(rows), emb)
+    held = EvidenceRows(store._scan(store._open("evidence"), list(HIT_COLUMNS), row_ids=True))
+
+    def named_alike() -> tuple[int, int]:
+        now = store._scan(store._open("evidence"), ["id", "text"], row_ids=True)
+        same = 0
+        for row_id, row_id_text in zip(now.column(ROW_ID).to_pylist(), zip(now.column("id").to_pylist(), now.column("text").to_pylist())):
+            got = held.by_row_id([row_id])
+            if got is not None:
+                assert (got[0]["id"], got[0]["text"]) == row_id_text
+                same += 1
+        return same, now.num_rows
+
+    assert named_alike() == (held.rows.num_rows, held.rows.num_rows)
+    edited = [{**r, "text": f"{r['text']} again", "content_hash": text_hash(f"{r['text']} again")} if i % 7 == 0 else r for i, r in enumerate(rows[50:])]
+    store.sync(evidence_table(edited + _rows(400, seed=3)[300:]), emb)
+    same, total = named_alike()
+    assert 0 < same < total  # the rows kept still named by their ids; the edited and new ones not held
+    store.compact()
+    named_alike()
+    assert held.by_row_id([]) == [] and held.by_row_id([2**63]) is None
+
+    # A search on the rows the store holds selects the row ids alone, and answers as LanceDB does.
+    selected: list[list[str]] = []
+    real = vectors_module._searched
+    monkeypatch.setattr(vectors_module, "_searched", lambda tbl, build, columns, score: selected.append(columns) or real(tbl, build, columns, score))
+    vector = emb.encode(WORDS[:1])[0]
+    found = [store.search(text=WORDS[0], vector=vector, principals=["alice"], scope=None, k=9)]
+    assert selected and all(columns == [ROW_ID] for columns in selected), selected
+    monkeypatch.setenv("MEMC_EVIDENCE_ROWS_HELD", "0")
+    assert [store.search(text=WORDS[0], vector=vector, principals=["alice"], scope=None, k=9)] == found
