@@ -88,7 +88,7 @@ def retrieve(
 
     named = named_entities(home, question, asker, scope)
     window = question_window(question, anchor=when[0], event_time=event_lookup(home, asker, scope, named))
-    store = vector_store(home)
+    store = vector_store(home).pinned()
     if patch is None and not store.built():
         return [], window  # nothing to search: no model load
 

@@ -330,6 +330,7 @@ class LanceVectorStore:
         self.in_memory = self.uri.startswith("memory://")
         self._db: Any = None
         self._mark: dict[str, Any] | None = None  # the in-memory twin's watermark
+        self._pinned: dict[tuple[str, str], tuple[Any, str, int, dict[str, Any] | None]] | None = None  # see pinned()
         if vector_index_min_rows is None:
             vector_index_min_rows = int(os.environ.get("MEMC_VECTOR_INDEX_MIN_ROWS", VECTOR_INDEX_MIN_ROWS))
         self.vector_index_min_rows = vector_index_min_rows
@@ -341,6 +342,19 @@ class LanceVectorStore:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
+
+    def pinned(self) -> "LanceVectorStore":
+        """This store, reading each table's version and schema once, for the reads of one
+        compile (query/retrieve.py makes a store per compile). Each is a call into LanceDB's
+        event loop, and a compile's searches and lookups made ten or more: alone 0.4 ms each, but
+        from a route thread while another thread runs Python a call waits for the GIL on both
+        sides (docs/benchmarks.md). Pinned, the rows held for the version first read serve the
+        compile's later lookups, or those of a newer version when another reader moved them on;
+        a search's query still runs on the table's newest version, and a hit not among the rows
+        held is read from the table (:func:`_hit_rows`). A table swapped in by an erasure
+        rebuild is another connection or table, never answered from what was pinned."""
+        self._pinned = {}
+        return self
 
     # -- plumbing ---------------------------------------------------------------------------------
 
@@ -1004,7 +1018,7 @@ class LanceVectorStore:
         for part, tbl in self._opened(table, kinds):
             held = self._held_rows(tbl, part)
             if vector is not None:
-                meta = self._meta(tbl) or {}  # one schema read a search (each is a call into LanceDB's loop)
+                meta = self._search_meta(tbl, part)
                 stored = meta.get("embedding_model_version")
                 if model_version is not None and stored != model_version:
                     raise EmbeddingModelMismatch(
@@ -1147,20 +1161,42 @@ class LanceVectorStore:
             return None  # the twin's rows are in memory already (every patched tail's store is one)
         limit = int(os.environ.get("MEMC_EVIDENCE_ROWS_HELD") or rows_held_by_default())
         key = (os.path.abspath(self.uri), table)
-        conn, name, version = self.db, tbl.name, tbl.version
+        conn, name = self.db, tbl.name
+        pinned = self._pin(key, conn, name)
+        version = pinned[2] if pinned is not None else tbl.version
         with _HELD_LOCK:
             held = _HELD.get(key)
-            if held is None or held[0] is not conn or held[1] != name or held[2] != version:
+            same = held is not None and held[0] is conn and held[1] == name
+            if not same or not (held[2] == version or (pinned is not None and held[2] > version)):
                 # The retired version's rows go before the new ones are read; the row count is
                 # kept with the version, so a table too large to hold is not counted per search.
                 held = _HELD[key] = (conn, name, version, tbl.count_rows(), None)
             if held[3] > limit:  # too large, or turned off: nothing held
                 if held[4] is not None:
                     _HELD[key] = (*held[:4], None)
-                return None
-            if held[4] is None:
+            elif held[4] is None:
                 held = _HELD[key] = (*held[:4], EvidenceRows(self._scan(tbl, list(HIT_COLUMNS), row_ids=True)))
-            return held[4]
+        if self._pinned is not None and (pinned is None or pinned[2] != held[2]):
+            self._pinned[key] = (conn, name, held[2], None)
+        return held[4] if held[3] <= limit else None
+
+    def _pin(self, key: tuple[str, str], conn: Any, name: str) -> tuple[Any, str, int, dict[str, Any] | None] | None:
+        """What :meth:`pinned` holds of this table: (connection, physical table, version, its
+        schema's model metadata or None until read), or None (not pinned, or not this table)."""
+        pinned = self._pinned.get(key) if self._pinned is not None else None
+        return pinned if pinned is not None and pinned[0] is conn and pinned[1] == name else None
+
+    def _search_meta(self, tbl: Any, table: str) -> dict[str, Any]:
+        """:meth:`_meta` of the table a search ranks by vector (called after :meth:`_held_rows`,
+        which pins the version): read once per pinned version."""
+        key = (os.path.abspath(self.uri), table)
+        pinned = self._pin(key, self.db, tbl.name)
+        if pinned is not None and pinned[3] is not None:
+            return pinned[3]
+        meta = self._meta(tbl) or {}
+        if pinned is not None:
+            self._pinned[key] = (*pinned[:3], meta)
+        return meta
 
     def _vector_route(self, tbl: Any, vector: Any, dim: int, where: str, k: int, held: EvidenceRows | None, admits: Any) -> list[dict[str, Any]]:
         """The best ``k`` rows by cosine similarity passing ``where`` (``admits``: the same test

@@ -338,3 +338,50 @@ def test_a_held_row_id_names_the_same_row_in_every_later_version_or_none(tmp_pat
     assert selected and all(columns == [ROW_ID] for columns in selected), selected
     monkeypatch.setenv("MEMC_EVIDENCE_ROWS_HELD", "0")
     assert [store.search(text=WORDS[0], vector=vector, principals=["alice"], scope=None, k=9)] == found
+
+
+def test_a_pinned_store_reads_each_tables_version_once_and_serves_nothing_retired(tmp_path, emb, monkeypatch):
+    """views/vectors.py `pinned`: the store a compile reads through asks LanceDB for each table's
+    version and schema once (each a call into LanceDB's loop), not on every search and lookup.
+    A search still runs on the newest version (a row added since is found, read from the
+    table), and after an erasure's rebuild nothing of the retired table is served."""
+    from lancedb.table import LanceTable
+
+    rows = _rows(300)
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(rows), emb)
+    vector = emb.encode(WORDS[:1])[0]
+    reads: list[str] = []
+    for prop in ("version", "schema"):
+        real = getattr(LanceTable, prop)
+        monkeypatch.setattr(LanceTable, prop, property(lambda self, real=real, prop=prop: reads.append(prop) or real.fget(self)))
+
+    def lookups(store: LanceVectorStore) -> list:
+        out = []
+        for principals in (["alice"], ["bob"]):
+            out.append(store.search(text=WORDS[0], vector=vector, principals=principals, scope=None, k=9))
+            out.append(store.search(vector=vector, principals=principals, scope="acme", k=9, kinds=("claim",)))
+            out.append(store.session_rows(session_ids=["s1", "s3"], principals=principals, scope=None))
+            out.append(store.entry_rows(entry_ids=["e_00001", "e_00042"], principals=principals, scope=None))
+        return out
+
+    unpinned = lookups(store)
+    assert reads.count("version") >= 8  # every search and lookup asks
+    reads.clear()
+    pinned = LanceVectorStore(tmp_path / "vectors").pinned()
+    assert lookups(pinned) == unpinned
+    assert reads.count("version") <= len(table_parts("evidence")) and reads.count("schema") <= len(table_parts("evidence")), reads
+
+    # A row written after the pin: the pinned store's search runs on the newest version and finds it.
+    new = {**rows[0], "id": "c_written_after_the_pin", "entry_id": "e_99999", "visibility": ["public"], "kind": "message",
+           "text": f"{WORDS[0]} {WORDS[0]} {WORDS[0]}", "content_hash": text_hash(f"{WORDS[0]} {WORDS[0]} {WORDS[0]}")}  # fmt: skip
+    LanceVectorStore(tmp_path / "vectors").sync(evidence_table([*rows, new]), emb)
+    hits = pinned.search(text=WORDS[0], principals=["alice"], scope=None, k=3)
+    assert hits[0]["id"] == new["id"] and hits[0]["text"] == new["text"]
+
+    # An erasure's rebuild swaps another table in: the pinned store serves none of the retired rows.
+    kept = rows[150:]
+    LanceVectorStore(tmp_path / "vectors").rebuild(evidence_table(kept), emb)
+    gone = {r["id"] for r in rows[:150]} | {new["id"]}
+    found = lookups(pinned)
+    assert sum(map(len, found)) and not gone & {r["id"] for part in found for r in part}
