@@ -142,6 +142,10 @@ def compile_context(
     check_literal(asker, PRINCIPAL_RE, "principal")
     if scope is not None:
         check_literal(scope, SCOPE_RE, "scope")
+    # The question's vector is under way from here (ONNX Runtime releases the GIL), beside the
+    # scope check, the watermarks and the state facts: at 100k entries its ~5 ms then end ~1.5 ms
+    # before the vector routes can start, where it began after those checks (docs/benchmarks.md).
+    embedder, embedding = embed_question(home, question, config, embedder, None)
     check_scope(ledger, asker, scope)
     head = ledger.head()
     ctx = Context(
@@ -163,7 +167,8 @@ def compile_context(
     if ctx.staleness.get("evidence_index", {}).get("decision") == "patched":
         patch = (ctx.watermarks.get("evidence_index") or 0, head)
     recorder.add("staleness", views={v: s.get("decision") for v, s in ctx.staleness.items()}, pending_erasures=len(erased), patched=patch is not None)
-    embedder, embedding = embed_question(home, question, config, embedder, patch)  # under way while the state is read
+    if embedding is None and patch is not None:  # no index built yet, its tail patched: the vector ranks the patch
+        embedder, embedding = embed_question(home, question, config, embedder, patch)
     # What every route's search applies before it ranks (the store filters; query/acl.py re-checks after).
     recorder.add(
         "prefilter", principals=[asker], scope=scope, as_of=ctx.as_of, known_at=ctx.known_at, kinds=list(EVIDENCE_KINDS),
