@@ -1,4 +1,4 @@
-"""Token counts primed in one batch are the counts of the lines one by one."""
+"""Token counts by word (query/tokens.py) are the tokenizer's counts of the whole text."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ from query import tokens
 
 LINES = [
     "  3. 2024-05-02 [S2:14] I moved to Kraków last spring, near the old market",
-    "    > [S7:3] Ça va? We had crème brûlée and 抹茶 ice cream at the café!!",
+    "    > [S7:3] Ça va? We had crème brûlée and 抹茶ice cream at the café!!",
     "      (superseded: Ana lives_in Porto -> Lyon by S9:1 since 2024-03-01; now Graz)",
     "antidisestablishmentarianism " * 3 + "x" * 120,  # a word past the word-piece limit: one [UNK]
-    "tab\tseparated\u00a0and non-breaking",
+    "tab\tseparated\u00a0and non-breaking,  two  spaces ",
+    " leading and trailing spaces \u3000ideographic\u3000space",
+    "e \u0301 a combining accent alone, an emoji 🙂 and a control\x07character",
 ]
 
 
@@ -22,30 +24,34 @@ def fresh_cache():
     tokens.clear_cache()
 
 
-def test_primed_counts_are_the_counts_one_by_one(fresh_cache, monkeypatch):
-    one_by_one = [tokens.count_tokens(line) for line in LINES]
-    whole = tokens.count_tokens("\n".join(LINES))
+class Counting:
+    """The tokenizer, with the texts of each batch it is asked to count."""
+
+    def __init__(self, real):
+        self.real, self.batches = real, []
+
+    def encode_batch_fast(self, texts, **kw):
+        self.batches.append(list(texts))
+        return self.real.encode_batch_fast(texts, **kw)
+
+
+def test_counts_by_word_are_the_tokenizers_counts_of_the_whole_text(fresh_cache):
+    whole = [tokens._count(line) for line in LINES]
+    assert [tokens.count_tokens(line) for line in LINES] == whole
+    assert tokens.count_tokens("\n".join(LINES)) == sum(whole)
     tokens.clear_cache()
-    tokens.prime(["\n".join(LINES[:2]), *LINES[2:], ""])
-
-    def no_call(text: str) -> int:
-        raise AssertionError(f"counted one by one after priming: {text!r}")
-
-    monkeypatch.setattr(tokens, "_count", no_call)
-    assert [tokens.count_tokens(line) for line in LINES] == one_by_one
-    assert tokens.count_tokens("\n".join(LINES)) == whole == sum(one_by_one)
+    tokens.prime(["\n".join(LINES)])
+    assert [tokens.count_tokens(line) for line in LINES] == whole
 
 
-def test_priming_again_counts_nothing(fresh_cache, monkeypatch):
+def test_primed_words_are_look_ups_and_only_new_words_are_counted(fresh_cache, monkeypatch):
+    counting = Counting(tokens._tokenizer())
+    monkeypatch.setattr(tokens, "_tokenizer", lambda: counting)
     tokens.prime(LINES)
-    calls = []
-    real = tokens._tokenizer()
-
-    class Counting:
-        def encode_batch_fast(self, lines, **kw):
-            calls.append(list(lines))
-            return real.encode_batch_fast(lines, **kw)
-
-    monkeypatch.setattr(tokens, "_tokenizer", lambda: Counting())
-    tokens.prime([*LINES, "a line not seen before"])
-    assert calls == [["a line not seen before"]]
+    assert len(counting.batches) == 1
+    counting.batches.clear()
+    for line in LINES:
+        tokens.count_tokens(line)
+    assert counting.batches == []
+    tokens.prime([*LINES, "kraków cafe Kraków brand-new"])
+    assert counting.batches == [["kraków", "cafe", "brand-new"]]
