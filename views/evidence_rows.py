@@ -6,9 +6,9 @@ from LanceDB, that was 40 of 60 ms of a compile at 100k ledger entries: a filter
 the session_id B-tree for the windows (23 ms), and each search's hit rows, whose text LanceDB
 reads page by page (a full-text search selecting its hits' ids only takes 3.4 ms, with their
 rows 7.5 ms; a vector search 9 against 12 ms). Held once per table version, the searches select
-LanceDB's row ids, the rows are a lookup, and a session's turns one slice (~2 ms for 40 sessions). At 100k
-entries (161k rows) that is ~55 MB, read and grouped in ~0.13 s once after each build that changed
-the table (the first compile after it pays that).
+LanceDB's row ids alone, the rows are a lookup, and a session's turns one slice (~2 ms for 40
+sessions). At 100k entries (161k rows) that is ~55 MB, read and grouped in ~0.13 s once after each
+build that changed the table (the first compile after it pays that).
 
 Only the holding lives here. :class:`views.vectors.LanceVectorStore` owns the table, decides when
 what is held is stale (a new table version, or a table swapped in by an erasure rebuild), and
@@ -31,8 +31,8 @@ ROW_ID = "_rowid"  # LanceDB's row id column, in a scan or a search that asks fo
 
 
 class EvidenceRows:
-    """The rows of one table version, by id and by session (a session's rows contiguous, in
-    table order within it: callers sort what they show)."""
+    """The rows of one table version, by LanceDB row id, by session (a session's rows contiguous,
+    in table order within it: callers sort what they show) and by ledger entry."""
 
     def __init__(self, rows: pa.Table) -> None:
         """``rows``: a scan of the table version with LanceDB's row ids (:data:`ROW_ID`)."""

@@ -313,10 +313,10 @@ def test_a_held_row_id_names_the_same_row_in_every_later_version_or_none(tmp_pat
     def named_alike() -> tuple[int, int]:
         now = store._scan(store._open("evidence"), ["id", "text"], row_ids=True)
         same = 0
-        for row_id, row_id_text in zip(now.column(ROW_ID).to_pylist(), zip(now.column("id").to_pylist(), now.column("text").to_pylist())):
+        for row_id, row, text in zip(now.column(ROW_ID).to_pylist(), now.column("id").to_pylist(), now.column("text").to_pylist()):
             got = held.by_row_id([row_id])
             if got is not None:
-                assert (got[0]["id"], got[0]["text"]) == row_id_text
+                assert (got[0]["id"], got[0]["text"]) == (row, text)
                 same += 1
         return same, now.num_rows
 
