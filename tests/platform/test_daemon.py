@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from conftest import SAMPLES
@@ -75,7 +76,11 @@ def test_dropped_file_refreshes_every_view_and_views_holding_the_head_stay_fresh
 
     root = tmp_path / "home"
     root.mkdir()
-    (root / "memc.toml").write_text("[freshness]\nstate = 1\n\n[automation]\nsensor_interval_seconds = 5\n")
+    # The nightly crons twelve hours away: a run that crossed the default dreaming tick (03:00 UTC)
+    # saw centrality dreamed by its cron, as it should be, and this test's "waits for its tick" fail.
+    far = datetime.now(timezone.utc) + timedelta(hours=12)
+    crons = f'dreaming_cron = "{far.minute} {far.hour} * * *"\ncompaction_cron = "{far.minute} {far.hour} * * *"\n'
+    (root / "memc.toml").write_text(f"[freshness]\nstate = 1\n\n[automation]\nsensor_interval_seconds = 5\n{crons}")
     home = MemcHome.resolve(root)
     port = free_port()
     env = {**os.environ, "DAGSTER_DISABLE_TELEMETRY": "1", "FRESHNESS_DAEMON_INTERVAL_SECONDS": "5"}
