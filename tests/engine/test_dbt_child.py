@@ -169,3 +169,67 @@ def test_a_zygote_whose_process_died_while_it_started_ends():
     assert parent.returncode == -signal.SIGKILL, parent.stderr
     zygote_pid = int(parent.stdout)
     until(lambda: _gone(zygote_pid) or state(zygote_pid) == "Z", 30, f"the zygote (pid {zygote_pid}) to end with its process")
+
+
+# A zygote whose dbt records, in the file named by RECORD, each JSON schema it builds and each
+# run it starts, with the pid that did: dbt caches a class's schema for the process's life.
+_RECORDING_ZYGOTE = """
+import os, sys
+import dbt_common.dataclass_schema as schemas
+from dbt.cli.main import cli
+
+RECORD = os.environ["RECORD"]  # a run takes its client's environment
+
+def record(what):
+    with open(RECORD, "a") as f:
+        f.write(f"{os.getpid()} {what}\\n")
+
+build = schemas.build_json_schema
+def recorded_build(cls, *args, **kwargs):
+    record("schema " + cls.__qualname__)
+    return build(cls, *args, **kwargs)
+schemas.build_json_schema = recorded_build
+
+main = cli.main
+def recorded_main(*args, **kwargs):
+    record("run")
+    return main(*args, **kwargs)
+cli.main = recorded_main
+
+from catalog.dbt_child import serve
+serve(sys.argv[1])
+"""
+
+
+def test_a_warm_run_builds_no_json_schema_its_zygote_built(tmp_path):
+    # dbt validates its project, profile, flags, hooks and results, and on a whole parse every
+    # node, config, source, unit test and macro doc, against JSON schemas it builds once a
+    # process: 0.33 s of a one-message build's dbt step (0.99 s parsing whole) when every run
+    # forked from the zygote built them again. A project with one of each, parsed whole.
+    record, socket_path = tmp_path / "record", str(tmp_path / "z.sock")
+    zygote = subprocess.Popen([sys.executable, "-c", _RECORDING_ZYGOTE, socket_path], env={**os.environ, "RECORD": str(record)})
+    try:
+        until(lambda: Path(socket_path).exists(), 60, "the recording zygote's socket")
+        project = _project(tmp_path / "schemas", "select 42 as answer")
+        with open(project / "dbt_project.yml", "a") as f:
+            f.write("on-run-start: ['select 1']\nmacro-paths: [macros]\n")
+        (project / "models" / "answer.yml").write_text(
+            "version: 2\n"
+            "sources:\n  - name: raw\n    tables:\n      - name: events\n"
+            "models:\n  - name: answer\n    columns:\n      - name: answer\n        data_tests: [not_null]\n"
+            "unit_tests:\n  - name: answer_is_42\n    model: answer\n    given: []\n    expect:\n      rows: [{answer: 42}]\n")
+        (project / "macros").mkdir()
+        (project / "macros" / "twice.sql").write_text("{% macro twice(x) %}{{ x }} * 2{% endmacro %}")
+        (project / "macros" / "twice.yml").write_text("version: 2\nmacros:\n  - name: twice\n    description: doubles\n")
+        proc = _dbt(project, "build", zygote=socket_path)
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-2000:] + out[-2000:]
+    finally:
+        zygote.terminate()
+        zygote.wait(30)
+    lines = [line.split(" ", 1) for line in record.read_text().splitlines()]
+    runs = {pid for pid, what in lines if what == "run"}
+    assert len(runs) == 1 and str(zygote.pid) not in runs  # dbt ran once, forked from the zygote
+    warmed = {what for pid, what in lines if pid == str(zygote.pid)}
+    assert {"schema Project", "schema TestResultData", "schema Hook", "schema UnparsedUnitTest"} <= warmed
+    assert [what for pid, what in lines if pid in runs and what != "run"] == []
