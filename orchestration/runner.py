@@ -25,6 +25,7 @@ from typing import Callable, Sequence
 
 import dagster as dg
 
+from assets.ledger import report_observation
 from assets.state import state_models
 from catalog.dbt_child import start_zygote
 from catalog.dbt_project import ensure_manifest, project_fingerprint
@@ -212,8 +213,7 @@ def build(
             selection = [QUERY_PROFILE, ENTITY_DOSSIERS]
     if selection is None or any(key in state_models().keys for key in selection):
         start_zygote()  # dbt's imports, on the other core while the steps before the state models run
-    observe = defs.resolve_job_def("observe_ledger")
-    observe.execute_in_process(instance=instance, run_config=_QUIET)
+    report_observation(instance, open_ledger(home.ledger, write=False))
 
     job = defs.resolve_implicit_global_asset_job_def()
     # A state folded from nothing (a first build): dreaming then appends derived claims (every
@@ -239,7 +239,7 @@ def build(
     else:
         _run(job, instance, selection, on_event, report, _all_days_tags(defs, home, instance, selection))
     if report.success and selection is None and _head(home) > head_before:
-        observe.execute_in_process(instance=instance, run_config=_QUIET)
+        report_observation(instance, open_ledger(home.ledger, write=False))
         again, tags = _extracting_only_what_is_due(defs, home, instance, [k for k in everything if k not in (CENTRALITY,)])
         _run(job, instance, again, on_event, report, tags)
     elif report.success and tests_last and dbt_tests:
@@ -388,7 +388,7 @@ def backfill(
     report.ledger_head = _head(home)
     if not report.ranges:
         return report
-    defs.resolve_job_def("observe_ledger").execute_in_process(instance=instance, run_config=_QUIET)
+    report_observation(instance, open_ledger(home.ledger, write=False))
     job = defs.resolve_implicit_global_asset_job_def()
     for i, (first, last) in enumerate(report.ranges):
         selection = [ENTITY_ALIASES, CLAIMS] if i == 0 else [CLAIMS]
@@ -445,7 +445,7 @@ def backfill_views(
     report.ledger_head = _head(home)
     if not stale or dry_run:
         return report
-    defs.resolve_job_def("observe_ledger").execute_in_process(instance=instance, run_config=_QUIET)
+    report_observation(instance, open_ledger(home.ledger, write=False))
     job = defs.resolve_implicit_global_asset_job_def()
     _run(job, instance, stale, on_event, report, {"memc/trigger": "memc backfill-views"})
     return report
@@ -466,14 +466,13 @@ def dream(
     if not (home.graph.exists() and any(home.graph.iterdir())):
         raise FileNotFoundError(f"no entity graph in {home.graph}: run `memc build` first")
     defs, instance = _definitions(home, instance)
-    observe = defs.resolve_job_def("observe_ledger")
-    observe.execute_in_process(instance=instance, run_config=_QUIET)
+    report_observation(instance, open_ledger(home.ledger, write=False))
     job = defs.resolve_implicit_global_asset_job_def()
     report = BuildReport()
     before = _head(home)
     _run(job, instance, [CENTRALITY], on_event, report, {"memc/trigger": "memc dream"})
     if report.success and recompile and _head(home) > before:
-        observe.execute_in_process(instance=instance, run_config=_QUIET)
+        report_observation(instance, open_ledger(home.ledger, write=False))
         everything = [k for k in defs.resolve_asset_graph().materializable_asset_keys if k != CENTRALITY]
         _run(job, instance, everything, on_event, report, {**_all_days_tags(defs, home, instance, everything), "memc/trigger": "memc dream"})
     report.ledger_head = _head(home)

@@ -3,6 +3,7 @@ and ledger compaction."""
 
 import dagster as dg
 
+from assets.ledger import DATA_VERSION_TAG
 from catalog.keys import CENTRALITY, EVIDENCE_INDEX, LEDGER
 from catalog.resources import MemcResource
 from orchestration import maintenance
@@ -71,6 +72,10 @@ def compact_ledger_files(context: dg.OpExecutionContext, memc: MemcResource) -> 
                 "compaction/files_merged": stats["files_merged"],
                 "compaction/head": stats["head"],
             },
+            # The head, as every observation of the ledger carries: Dagster reads the ledger's data
+            # version from its latest observation, and one without read as "INITIAL", so every
+            # view showed as stale after a compaction that changed no entry.
+            tags={DATA_VERSION_TAG: str(stats["head"])},
         )
     )
 

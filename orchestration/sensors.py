@@ -9,6 +9,7 @@ from typing import Mapping
 import dagster as dg
 
 from ingestion.inbox import pending_inbox_files, process_inbox
+from assets.ledger import DATA_VERSION_TAG, observation_event
 from catalog.keys import LEDGER
 from catalog.partitions import LEDGER_DAYS, new_ledger_days
 from claims.ledger_days import ledger_days
@@ -28,15 +29,8 @@ def ingest_inbox_files(context: dg.OpExecutionContext, memc: MemcResource) -> No
     context.log.info(report.summary())
     for warning in report.warnings:
         context.log.warning(warning)
-    stats = ledger.stats()
     # Record the new head on the source asset so that its downstream views see new data.
-    context.log_event(
-        dg.AssetObservation(
-            asset_key=LEDGER,
-            metadata={"head_seq": stats["head_seq"], "dagster/row_count": stats["entries"]},
-            tags={"dagster/data_version": str(stats["head_seq"])},
-        )
-    )
+    context.log_event(observation_event(ledger))
 
 
 @dg.job(description="Ingest the inbox folder into the ledger.")
@@ -85,7 +79,7 @@ def make_ledger_head_sensor(interval_seconds: int = 30) -> dg.SensorDefinition:
         return dg.SensorResult(
             asset_events=[
                 dg.AssetObservation(
-                    asset_key=LEDGER, metadata={"head_seq": head}, tags={"dagster/data_version": str(head)}
+                    asset_key=LEDGER, metadata={"head_seq": head}, tags={DATA_VERSION_TAG: str(head)}
                 )
             ],
             dynamic_partitions_requests=[LEDGER_DAYS.build_add_request(new_days)] if new_days else None,

@@ -300,6 +300,9 @@ def test_ledger_compaction_job_merges_small_batches(tmp_path):
     assert result.success
     (obs,) = [e.event_specific_data.asset_observation for e in result.all_events if e.event_type_value == "ASSET_OBSERVATION"]
     assert obs.asset_key == LEDGER
+    # The head as its data version: Dagster reads the ledger's from its latest observation, and
+    # one without read as "INITIAL", every view then stale after a compaction that changed nothing.
+    assert obs.tags["dagster/data_version"] == str(ledger.head()) == "40"
     assert (obs.metadata["compaction/files_before"].value, obs.metadata["compaction/files_after"].value) == (40, 1)
     fresh = Ledger(home.ledger)
     assert fresh.verify().ok and fresh.read().equals(before)

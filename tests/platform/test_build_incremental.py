@@ -14,9 +14,11 @@ from datetime import date, datetime, time, timedelta, timezone
 import dagster as dg
 import duckdb
 import pytest
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+from dagster._core.loader import LoadingContextForTest
 
 from assets.state import state_models
-from catalog.keys import CLAIMS
+from catalog.keys import CLAIMS, LEDGER
 from claims.extract import CURRENT_RULES
 from claims.run import days_to_extract
 from claims.store import days as stored_days
@@ -114,6 +116,17 @@ def test_one_new_message_extracts_only_its_day_and_folds_only_its_subject(home):
     # Dreaming found no rank and no community changed, so it appended nothing, and the build was
     # one run, dbt's data tests (the state models' asset checks) in it.
     assert report.ledger_head == head + 1 and len(report.runs) == 1, (report.ledger_head, report.runs)
+    # The ledger was observed without a run of its own (the build's runs are all the runs it
+    # started: a run of the observe job was 0.4-0.5 s of it), and Dagster reads the ledger's data
+    # version from that observation: every view the build compiled is fresh against it.
+    assert set(runs) == set(report.runs), (runs, report.runs)
+    (seen,) = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=LEDGER), limit=1).records
+    assert seen.run_id == "" and seen.event_log_entry.tags["dagster/data_version"] == str(head + 1)
+    graph = defs.resolve_asset_graph()
+    resolver = CachingStaleStatusResolver(instance, graph, LoadingContextForTest(instance))
+    assert resolver.get_current_data_version(LEDGER) == dg.DataVersion(str(head + 1))
+    unpartitioned = [k for k in graph.materializable_asset_keys if graph.get(k).partitions_def is None]
+    assert {k.to_user_string(): resolver.get_status(k) for k in unpartitioned if resolver.get_status(k) != StaleStatus.FRESH} == {}
     dbt_checks = {f"{k.asset_key.to_user_string()}:{k.name}" for k in state_models().check_keys}
     assert dbt_checks <= report.checks.keys() and all(report.checks[k] for k in dbt_checks), report.checks
     assert stored_days(home.claims, CURRENT_RULES.key) == [built_day, next_day.isoformat()]
