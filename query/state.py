@@ -77,7 +77,8 @@ def _marts_connection(marts: Path, names: tuple[str, ...], *, con=None, prefix: 
         path = marts / f"{name}.parquet"
         if not path.exists():
             raise StateQueryError(f"no {path}: {missing}")
-        # dbt-duckdb's export of an empty model holds one all-NULL row: seen as no rows.
+        # An export written by dbt-duckdb's `external` (before memc's mart_export) held one
+        # all-NULL row for an empty model: seen as no rows (views/marts.is_empty_export).
         empty = " where false" if is_empty_export(path) else ""
         con.execute(f"create view {prefix}{name} as select * from read_parquet('{_sql_str(path)}'){empty}")
     return con
@@ -245,7 +246,8 @@ def _asker_connection(marts: Path, principal: str):
         if not cols:
             continue
         admits = " and ".join(_admits(c, "p") for c in cols)
-        # dbt-duckdb's all-NULL row of an empty model has a NULL visibility: no asker passes it.
+        # An older export's all-NULL row of an empty model (views/marts.py) has a NULL
+        # visibility: no asker passes it.
         con.execute(f"create table {path.stem} as select * from read_parquet('{_sql_str(path)}') where {admits}", {"p": principal})
     return con
 

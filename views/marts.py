@@ -2,10 +2,11 @@
 the one way to read them.
 
 Readers read these exports, never the warehouse file: any process holding that file makes the
-next ``dbt build`` fail to take DuckDB's lock. dbt-duckdb writes one all-NULL row into the export
-of an empty model, to keep its schema (dbt_project/models/marts/_marts.yml). ``read_mart`` drops
-that row, and ``is_empty_export`` tells it from a real one-row mart for readers that query the
-file in SQL."""
+next ``dbt build`` fail to take DuckDB's lock. An empty model's export holds its columns and no
+row (dbt_project/macros/mart_export.sql). Exports written before that materialization, by
+dbt-duckdb's ``external``, held one all-NULL row for an empty model, and a home upgraded reads them
+until its first build: ``read_mart`` drops such a row, and ``is_empty_export`` tells it from a real
+one-row mart for readers that query the file in SQL."""
 
 from __future__ import annotations
 
@@ -42,8 +43,9 @@ def mart_path(home: MemcHome, name: str) -> Path:
 
 
 def is_empty_export(path: Path) -> bool:
-    """True for dbt-duckdb's export of an empty model: one row, every column null (only a
-    one-row file, by its metadata, is read to tell)."""
+    """True for an export of an empty model written by dbt-duckdb's ``external`` (before
+    mart_export.sql): one row, every column null (only a one-row file, by its metadata, is read
+    to tell)."""
     if pq.ParquetFile(path).metadata.num_rows != 1:
         return False
     return all(c.null_count == 1 for c in read_parquet(path).columns)

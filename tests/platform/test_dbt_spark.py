@@ -65,7 +65,7 @@ def _models_built_as_tables(manifest: dict) -> list[str]:
     """Every model a build leaves as rows: the marts (dbt-duckdb's Parquet exports) and the
     intermediate tables; not the staging views or state_as_of (a view over the marts)."""
     return sorted(n["name"] for n in manifest["nodes"].values()
-                  if n["resource_type"] == "model" and n["config"]["materialized"] in ("external", "table", "incremental"))
+                  if n["resource_type"] == "model" and n["config"]["materialized"] in ("mart_export", "table", "incremental"))
 
 
 def _duckdb_rows(home: MemcHome, name: str, tmp_path: Path) -> Path:

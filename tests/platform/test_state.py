@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -418,6 +419,26 @@ def test_what_holds_now_shows_one_line_per_fact(fold_home):
     assert text.count("Omar likes chess") == 1 and text.count("Omar lives_in Bergen") == 1
     assert "Omar lives_in Bergen  (since 2024-02-01;" in text and "also m6c" in text
     assert [s["source_ref"] for s in ctx.to_dict()["state"][0]["sources"]] == [s["source_ref"] for s in facts[0].sources]
+
+
+def test_a_marts_file_holds_exactly_its_models_rows(fold_home):
+    """A mart is its Parquet export and a warehouse view over it (dbt_project/macros/mart_export.sql):
+    the file holds the model's rows and nothing else, and an empty model's file its columns and
+    no row (dbt-duckdb's `external` wrote one all-NULL row there, which every reader had to drop)."""
+    home = fold_home[0]
+    files = sorted(home.marts.glob("*.parquet"))
+    assert len(files) >= 10, files
+    empty = []
+    with duckdb.connect(str(home.warehouse_db), read_only=True) as con:
+        for path in files:
+            rows = con.execute(f"select count(*) from {path.stem}").fetchone()[0]
+            kind = con.execute("select table_type from information_schema.tables where table_name = ?", [path.stem]).fetchone()
+            table = pq.read_table(path)
+            assert (table.num_rows, kind) == (rows, ("VIEW",)), path.stem
+            assert table.column_names == [c[0] for c in con.execute(f"describe {path.stem}").fetchall()], path.stem
+            if not rows:
+                empty.append(path.stem)
+    assert empty, "the scenario leaves a mart empty (one extractor version: no changes between two)"
 
 
 def test_derived_analytics_have_their_own_mart(fold_home):

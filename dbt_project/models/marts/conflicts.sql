@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('conflicts'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('conflicts'), format='parquet') }}
 -- Contradictions: two claims of a functional predicate about the same subject, stated for the
 -- same valid time, with different values (different normalised objects). Both sides and their
 -- sources are kept. `resolution` says what the fold did:

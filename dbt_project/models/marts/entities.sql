@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('entities'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('entities'), format='parquet') }}
 -- People and things memc knows of, per scope: speakers of messages and subjects of claims.
 -- When entity resolution has run, a name it merged ("Tom" -> "Tomasz") counts for the canonical
 -- entity, and the entity lists every alias resolution found for it, with the rule behind each.

@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('entity_analytics'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('entity_analytics'), format='parquet') }}
 -- Derived analytics about entities: what dreaming computed from the interaction graph and wrote
 -- back to the ledger as derived claims (centrality: PageRank; community: Louvain), said by no
 -- one. Kept out of state_current and state_history, which hold what people stated; folded the

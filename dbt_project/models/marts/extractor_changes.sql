@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('extractor_changes'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('extractor_changes'), format='parquet') }}
 -- What each newer extractor version on disk says differently from each older one, fact by fact,
 -- on the ledger days both have compiled: what moving from_extractor -> to_extractor would add,
 -- drop and change (kept facts are counted in extractor_changes_by_day).

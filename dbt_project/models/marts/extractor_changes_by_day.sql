@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('extractor_changes_by_day'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('extractor_changes_by_day'), format='parquet') }}
 -- Per ledger day and pair of versions, how many facts moving from the older to the newer would
 -- keep, add, drop and change: the figure to read before switching the active extractor after a
 -- backfill. Counts over every principal's evidence, so it has no visibility column: askers of

@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('interactions'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('interactions'), format='parquet') }}
 -- Who talked with whom: a turn answering another speaker's turn in the same session counts
 -- one interaction for the (unordered) pair. Speakers are mapped through entity resolution's
 -- aliases when it has run, so that "Tom" and "Tomasz" are one end of an edge.

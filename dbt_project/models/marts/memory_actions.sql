@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('memory_actions'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('memory_actions'), format='parquet') }}
 -- The write policy as a record, exported for readers: what the fold did with every claim it
 -- considered (ADD, UPDATE, DELETE, NONE), the rule that decided and the candidates it was
 -- compared with. Decided by int_claim_actions_decided, incrementally by subject; this mart is

@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('state_closings'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('state_closings'), format='parquet') }}
 -- Why a claim stopped holding: each pair of a closed claim and a claim that closes it (a newer
 -- value of a functional predicate, a correction, a retraction), with the closer's source. What
 -- holds for an asker at (V, T) is what the asker may see minus the claims one of their visible

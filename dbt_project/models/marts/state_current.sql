@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('state_current'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('state_current'), format='parquet') }}
 -- What holds now, for every asker at once. A claim is current for asker P when P may see it and
 -- no claim closing it is visible to P (int_claim_closings_paired). One row per claim: a row is
 -- dropped only when its closers together reach everyone who may see it (a public closer, or

@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('state_history'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('state_history'), format='parquet') }}
 -- Every version of every asserted claim on both time axes (the administrator's fold: every
 -- claim counts, whoever may see it). A fact held at valid time V as known at transaction time T
 -- when valid_from <= V < valid_to and recorded_from <= T < recorded_to (a NULL end is open).

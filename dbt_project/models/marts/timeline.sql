@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('timeline'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('timeline'), format='parquet') }}
 -- Events per entity in valid-time order: claims stated or retracted about it and entries it
 -- authored, with their sources. Names are mapped through entity resolution's aliases here (not
 -- in the incremental intermediate), because the aliases may change when the ledger does not.

@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('graph_entries'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('graph_entries'), format='parquet') }}
 -- Ledger entries as evidence nodes of the graph: every committed entry except erasure tombstones.
 -- Ids, times and visibility only: the text stays in the ledger and the evidence index, so the
 -- graph holds no content an erasure would have to chase.

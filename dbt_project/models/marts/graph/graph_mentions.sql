@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('graph_mentions'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('graph_mentions'), format='parquet') }}
 -- Which ledger entry mentions which entity: the entities mart's evidence lists, one row per pair,
 -- kept only where the entry is a graph node (so every edge has both ends).
 with mentions as (

@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('graph_relations'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('graph_relations'), format='parquet') }}
 -- Relations between entities from current claims: a state_current row whose object is an entity
 -- of the same scope (its resolved object_id, else the entity its name hashes to) becomes a
 -- subject -> object edge with its valid time. Claims whose object is a value (a place name, a

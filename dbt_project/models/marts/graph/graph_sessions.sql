@@ -1,4 +1,4 @@
-{{ config(materialized='external', location=mart_export_path('graph_sessions'), format='parquet') }}
+{{ config(materialized='mart_export', location=mart_export_path('graph_sessions'), format='parquet') }}
 -- Conversation sessions as graph nodes, per scope (a session id is only unique within its scope).
 select
     session_key,
