@@ -213,7 +213,6 @@ def build(
             selection = [QUERY_PROFILE, ENTITY_DOSSIERS]
     if selection is None or any(key in state_models().keys for key in selection):
         start_zygote()  # dbt's imports, on the other core while the steps before the state models run
-    report_observation(instance, open_ledger(home.ledger, write=False))
 
     job = defs.resolve_implicit_global_asset_job_def()
     # A state folded from nothing (a first build): dreaming then appends derived claims (every
@@ -230,18 +229,16 @@ def build(
     everything = list(graph.materializable_asset_keys)
     if selection is None:
         keys, tags = _extracting_only_what_is_due(defs, home, instance, everything)
+        checks = None
         if tests_last:
             left_out = set(everything) - set(keys)  # the claims, when no day is due
             checks = {c for c in graph.asset_check_keys if c.asset_key not in left_out} - dbt_tests
-            _run(job.get_subset(asset_selection=set(keys), asset_check_selection=checks), instance, None, on_event, report, tags)
-        else:
-            _run(job, instance, keys, on_event, report, tags)
+        _observed_run(home, job, graph, instance, keys, on_event, report, tags, checks)
     else:
-        _run(job, instance, selection, on_event, report, _all_days_tags(defs, home, instance, selection))
+        _observed_run(home, job, graph, instance, selection, on_event, report, _all_days_tags(defs, home, instance, selection))
     if report.success and selection is None and _head(home) > head_before:
-        report_observation(instance, open_ledger(home.ledger, write=False))
         again, tags = _extracting_only_what_is_due(defs, home, instance, [k for k in everything if k not in (CENTRALITY,)])
-        _run(job, instance, again, on_event, report, tags)
+        _observed_run(home, job, graph, instance, again, on_event, report, tags)
     elif report.success and tests_last and dbt_tests:
         _run(job.get_subset(asset_check_selection=dbt_tests), instance, None, on_event, report)
     report.ledger_head = _head(home)
@@ -388,11 +385,13 @@ def backfill(
     report.ledger_head = _head(home)
     if not report.ranges:
         return report
-    report_observation(instance, open_ledger(home.ledger, write=False))
     job = defs.resolve_implicit_global_asset_job_def()
     for i, (first, last) in enumerate(report.ranges):
-        selection = [ENTITY_ALIASES, CLAIMS] if i == 0 else [CLAIMS]
-        _run(job, instance, selection, on_event, report, {**range_tags(first, last), "memc/trigger": "memc backfill"})
+        tags = {**range_tags(first, last), "memc/trigger": "memc backfill"}
+        if i == 0:
+            _observed_run(home, job, defs.resolve_asset_graph(), instance, [ENTITY_ALIASES, CLAIMS], on_event, report, tags)
+        else:
+            _run(job, instance, [CLAIMS], on_event, report, tags)
         if not report.success:
             return report
     if views:
@@ -445,9 +444,8 @@ def backfill_views(
     report.ledger_head = _head(home)
     if not stale or dry_run:
         return report
-    report_observation(instance, open_ledger(home.ledger, write=False))
     job = defs.resolve_implicit_global_asset_job_def()
-    _run(job, instance, stale, on_event, report, {"memc/trigger": "memc backfill-views"})
+    _observed_run(home, job, defs.resolve_asset_graph(), instance, stale, on_event, report, {"memc/trigger": "memc backfill-views"})
     return report
 
 
@@ -466,21 +464,45 @@ def dream(
     if not (home.graph.exists() and any(home.graph.iterdir())):
         raise FileNotFoundError(f"no entity graph in {home.graph}: run `memc build` first")
     defs, instance = _definitions(home, instance)
-    report_observation(instance, open_ledger(home.ledger, write=False))
     job = defs.resolve_implicit_global_asset_job_def()
+    graph = defs.resolve_asset_graph()
     report = BuildReport()
     before = _head(home)
-    _run(job, instance, [CENTRALITY], on_event, report, {"memc/trigger": "memc dream"})
+    _observed_run(home, job, graph, instance, [CENTRALITY], on_event, report, {"memc/trigger": "memc dream"})
     if report.success and recompile and _head(home) > before:
-        report_observation(instance, open_ledger(home.ledger, write=False))
-        everything = [k for k in defs.resolve_asset_graph().materializable_asset_keys if k != CENTRALITY]
-        _run(job, instance, everything, on_event, report, {**_all_days_tags(defs, home, instance, everything), "memc/trigger": "memc dream"})
+        everything = [k for k in graph.materializable_asset_keys if k != CENTRALITY]
+        _observed_run(home, job, graph, instance, everything, on_event, report, {**_all_days_tags(defs, home, instance, everything), "memc/trigger": "memc dream"})
     report.ledger_head = _head(home)
     return report
 
 
 def _head(home: MemcHome) -> int:
     return open_ledger(home.ledger, write=False).head()
+
+
+def _observed_run(
+    home: MemcHome,
+    job: dg.JobDefinition,
+    graph,
+    instance: dg.DagsterInstance,
+    keys: Sequence[dg.AssetKey],
+    on_event: ProgressCallback | None,
+    report: BuildReport,
+    tags: dict[str, str] | None = None,
+    checks: set[dg.AssetCheckKey] | None = None,
+) -> None:
+    """Record the ledger's observation (without a run: ``assets.ledger.report_observation``),
+    then run ``keys`` with their checks (or ``checks``) and the ledger's own. The ledger's checks
+    (its files' checksums and seqs, its Great Expectations suite) are blocking: when one fails,
+    Dagster runs nothing below the ledger in that run, so no view is compiled from a ledger that
+    failed them. They ran in a run of the ``observe_ledger`` job before each build's run, 0.4-0.5 s
+    of a one-message build with that run's own start (docs/benchmarks.md)."""
+    report_observation(instance, open_ledger(home.ledger, write=False))
+    wanted = set(keys)
+    if checks is None:
+        checks = {c for c in graph.asset_check_keys if c.asset_key in wanted}
+    checks = set(checks) | {c for c in graph.asset_check_keys if c.asset_key == LEDGER}
+    _run(job.get_subset(asset_selection=wanted, asset_check_selection=checks), instance, None, on_event, report, tags)
 
 
 def _run(job, instance, selection, on_event, report: BuildReport, tags: dict[str, str] | None = None) -> None:

@@ -8,8 +8,8 @@ from typing import Mapping
 
 import dagster as dg
 
-from ingestion.inbox import pending_inbox_files, process_inbox
 from assets.ledger import DATA_VERSION_TAG, observation_event
+from ingestion.inbox import pending_inbox_files, process_inbox
 from catalog.keys import LEDGER
 from catalog.partitions import LEDGER_DAYS, new_ledger_days
 from claims.ledger_days import ledger_days

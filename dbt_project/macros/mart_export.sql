@@ -1,7 +1,7 @@
 {#- A mart exported as Parquet into the home's warehouse/marts (its `location`), with a view of the
     same name over the file, so that models, tests and `memc sql` query it in the warehouse while
-    readers open the file without the warehouse (a reader holding memc.duckdb would take the
-    next build's lock).
+    readers open the file without the warehouse (a reader holding memc.duckdb would keep the
+    next build from taking its write lock).
 
     dbt-duckdb's `external` materialization does the same in ten statements (a table of the
     model, its count, the file, a view under a temporary name, two renames, two drops, each a

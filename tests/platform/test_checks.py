@@ -85,9 +85,33 @@ def test_a_failing_blocking_check_stops_the_views_below_and_leaves_the_ledger(ho
     assert "stg_memc__claims" in again.materialized
     assert _ledger_digest(home) == before
 
-    # the ledger's own suite, run by the observation job `memc build` starts with
+    # the ledger's own suite, run in each build's run (orchestration/runner.py, _observed_run)
     led = instance.event_log_storage.get_latest_asset_check_execution_by_key([dg.AssetCheckKey(dg.AssetKey("ledger"), "ledger_expectations")])
     assert next(iter(led.values())).event.dagster_event.event_specific_data.passed
+
+
+def test_a_ledger_failing_its_integrity_check_stops_everything_below_it(home, monkeypatch):
+    """The ledger's checks are blocking and run in each build's own run (its observation is
+    recorded without a run): when the ledger fails one, Dagster runs nothing below the ledger,
+    and the build reports it. A first build, then one new message onto the built state (the
+    build's one run with the claims of the new day only), and both with the ledger broken."""
+    from datetime import datetime, timezone
+
+    from ledger.schema import NewEntry
+    from ledger.store import Ledger, VerifyReport
+    from orchestration.runner import build
+
+    assert build(home).success
+    Ledger(home.ledger).append([NewEntry(kind="message", scope="team", actor="Elena", session_id="elena-tomasz:S3",
+                                         content="I moved my desk to the third floor.", valid_at=datetime.now(timezone.utc))])
+    head = Ledger(home.ledger).head()
+    broken = VerifyReport(files=1, entries=head, head=head, problems=[f"seq {head}: checksum mismatch"])
+    monkeypatch.setattr(Ledger, "verify", lambda self: broken)
+    for _ in range(2):  # the second: nothing was compiled by the first, so everything is due again
+        report = build(home)
+        assert not report.success and report.checks.get("ledger:ledger_integrity") is False, report.checks
+        assert report.materialized == [], report.materialized
+        assert [s for s in report.failed_steps if "ledger_integrity" in s], report.failed_steps
 
 
 def test_a_claim_quoting_a_pictures_caption_passes_the_provenance_checks(tmp_path, monkeypatch):
