@@ -69,8 +69,9 @@ def report_observation(instance: dg.DagsterInstance, ledger: Ledger) -> None:
     head sensor does: `memc build`, `backfill` and `dream` observe the ledger before their runs.
     Dagster reads a source asset's data version from its latest observation, run or no run
     (``fetch_observations``), for staleness, the automation and the input versions each
-    materialization records; a run of the ``observe_ledger`` job (kept, for the UI and
-    schedules) cost 0.4-0.5 s of every one-message build (docs/benchmarks.md), this a few ms."""
+    materialization records. A run of the ``observe_ledger`` job (kept, for the UI) before each
+    build's run cost its own start and events; the ledger's checks it ran now run in the build's
+    run (``orchestration.runner._observed_run``)."""
     instance.report_runless_asset_event(observation_event(ledger))
 
 
