@@ -70,8 +70,10 @@ def test_build_then_backfill_after_a_version_bump(home, monkeypatch):
     report = build(home, selection=[ENTITY_ALIASES, CLAIMS])
     assert report.success, report.failed_steps
     assert len(report.runs) == 1 and {"claims", "entity_aliases"} == set(report.materialized)
-    # aliases: explainable; claims: provenance, GX expectations, watermark lag (checks/quality.py)
-    assert all(report.checks.values()) and len(report.checks) == 4, report.checks
+    # aliases: explainable; claims: provenance, GX expectations, watermark lag (checks/quality.py);
+    # the ledger's integrity and GX suite, in every run a build starts (orchestration/runner.py)
+    assert all(report.checks.values()) and len(report.checks) == 6, report.checks
+    assert {"ledger:ledger_integrity", "ledger:ledger_expectations"} <= report.checks.keys()
     assert days(home.claims, V1.key) == list(LEDGER)
     v1 = read_claims(home.claims, V1.key).to_pylist()
     facts = {(c["subject"], c["predicate"], c["polarity"], c["object"]) for c in v1}
