@@ -47,8 +47,8 @@ def spark_table_files(spark_dir: Path, name: str, schema: str = "memc") -> str:
 def differences(duck_parquet: Path, spark_files: str) -> tuple[list[tuple], list[tuple], int]:
     """(rows only dbt-duckdb's file holds, rows only Spark's hold, rows compared), as multisets.
     An export written by dbt-duckdb's `external` held one all-NULL row for an empty model
-    (views/marts.py): it is no row. Spark's timestamps (no time zone, the session's UTC) compare with DuckDB's
-    timestamptz in UTC; lists compare element by element."""
+    (views/marts.py): it is no row. Spark's timestamps (no time zone, the session's UTC) compare
+    with DuckDB's timestamptz in UTC; lists compare element by element."""
     with duckdb.connect() as con:
         con.execute("set TimeZone = 'UTC'")
         con.execute(f"create view d as select * from read_parquet('{duck_parquet}')")

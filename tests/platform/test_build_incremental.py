@@ -117,8 +117,8 @@ def test_one_new_message_extracts_only_its_day_and_folds_only_its_subject(home):
     # one run, dbt's data tests (the state models' asset checks) in it.
     assert report.ledger_head == head + 1 and len(report.runs) == 1, (report.ledger_head, report.runs)
     # The ledger was observed without a run of its own (the build's runs are all the runs it
-    # started: a run of the observe job was 0.4-0.5 s of it), and Dagster reads the ledger's data
-    # version from that observation: every view the build compiled is fresh against it.
+    # started; a run of the observe job before it had its own start and events), and Dagster reads
+    # the ledger's data version from that observation: every view the build compiled is fresh.
     assert set(runs) == set(report.runs), (runs, report.runs)
     (seen,) = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=LEDGER), limit=1).records
     assert seen.run_id == "" and seen.event_log_entry.tags["dagster/data_version"] == str(head + 1)

@@ -62,7 +62,7 @@ def test_the_fold_unit_tests_pass_on_dbt_spark_as_on_dbt_duckdb(first_spark_buil
 
 
 def _models_built_as_tables(manifest: dict) -> list[str]:
-    """Every model a build leaves as rows: the marts (dbt-duckdb's Parquet exports) and the
+    """Every model a build leaves as rows: the marts (their Parquet exports, mart_export.sql) and the
     intermediate tables; not the staging views or state_as_of (a view over the marts)."""
     return sorted(n["name"] for n in manifest["nodes"].values()
                   if n["resource_type"] == "model" and n["config"]["materialized"] in ("mart_export", "table", "incremental"))
