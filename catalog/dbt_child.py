@@ -18,6 +18,14 @@ SIGTERM and SIGINT to it) and then its exit status; if memc-dbt goes away first 
 build), the handler ends the run. Each run is a process of its own, so nothing dbt or DuckDB holds
 outlives it (dbt in the build's own process, `dbtRunner`, kept the warehouse open). Without a
 zygote, or when it does not answer, memc-dbt replaces itself with dbt as before.
+
+**Warm-up.** After its imports the zygote also does, once, what every run did again for itself:
+the JSON schemas dbt validates against, the (de)serialisers mashumaro compiles for dbt's classes
+on first use, and the Jinja templates of the project's and the adapters' macros (dbt's
+``template_cache``, keyed by the macro's SQL). A run inherits them through the fork. It works
+in small steps and gives way to a run that is waiting, so it never delays one: the warm-up
+goes on after the fork, and the runs after that inherit more. A process that builds once (a
+run the Dagster daemon launched) then forks its dbt as soon as the imports are done.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -52,7 +61,7 @@ _WARM_IMPORTS = (
 # changed). dbt caches a class's schema for the life of its process, but every run forked from the
 # zygote built them afresh: 0.33 s of each one-message build's ~3.5 s dbt step on the sample home,
 # 0.99 s of a build that parses whole (the `build_json_schema` calls of one run, timed). The
-# zygote builds them once (~1 s, beside the build's first steps), so its runs inherit them.
+# zygote builds them once (~1.1 s), so its runs inherit them.
 _WARM_SCHEMAS = (
     "dbt.contracts.project:Configuration", "dbt.contracts.project:Project", "dbt.contracts.project:ProjectFlags",
     "dbt.contracts.project:PackageConfig", "dbt.contracts.project:ProfileConfig", "dbt.contracts.selection:SelectorFile",
@@ -65,6 +74,14 @@ _WARM_SCHEMAS = (
     "dbt.artifacts.resources.v1.config:TestConfig", "dbt.artifacts.resources.v1.source_definition:SourceConfig",
     "dbt.artifacts.resources.v1.components:Contract", "dbt.artifacts.resources.v1.unit_test_definition:UnitTestConfig",
 )  # fmt: skip
+# The project's own parse, which `make manifest` (dbt parse) leaves beside the manifest Dagster
+# loads: what the zygote decodes to compile mashumaro's (de)serialisers of the manifest's classes
+# (88 of the 115 a one-message build's run compiled, lazily as dbt's dataclasses do: ~0.2 s) and
+# the templates of its 632 macros (1.2 s in the zygote; ~0.2 s of every run, for the 164 a build
+# calls). Together 0.45-0.5 s of each warm run of a one-message build on the sample home (2.5-2.66
+# -> 2.02-2.10 s, docs/benchmarks.md). A parse another dbt version wrote, or none, only leaves
+# them to the runs.
+PROJECT_PARSE = Path(__file__).resolve().parents[1] / "dbt_project" / "target" / "partial_parse.msgpack"
 _LEN = struct.Struct("!I")
 # Seconds a run may take to end after SIGTERM once its memc-dbt is gone, before SIGKILL.
 _TERM_GRACE_S = 10.0
@@ -168,9 +185,14 @@ def serve(path: str) -> None:
 
         for name in _WARM_IMPORTS:
             importlib.import_module(name)
-        warm_schemas()
         signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the handlers
+        warming: Iterator[None] | None = warm_up(PROJECT_PARSE)
         while True:
+            # One step of the warm-up at a time while no run waits (a step is ~0.05-0.2 s).
+            if warming is not None and not select.select([listener], [], [], 0)[0]:
+                if next(warming, _DONE) is _DONE:
+                    warming = None
+                continue
             conn, _ = listener.accept()
             if os.fork() == 0:
                 listener.close()
@@ -192,20 +214,43 @@ def serve(path: str) -> None:
             pass
 
 
-def warm_schemas() -> list[str]:
-    """Build the JSON schemas of :data:`_WARM_SCHEMAS` in this process (dbt's own per-class cache);
-    the names of those it could not (a class a later dbt moved: its runs then build it, as
-    before, rather than the zygote failing)."""
+_DONE = object()
+
+
+def warm_up(parse: Path) -> Iterator[None]:
+    """The zygote's warm-up, a step per ``next``: the manifest's classes from ``parse`` first (the
+    most a second of it saves), then the JSON schemas of :data:`_WARM_SCHEMAS`, then the macros'
+    templates. Whatever fails is left to the runs, as before: a warm-up never fails the zygote
+    (a class a later dbt moved, a parse another dbt version wrote, none at all)."""
     import importlib
 
-    missed = []
+    try:
+        from dbt.contracts.graph.manifest import Manifest
+        from dbt.parser.manifest import extended_mashumuro_decoder
+        from dbt_common.clients.jinja import template_cache
+
+        # As dbt reads its partial parse (ManifestLoader.read_manifest_for_partial_parse), then
+        # the flat graph every run builds from it (Manifest.build_flat_graph).
+        manifest = Manifest.from_msgpack(parse.read_bytes(), decoder=extended_mashumuro_decoder)
+        manifest.build_flat_graph()
+        macros = list(manifest.macros.values())
+    except Exception:  # noqa: BLE001 - a warm-up only
+        macros = []
+    yield
     for name in _WARM_SCHEMAS:
         module, _, cls = name.partition(":")
         try:
             getattr(importlib.import_module(module), cls).json_schema()
         except Exception:  # noqa: BLE001 - a warm-up only; the run validates as dbt always does
-            missed.append(name)
-    return missed
+            pass
+        yield
+    for start in range(0, len(macros), 50):
+        for macro in macros[start : start + 50]:
+            try:
+                template_cache.get_node_template(macro)
+            except Exception:  # noqa: BLE001 - the run compiles it, and reports what is wrong with it
+                pass
+        yield
 
 
 def _read_request(conn: socket.socket) -> tuple[dict, list[int]]:
