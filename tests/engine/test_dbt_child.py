@@ -72,7 +72,7 @@ def zygote() -> str:
 
 
 def test_a_warm_run_does_what_plain_dbt_does(zygote, tmp_path):
-    results = {}
+    results, logged = {}, {}
     for name, via in (("plain", None), ("warm", zygote)):
         project = _project(tmp_path / name, "select 42 as answer")
         proc = _dbt(project, "run", zygote=via)
@@ -80,6 +80,7 @@ def test_a_warm_run_does_what_plain_dbt_does(zygote, tmp_path):
         assert proc.returncode == 0, err[-2000:] + out[-2000:]
         events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         assert any(e["info"]["name"] == "LogModelResult" for e in events)  # dbt's JSON log, on memc-dbt's stdout
+        logged[name] = sorted((e["info"]["name"], e["info"]["level"]) for e in events)
         # The run closed the database as plain dbt does at its exit, so DuckDB checkpointed: no
         # write-ahead log left for every later open of the warehouse to replay.
         assert not (project / "warm.duckdb.wal").exists()
@@ -88,6 +89,7 @@ def test_a_warm_run_does_what_plain_dbt_does(zygote, tmp_path):
         run = json.loads((project / "target" / "run_results.json").read_text())
         assert [r["status"] for r in run["results"]] == ["success"]
     assert results["plain"] == results["warm"] == [(42,)]
+    assert logged["plain"] == logged["warm"]  # the same events at the same levels (lines_only_at_their_level)
 
     # dbt's own exit code for a failing run (1) and for a bad invocation (2), warm as plain
     for via in (None, zygote):
@@ -173,11 +175,13 @@ def test_a_zygote_whose_process_died_while_it_started_ends():
 
 # A zygote whose dbt records, in the file named by RECORD, what a warm-up saves a run: each JSON
 # schema built, each (de)serialiser mashumaro compiles, each macro's template compiled (a miss of
-# dbt's template cache), each run started, with the pid that did; and the warm-up's end.
+# dbt's template cache); each event formatted as a JSON line (by its level); each run started,
+# with the pid that did; and the warm-up's end.
 _RECORDING_ZYGOTE = """
 import os, sys
 import dbt_common.clients.jinja as jinja
 import dbt_common.dataclass_schema as schemas
+import dbt_common.events.logger as logger
 from dbt.cli.main import cli
 from mashumaro.core.meta.code.builder import CodeBuilder
 import catalog.dbt_child as child
@@ -207,6 +211,12 @@ for name in ("add_unpack_method", "add_pack_method"):
         return _compile(self)
     setattr(CodeBuilder, name, recorded_compile)
 
+json_line = logger._JsonLogger.create_line
+def recorded_json_line(self, msg):
+    record(f"json line {self.name} {msg.info.level}")
+    return json_line(self, msg)
+logger._JsonLogger.create_line = recorded_json_line
+
 main = cli.main
 def recorded_main(*args, **kwargs):
     record("run")
@@ -223,7 +233,7 @@ child.serve(sys.argv[1])
 """
 
 
-def test_a_warm_run_compiles_nothing_its_zygote_compiled(tmp_path):
+def test_a_warm_run_compiles_nothing_its_zygote_compiled_and_formats_no_line_below_its_level(tmp_path):
     # dbt validates its project, profile, flags, hooks and results, and on a whole parse every
     # node, config, source, unit test and macro doc, against JSON schemas it builds once a
     # process: 0.33 s of a one-message build's dbt step (0.99 s parsing whole) when every run
@@ -265,3 +275,11 @@ def test_a_warm_run_compiles_nothing_its_zygote_compiled(tmp_path):
     # of dbt's or the adapter's macros: only those of this project's own macro, which memc's has not.
     assert not [what for what in done[runs[1]] if what.startswith("schema") or " Manifest " in what
                 or what.startswith(("template macro.dbt.", "template macro.dbt_duckdb."))]
+    # dbt formats every event for its JSON stdout before Python's logging drops those below the
+    # level (info): the debug events of a run (each statement's SQL, its status, the connection)
+    # were formatted and thrown away. None is now; the info lines are as before, and the file
+    # log (dbt's default: debug, here as JSON too) still gets its debug lines.
+    for pid in runs:
+        formatted = {what for what in done[pid] if what.startswith("json line")}
+        assert {"json line stdout_log info", "json line file_log debug"} <= formatted
+        assert "json line stdout_log debug" not in formatted
