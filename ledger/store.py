@@ -316,11 +316,6 @@ class Ledger(EntryReader):
         # search over the files can prove an erasure.
         self.compression = compression or os.environ.get("MEMC_PARQUET_COMPRESSION", "zstd")
         self._lock = threading.Lock()
-        # What we learnt of a committed file (rows, newest recorded_at, keys), by name and inode:
-        # a file's bytes change only by a purge or compaction, and both give it a new inode.
-        self._file_cache: dict[tuple[str, int], tuple[int, datetime | None, frozenset[str]]] = {}
-        # Files whose checksum this process verified, by (name, inode, size, mtime).
-        self._verified: set[tuple[str, int, int, int]] = set()
         self._writer: _WriterState | None = None
         self.root.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(exist_ok=True)
@@ -369,8 +364,7 @@ class Ledger(EntryReader):
         return _conform(t, columns)
 
     def _file_info(self, f: _File) -> tuple[int, datetime | None, frozenset[str]]:
-        key = (f.name, f.ino)
-        info = self._file_cache.get(key)
+        info = _FACTS.info(self._folder, f.name, f.ino)
         if info is None:
             try:
                 t = self._read_file(f, ["recorded_at", "idempotency_key"])
@@ -382,7 +376,7 @@ class Ledger(EntryReader):
                 # damaged values: bytes that are not UTF-8 in a key (UnicodeDecodeError), a
                 # timestamp out of datetime's range (OverflowError)
                 raise LedgerCorruption(f"{self.root / f.name}: unreadable Parquet ({exc})") from exc
-            self._file_cache[key] = info
+            _FACTS.set_info(self._folder, f.name, f.ino, info)
         return info
 
     def _layout(self, files: list[_File]) -> _Layout:
@@ -599,9 +593,7 @@ class Ledger(EntryReader):
                 marker.touch()
             marker = None
             fsync_dir(self.root)
-            self._file_cache[(final.name, st.st_ino)] = (
-                table.num_rows, recorded_at, frozenset(d[1] for _, d in entries))
-            self._verified.add((final.name, st.st_ino, st.st_size, st.st_mtime_ns))
+            _FACTS.record(self._folder, final.name, st, (table.num_rows, recorded_at, frozenset(d[1] for _, d in entries)))
             return _File(first_seq, final.name, st.st_ino)
         finally:
             tmp.unlink(missing_ok=True)
@@ -772,12 +764,11 @@ class Ledger(EntryReader):
         self._cache_written(path.name, st, table)
 
     def _cache_written(self, name: str, st: os.stat_result, table: pa.Table) -> None:
-        self._file_cache[(name, st.st_ino)] = (
+        _FACTS.record(self._folder, name, st, (
             table.num_rows,
             pc.max(table.column("recorded_at")).as_py() if table.num_rows else None,
             frozenset(table.column("idempotency_key").to_pylist()),
-        )
-        self._verified.add((name, st.st_ino, st.st_size, st.st_mtime_ns))
+        ))
 
     # ------------------------------------------------------------------ compaction
 
@@ -910,7 +901,7 @@ class Ledger(EntryReader):
     def _verified_files(self, since_seq: int = 0) -> list[tuple[_File, int, tuple]]:
         """The live files holding seqs above ``since_seq``, with their rows and their key in the
         column cache; every live file's checksum and continuity verified (once per handle and
-        file version)."""
+        file version, in this process)."""
         layout = self._listed_layout(self._scan())
         out: list[tuple[_File, int, tuple]] = []
         live: set[tuple] = set()
@@ -927,18 +918,18 @@ class Ledger(EntryReader):
                 # The same listing twice (_listed_layout): the gap is real (a batch file deleted),
                 # whether or not the files around it were verified before.
                 raise LedgerCorruption(f"{f.name}: seq gap, expected a batch starting at {expected}")
-            key = (f.name, f.ino, st.st_size, st.st_mtime_ns)
-            if key not in self._verified:
-                self._file_cache.pop((f.name, f.ino), None)  # read again what we verify
+            key = (root, f.name, f.ino, st.st_size, st.st_mtime_ns)
+            if not _FACTS.verified(root, f.name, st):
                 problems = self._check(f, expected)
                 if problems:
                     raise LedgerCorruption("; ".join(problems))
-                self._verified.add(key)
+                _FACTS.set_verified(root, f.name, st)  # and its info read again: what was checked
             expected = f.first + rows
-            live.add((root, *key))
+            live.add(key)
             if f.first + rows - 1 > since_seq:
-                out.append((f, rows, (root, *key)))
+                out.append((f, rows, key))
         _COLUMNS.keep_only(root, live)
+        _FACTS.keep_only(root, {f.name for f, _, _ in layout.live} | {f.name for f in layout.covered})
         return out
 
     def _cached_read(self, f: _File, key: tuple, columns: list[str] | None) -> pa.Table:
@@ -1061,6 +1052,68 @@ class _ColumnCache:
 
 
 _COLUMNS = _ColumnCache()
+
+
+class _FileFacts:
+    """What this process learnt of committed batch files, shared by every :class:`Ledger` handle
+    on the same folder: a file's rows, newest recorded_at and idempotency keys (``info``), and
+    whether its checksum and seqs were checked (``verified``). They were each handle's own, and
+    the assets of a build each open their own handle: a one-message build of the sample home (24
+    batch files) read every file's rows and keys and checked its checksum again in each, ~0.5 s
+    of its ~3.9 s (py-spy, docs/benchmarks.md).
+
+    Kept by folder and file name for the file's inode: a file's bytes change only by a purge or a
+    compaction, and both give it a new inode; the check also for its size and mtime, as read by
+    the verifying listing's stat. A file this process writes replaces what was known under its
+    name (:meth:`record`), and each verifying read of a folder drops the names no longer in its
+    listing (:meth:`keep_only`)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # folder -> name -> [inode, info or None, (size, mtime_ns) checked or None]
+        self._folders: dict[str, dict[str, list]] = {}
+
+    def _entry(self, root: str, name: str, ino: int) -> list:
+        """The entry of ``name`` for inode ``ino``, a fresh one when the name held another."""
+        files = self._folders.setdefault(root, {})
+        entry = files.get(name)
+        if entry is None or entry[0] != ino:
+            entry = files[name] = [ino, None, None]
+        return entry
+
+    def info(self, root: str, name: str, ino: int) -> tuple[int, datetime | None, frozenset[str]] | None:
+        entry = self._folders.get(root, {}).get(name)
+        return entry[1] if entry is not None and entry[0] == ino else None
+
+    def set_info(self, root: str, name: str, ino: int, info: tuple[int, datetime | None, frozenset[str]]) -> None:
+        with self._lock:
+            self._entry(root, name, ino)[1] = info
+
+    def verified(self, root: str, name: str, st: os.stat_result) -> bool:
+        entry = self._folders.get(root, {}).get(name)
+        return entry is not None and entry[0] == st.st_ino and entry[2] == (st.st_size, st.st_mtime_ns)
+
+    def set_verified(self, root: str, name: str, st: os.stat_result) -> None:
+        """``name`` was just checked as it is now (and its info read again after the check)."""
+        with self._lock:
+            entry = self._entry(root, name, st.st_ino)
+            entry[1], entry[2] = None, (st.st_size, st.st_mtime_ns)
+
+    def record(self, root: str, name: str, st: os.stat_result, info: tuple[int, datetime | None, frozenset[str]]) -> None:
+        """A file this process wrote (an append, a purge's or a compaction's replacement): known
+        and checked as written, in place of whatever the name held."""
+        with self._lock:
+            self._folders.setdefault(root, {})[name] = [st.st_ino, info, (st.st_size, st.st_mtime_ns)]
+
+    def keep_only(self, root: str, names: set[str]) -> None:
+        """Forget the files of the folder ``root`` whose names are not in ``names``."""
+        with self._lock:
+            files = self._folders.get(root, {})
+            for name in [n for n in files if n not in names]:
+                del files[name]
+
+
+_FACTS = _FileFacts()
 
 
 def _runs(live: list[tuple[_File, int, datetime | None]], small_rows: int, target_rows: int):

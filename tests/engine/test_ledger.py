@@ -994,9 +994,10 @@ def test_compaction_killed_after_each_step(tmp_path, step):
 
 
 def test_columns_read_once_are_served_from_the_process_cache_until_their_file_changes(tmp_path, monkeypatch):
-    """ledger.store._ColumnCache: a second read of the same columns, through any handle of the
-    process, opens no batch file for them; a purge's new files are read again, and the old
-    files' columns leave the cache."""
+    """ledger.store._ColumnCache and _FileFacts: a second read of the same columns, through any
+    handle of the process, opens no batch file for them, and a new handle neither reads a file's
+    rows and keys nor checks it again; a purge's new files are read again, and the old files'
+    columns leave the cache."""
     from ledger import store
 
     root = tmp_path / "ledger"
@@ -1006,17 +1007,26 @@ def test_columns_read_once_are_served_from_the_process_cache_until_their_file_ch
     real = store.read_batch
     monkeypatch.setattr(store, "read_batch", lambda source, columns=None: asked.append(columns) or real(source, columns))
 
-    # A new handle learns each file's rows and keys and verifies it (its seqs); the columns asked
-    # for come from the cache.
+    # A new handle knows each file's rows and keys, and that it was verified (its checksum and
+    # seqs), from the process; the columns asked for come from the cache: no file is read.
+    checked = []
+    check = Ledger._check
+    monkeypatch.setattr(Ledger, "_check", lambda self, f, *a, **k: checked.append(f.name) or check(self, f, *a, **k))
     other = Ledger(root)
     assert other.read().equals(whole) and other.read(columns=["content"]).column("content").equals(whole.column("content"))
-    assert {tuple(columns) for columns in asked} == {("recorded_at", "idempotency_key"), ("seq",)}, asked
-    asked.clear()
+    assert asked == [] and checked == []
     assert ledger.read(columns=["entry_id"], since_seq=41).num_rows == 200 - 41 and asked == []
-    alias = tmp_path / "alias"  # the same folder by another path: the same entries of the cache
+    alias = tmp_path / "alias"  # the same folder by another path: the same entries of the caches
     alias.symlink_to(root)
     assert Ledger(alias).read().equals(whole)
-    assert {tuple(columns) for columns in asked} == {("recorded_at", "idempotency_key"), ("seq",)}, asked
+    assert asked == [] and checked == []
+    # A file whose bytes changed where this process did not write them (its size or mtime moved):
+    # checked and read again, by any handle.
+    first = min(batch_files(root).values())
+    os.utime(first, ns=(first.stat().st_atime_ns, first.stat().st_mtime_ns + 1))
+    assert Ledger(root).read().equals(whole)
+    assert checked == [first.name] and ("seq",) in {tuple(c) for c in asked} and len(asked) == 2  # checked, its columns read again
+    asked.clear()
 
     erased = whole.column("entry_id")[7].as_py()
     assert ledger.purge({erased: "e_erasure"}).rows_stubbed == 1
