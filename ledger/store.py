@@ -900,8 +900,8 @@ class Ledger(EntryReader):
 
     def _verified_files(self, since_seq: int = 0) -> list[tuple[_File, int, tuple]]:
         """The live files holding seqs above ``since_seq``, with their rows and their key in the
-        column cache; every live file's checksum and continuity verified (once per handle and
-        file version, in this process)."""
+        column cache; every live file's checksum and continuity verified (once a process for each
+        file version, :class:`_FileFacts`)."""
         layout = self._listed_layout(self._scan())
         out: list[tuple[_File, int, tuple]] = []
         live: set[tuple] = set()
