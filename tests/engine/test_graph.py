@@ -14,7 +14,7 @@ import pytest
 
 from views.graph import GraphStore, KuzuGraphStore
 from views.graph_memory import MemoryGraphStore
-from views.graph_tables import ENTITY_SCHEMA, INTERACTION_SCHEMA
+from views.graph_tables import ENTITY_SCHEMA, INTERACTION_SCHEMA, graph_version, prepare_graph, prepared_version
 
 T0 = datetime(2025, 3, 1, tzinfo=timezone.utc)
 
@@ -452,3 +452,22 @@ def test_a_rebuild_sizes_its_buffer_pool_by_its_input(tmp_path) -> None:
     assert stats["nodes"] == people + n + n // 20 and stats["tables"]["MENTIONS"] == 2 * n
     assert store.node_count("s") == people and len(store.pagerank("s")) == people
     store.close()
+
+
+def test_the_graph_version_names_content_not_chunks() -> None:
+    # graph_tables.graph_version hashes each table as Parquet bytes: the same values carried in
+    # other chunks (as a mart read in row groups brings them) give the same version; one value
+    # changed gives another; an empty evidence layer leaves it as it was.
+    layer = evidence_layer()
+    tables = prepare_graph(SMALL_E, SMALL_I, **layer)
+    version = prepared_version(tables)
+    rechunked = {name: pa.concat_tables([t.slice(0, t.num_rows // 2), t.slice(t.num_rows // 2)]) for name, t in tables.items()}
+    assert prepared_version(rechunked) == version
+    entries = layer["entries"]
+    other = entries.set_column(entries.schema.get_field_index("scope"), "scope", pa.array(["elsewhere"] * entries.num_rows))
+    assert prepared_version(prepare_graph(SMALL_E, SMALL_I, **{**layer, "entries": other})) != version
+    names = SMALL_E.column("name").to_pylist()
+    renamed = SMALL_E.set_column(SMALL_E.schema.get_field_index("name"), "name", pa.array([names[0] + "a", *names[1:]]))
+    plain = prepare_graph(SMALL_E, SMALL_I)
+    assert prepared_version(prepare_graph(renamed, SMALL_I)) != prepared_version(plain)
+    assert prepared_version(plain) == graph_version(plain["Entity"], plain["INTERACTS"])
