@@ -17,6 +17,7 @@ an affinity here: measured on LoCoMo dev, the turns worth joining are months apa
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,13 @@ BLOCK = 2000
 
 # Only conversation turns: documents and events have no speaker whose topics recur.
 KINDS = ("message",)
+
+# The labels of each block's clustering, by a digest of what decides them (its vectors in order,
+# the distance): a block is one speaker's consecutive turns, so a new message changes its
+# speaker's last block and no other, and the build groups again only that one. Agglomerative
+# clustering was 1.55 s of the view's 2.7 s in a one-message build at 100k entries (py-spy,
+# docs/benchmarks.md). Holds the blocks of the last grouping only.
+_LABELS: dict[bytes, np.ndarray] = {}
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -81,15 +89,19 @@ def group_units(rows: pa.Table, *, distance: float = DISTANCE, block: int = BLOC
     for r in first.values():
         by_speaker[(r["scope"], r["actor"])].append(r)
     out = []
+    labelled: dict[bytes, np.ndarray] = {}
     for (scope, actor), turns in sorted(by_speaker.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
         turns.sort(key=lambda r: (r["valid_at"], r["seq"], r["entry_id"]))
         for lo in range(0, len(turns), block):
             part = turns[lo : lo + block]
             if len(part) < 2:
                 continue
-            labels = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, metric="cosine", linkage="average").fit_predict(
-                vectors[[r["position"] for r in part]]
-            )
+            matrix = np.ascontiguousarray(vectors[[r["position"] for r in part]])
+            key = hashlib.sha256(f"{distance!r} {matrix.shape} {matrix.dtype}".encode() + matrix.tobytes()).digest()
+            labels = _LABELS.get(key)
+            if labels is None:
+                labels = AgglomerativeClustering(n_clusters=None, distance_threshold=distance, metric="cosine", linkage="average").fit_predict(matrix)
+            labelled[key] = labels
             groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
             for r, label in zip(part, labels):
                 groups[int(label)].append(r)
@@ -109,6 +121,8 @@ def group_units(rows: pa.Table, *, distance: float = DISTANCE, block: int = BLOC
                         "last_valid_at": members[-1]["valid_at"],
                     }
                 )
+    _LABELS.clear()
+    _LABELS.update(labelled)
     out.sort(key=lambda u: (u["scope"], u["actor"] or "", u["first_valid_at"], u["unit_id"]))
     return pa.Table.from_pylist(out, schema=UNITS_SCHEMA)
 

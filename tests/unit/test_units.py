@@ -58,6 +58,31 @@ def test_the_index_s_fixed_size_vectors_group_as_lists_do():
     assert group_units(fixed.slice(0, 0)).num_rows == 0
 
 
+def test_a_new_turn_groups_again_only_its_speakers_block(monkeypatch):
+    # A block's labels are kept by a digest of its vectors: after one new turn of Mira's, only
+    # her block is clustered again, and the units are what a grouping from nothing gives.
+    from sklearn.cluster import AgglomerativeClustering
+
+    from views import units as view
+
+    fits = []
+    fit = AgglomerativeClustering.fit_predict
+    monkeypatch.setattr(AgglomerativeClustering, "fit_predict", lambda self, x, *a, **k: fits.append(len(x)) or fit(self, x, *a, **k))
+    view._LABELS.clear()
+    group_units(pa.Table.from_pylist(ROWS))
+    assert sorted(fits) == [2, 6]  # Jonas's two turns, Mira's six
+    fits.clear()
+    grown = [*ROWS, _row("m7", "Mira", "S4", 120, POTTERY)]
+    units = group_units(pa.Table.from_pylist(grown))
+    assert fits == [7], "Mira's block alone"
+    assert {tuple(u["entry_ids"]) for u in units.to_pylist()} == {("m1", "m2", "m3"), ("m4", "m5", "m7")}
+    view._LABELS.clear()
+    assert group_units(pa.Table.from_pylist(grown)).equals(units)
+    fits.clear()
+    group_units(pa.Table.from_pylist(grown), distance=0.25)
+    assert sorted(fits) == [2, 7], "another distance: every block clustered again"
+
+
 def test_the_audit_names_a_unit_whose_turn_left_the_index():
     units = group_units(pa.Table.from_pylist(ROWS))
     audit = units_sound(units, {r["entry_id"] for r in ROWS} - {"m2"})
