@@ -37,46 +37,6 @@ CLAIM_KIND = "claim"
 # A reply keyed with the question it answers (:func:`exchange_rows`).
 EXCHANGE_KIND = "exchange"
 
-# Calls of evidence_rows, exchange_rows or claim_rows over more rows than this keep no renderings
-# (~1 KB of keys and text a row; the bound of views/build.py's EXPECTED_ROWS_KEPT).
-RENDERINGS_KEPT = 500_000
-
-
-class _Renderings:
-    """What one of the row functions rendered in its last call, by exactly what the rendering
-    reads (an entry's id, speaker, content and attributes; a pair's two such; a claim's id and
-    fields): each row's text, text hash and id are pure functions of those, so a call finds those
-    of the rows it rendered the time before and renders only the others. The evidence index
-    renders every row of the home at each build: at 100k entries ~3.6 s of a one-message build's
-    ~6 s index step, nearly all of it the same rows as the build before (docs/benchmarks.md).
-    Holds the last call's renderings only, so an erased entry's text leaves with the first
-    rendering after its erasure, as the ledger's column cache's does."""
-
-    def __init__(self) -> None:
-        self._last: dict[tuple, Any] = {}
-
-    def of(self, key: tuple, made: dict[tuple, Any], make: Any) -> Any:
-        value = self._last.get(key)
-        if value is None:
-            value = make()
-        made[key] = value
-        return value
-
-    def keep(self, made: dict[tuple, Any]) -> None:
-        self._last = made if len(made) <= RENDERINGS_KEPT else {}
-
-
-_ENTRY_TEXTS, _EXCHANGE_TEXTS, _CLAIM_TEXTS = _Renderings(), _Renderings(), _Renderings()
-
-
-def _entry_chunks(eid: str, actor: str | None, content: str | None, attributes: str | None) -> tuple[tuple[str, str, str], ...]:
-    """(id, text, text hash) of each chunk of an entry."""
-    out = []
-    for i, text in enumerate(chunk(render({"attributes": attributes, "actor": actor, "content": content}))):
-        h = text_hash(text)
-        out.append((content_id("ch", eid, i, h), text, h))
-    return tuple(out)
-
 
 def asks(text: str) -> bool:
     """Whether a turn asks something ("How did the move go?"): what a question about it needs is
@@ -185,17 +145,15 @@ def evidence_rows(entries: pa.Table | Iterable[dict[str, Any]], mentions: Mappin
     made: dict[str, list[Any]] = {"id": [], "text": [], "content_hash": [], "entity_ids": [], "claim_id": []}
     take: list[int] = []
     read = [table.column(c).to_pylist() for c in ("entry_id", "kind", "scope", "actor", "content", "attributes")]
-    rendered: dict[tuple, Any] = {}
     for n, (eid, kind, scope, actor, content, attributes) in enumerate(zip(*read)):
         ents = _tagged(eid, kind, scope, actor, mentions)
-        key = (eid, actor, content, attributes)
-        for row_id, text, h in _ENTRY_TEXTS.of(key, rendered, lambda: _entry_chunks(*key)):
+        for i, text in enumerate(chunk(render({"attributes": attributes, "actor": actor, "content": content}))):
+            h = text_hash(text)
             take.append(n)
-            made["id"].append(row_id)
+            made["id"].append(content_id("ch", eid, i, h))
             made["text"].append(text)
             made["content_hash"].append(h)
             made["entity_ids"].append(ents)
-    _ENTRY_TEXTS.keep(rendered)
     made["claim_id"] = [None] * len(take)
     return _assemble(table.take(pa.array(take, pa.int64())), made)
 
@@ -218,7 +176,6 @@ def exchange_rows(entries: pa.Table, mentions: Mapping[str, Sequence[str]] | Non
     order = sorted(range(len(rows)), key=lambda i: (rows[i][1] or "", rows[i][7], rows[i][8], rows[i][0]))
     made: dict[str, list[Any]] = {"id": [], "text": [], "content_hash": [], "entity_ids": []}
     take: list[int] = []
-    rendered: dict[tuple, Any] = {}
     for before, at in zip(order, order[1:]):
         (eid, session, scope, actor, content, attributes, visibility, _, _) = rows[at]
         (prev_eid, prev_session, prev_scope, prev_actor, prev_content, prev_attributes, prev_visibility, _, _) = rows[before]
@@ -226,14 +183,14 @@ def exchange_rows(entries: pa.Table, mentions: Mapping[str, Sequence[str]] | Non
             continue
         if sorted(visibility or ()) != sorted(prev_visibility or ()) or not asks(prev_content or ""):
             continue
-        key = (eid, actor, content, attributes, prev_eid, prev_actor, prev_content, prev_attributes)
-        row_id, text, h = _EXCHANGE_TEXTS.of(key, rendered, lambda: _exchange_text(*key))
+        question = render({"attributes": prev_attributes, "actor": prev_actor, "content": prev_content})
+        text = f"{question} {render({'attributes': attributes, 'actor': actor, 'content': content})}"
+        h = text_hash(text)
         take.append(at)
-        made["id"].append(row_id)
+        made["id"].append(content_id("ex", eid, prev_eid, h))
         made["text"].append(text)
         made["content_hash"].append(h)
         made["entity_ids"].append(_tagged(eid, "message", scope, actor, mentions))
-    _EXCHANGE_TEXTS.keep(rendered)
     if not take:
         return EVIDENCE_SCHEMA.empty_table()
     made["kind"] = [EXCHANGE_KIND] * len(take)
@@ -260,23 +217,6 @@ def claim_sentence(claim: Mapping[str, Any]) -> str:
 SAID_WITH_THE_SOURCE = ("mentions_identifier", "shared_photo")
 
 
-def _exchange_text(eid: str, actor: str | None, content: str | None, attributes: str | None, prev_eid: str,
-                   prev_actor: str | None, prev_content: str | None, prev_attributes: str | None) -> tuple[str, str, str]:
-    """(id, text, text hash) of a reply keyed with the question before it."""
-    question = render({"attributes": prev_attributes, "actor": prev_actor, "content": prev_content})
-    text = f"{question} {render({'attributes': attributes, 'actor': actor, 'content': content})}"
-    h = text_hash(text)
-    return content_id("ex", eid, prev_eid, h), text, h
-
-
-def _claim_text(claim_id: str, predicate: str, subject: str, obj: str, day: Any, polarity: str, cardinality: str) -> tuple[str, str, str]:
-    """(id, text, text hash) of a claim's sentence."""
-    claim = {"predicate": predicate, "subject": subject, "object": obj, "valid_at": day, "polarity": polarity, "cardinality": cardinality}
-    text = claim_sentence(claim)
-    h = text_hash(text)
-    return content_id("cl", claim_id, h), text, h
-
-
 def claim_rows(claims: pa.Table | Iterable[Mapping[str, Any]], known_entities: Iterable[str] = ()) -> pa.Table:
     """One row per claim, rendered by :func:`claim_sentence`, with the claim's own scope,
     visibility (never broader than its source's) and valid/recorded time. ``entity_ids`` holds the
@@ -298,19 +238,18 @@ def claim_rows(claims: pa.Table | Iterable[Mapping[str, Any]], known_entities: I
     made: dict[str, list[Any]] = {"id": [], "text": [], "content_hash": [], "entity_ids": []}
     read = zip(values("claim_id"), values("predicate"), values("subject"), values("object"), values("polarity"),
                values("cardinality", "functional"), days, values("subject_id"), values("object_id"), values("scope"))  # fmt: skip
-    rendered: dict[tuple, Any] = {}
     for claim_id, predicate, subject, obj, polarity, cardinality, day, subject_id, object_id, scope in read:
-        key = (claim_id, predicate, subject, obj, day, polarity, cardinality)
-        row_id, text, h = _CLAIM_TEXTS.of(key, rendered, lambda: _claim_text(*key))
+        claim = {"predicate": predicate, "subject": subject, "object": obj, "valid_at": day, "polarity": polarity, "cardinality": cardinality}
+        text = claim_sentence(claim)
+        h = text_hash(text)
         ents = {subject_id}
         other = object_id or entity_id(scope, obj)
         if object_id or other in known:
             ents.add(other)
-        made["id"].append(row_id)
+        made["id"].append(content_id("cl", claim_id, h))
         made["text"].append(text)
         made["content_hash"].append(h)
         made["entity_ids"].append(sorted(ents))
-    _CLAIM_TEXTS.keep(rendered)
     made["kind"] = [CLAIM_KIND] * n
     made["session_id"] = made["actor"] = [None] * n
     made["claim_id"] = values("claim_id")
