@@ -25,7 +25,10 @@ on first use, and the Jinja templates of the project's and the adapters' macros 
 ``template_cache``, keyed by the macro's SQL). A run inherits them through the fork. It works
 in small steps and gives way to a run that is waiting, so it never delays one: the warm-up
 goes on after the fork, and the runs after that inherit more. A process that builds once (a
-run the Dagster daemon launched) then forks its dbt as soon as the imports are done.
+run the Dagster daemon launched) then forks its dbt as soon as the imports are done. And the
+zygote makes dbt's loggers format an event's line only when their level lets it through
+(:func:`lines_only_at_their_level`): what they write is the same, without the debug lines dbt
+formatted and dropped.
 """
 
 from __future__ import annotations
@@ -250,9 +253,9 @@ def lines_only_at_their_level() -> bool:
 
 
 def warm_up(parse: Path) -> Iterator[None]:
-    """The zygote's warm-up, a step per ``next``: the manifest's classes from ``parse`` first (the
-    most a second of it saves), then the JSON schemas of :data:`_WARM_SCHEMAS`, then the macros'
-    templates. Whatever fails is left to the runs, as before: a warm-up never fails the zygote
+    """The zygote's warm-up, a step per ``next``, in the order of what each second of it saves a
+    run: the manifest's classes from ``parse``, then the JSON schemas of :data:`_WARM_SCHEMAS`,
+    then the macros' templates. Whatever fails is left to the runs, as before: a warm-up never fails the zygote
     (a class a later dbt moved, a parse another dbt version wrote, none at all)."""
     import importlib
 

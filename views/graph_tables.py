@@ -207,7 +207,7 @@ def graph_version(*tables: pa.Table) -> str:
     Each table is hashed as the bytes of one uncompressed Parquet file of it, its chunks combined
     first: its values and types, whatever chunks carried them (a null's slot holds no bytes
     there), written by Arrow's C++ writer. Until 2026-12-07 it was the JSON of every row, which
-    took 2.4 s of a one-message build's ~4 s graph step at 100k entries (py-spy; ~0.1 s now,
+    took 1.8 s of a one-message build's ~4 s graph step at 100k entries (0.11-0.15 s now,
     docs/benchmarks.md), and every version changed once with it. A later pyarrow may write the
     same content otherwise and so name it anew, once: nothing recomputes a past version to
     compare it."""
