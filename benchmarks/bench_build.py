@@ -2,7 +2,9 @@
 
 Then, in the same process, each as a ratio of the cold build: a build with nothing new (every
 view current: nothing runs), the same forced (every asset again, through their incremental
-paths), and a build after one new message (the chat app's case: read-your-writes for state)."""
+paths), and a build after one new message (the chat app's case: read-your-writes for state).
+
+`--on HOME`: one-message builds on a copy of a larger home instead (:func:`one_message_on`)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+import pyarrow.compute as pc
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -72,7 +76,44 @@ def run(out_dir: Path | None = None) -> dict:
     }
 
 
+def one_message_on(home_dir: Path, builds: int = 3) -> dict:
+    """One new message and a build, ``builds`` times, on a copy of the home at ``home_dir`` (the
+    compile bench's 100k home, say: `.bench/compile/home-100000-*`), in one process after a first
+    build there (the process's imports and models, and whatever that home's views lack for the
+    code at hand). Each message continues the ledger's last conversation (its scope, session and
+    speaker), as a chat app's next turn would."""
+    import shutil
+    from datetime import datetime, timezone
+
+    from ledger import Ledger
+    from ledger.schema import NewEntry
+    from memc.home import MemcHome
+
+    with tempfile.TemporaryDirectory() as tmp:
+        home = MemcHome.resolve(Path(tmp) / "home")
+        shutil.copytree(home_dir, home.root, symlinks=True)
+        ledger = Ledger(home.ledger)
+        last = ledger.read(["kind", "scope", "session_id", "actor"])
+        messages = last.filter(pc.equal(last.column("kind"), "message"))
+        if messages.num_rows == 0:
+            raise SystemExit(f"{home_dir}: no message to continue")
+        turn = messages.slice(messages.num_rows - 1).to_pylist()[0]
+        first, _ = _timed_build(home)
+        runs = []
+        for i in range(builds):
+            ledger.append([NewEntry(kind="message", scope=turn["scope"], actor=turn["actor"], session_id=turn["session_id"],
+                                    content=f"One more thing, number {i + 1}: I moved my desk today.", valid_at=datetime.now(timezone.utc))])
+            took, steps = _timed_build(home)
+            runs.append({"one_new_entry_s": round(took, 2), "steps_s": {k: round(v, 2) for k, v in sorted(steps.items(), key=lambda kv: -kv[1])}})
+        return {"home": str(home_dir), "entries": ledger.head(), "first_build_s": round(first, 2), "builds": runs}
+
+
 if __name__ == "__main__":
+    import argparse
     import json
 
-    print(json.dumps(run(), indent=2))
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--on", type=Path, help="measure one-message builds on a copy of this home instead")
+    parser.add_argument("--builds", type=int, default=3)
+    args = parser.parse_args()
+    print(json.dumps(one_message_on(args.on, args.builds) if args.on else run(), indent=2))
