@@ -10,6 +10,7 @@ next build without re-embedding anything (a tag change replaces the row, its vec
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import pyarrow as pa
@@ -22,7 +23,7 @@ from memc.filecache import latest, signature
 from memc.home import MemcHome
 from memc.objectstore import where_is
 from views.dreaming import PRODUCER, dream, held_values, unchanged
-from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, EXCHANGE_KIND, index_rows
+from views.evidence import CLAIM_KIND, ENTRY_COLUMNS, EXCHANGE_KIND, IndexInputs, index_rows, index_rows_since
 from views.graph import GraphStore, KuzuGraphStore
 from views.graph_tables import both_directions
 from views.marts import (
@@ -72,9 +73,28 @@ def _inputs_version(home: MemcHome, watermark: int) -> tuple:
     )  # fmt: skip
 
 
+# The inputs and rows expected_rows last made in this process, for one home: the next version's
+# rows are made from them by rendering only what changed (views/evidence.py index_rows_since).
+_MADE_FROM: dict[str, tuple[IndexInputs, pa.Table]] = {}
+_MADE_FROM_LOCK = threading.Lock()
+
+
+def _made(home: MemcHome, watermark: int) -> pa.Table:
+    inputs = read_inputs(home, watermark)
+    root = os.path.realpath(home.root)
+    with _MADE_FROM_LOCK:
+        before = _MADE_FROM.get(root)
+    rows = index_rows_since(before[0], before[1], inputs) if before else index_rows(*inputs)
+    with _MADE_FROM_LOCK:
+        _MADE_FROM.clear()  # one home's at a time, like `latest`
+        if rows.num_rows <= EXPECTED_ROWS_KEPT:
+            _MADE_FROM[root] = (inputs, rows)
+    return rows
+
+
 def expected_rows(home: MemcHome, watermark: int) -> pa.Table:
     """The rows the index must hold at ``watermark`` (rendering only: nothing is embedded)."""
-    return latest("expected_rows", _inputs_version(home, watermark), lambda: index_rows(*read_inputs(home, watermark)),
+    return latest("expected_rows", _inputs_version(home, watermark), lambda: _made(home, watermark),
                   keep=lambda rows: rows.num_rows <= EXPECTED_ROWS_KEPT)  # fmt: skip
 
 

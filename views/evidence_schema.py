@@ -6,7 +6,7 @@ passes before it is stored (views/vectors.py stores them).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -136,24 +136,28 @@ def _same_values(a: pa.Array, b: pa.Array) -> pa.Array:
     return pc.or_(pc.fill_null(pc.equal(a, b), False), both_null)
 
 
-def differing_rows(wanted: pa.Table, stored: pa.Table) -> tuple[list[str], list[str], list[int]]:
-    """What makes ``stored`` (the table's rows, every column of EVIDENCE_SCHEMA) equal to
-    ``wanted`` (normalized rows, unique ids): (ids to delete, ids whose row changed, positions in
-    ``wanted`` of the rows to add: new ids and changed rows). Compared column by column in Arrow,
-    which at 100k entries takes a fraction of hashing every wanted row again (~2.3 s a build)."""
-    at = pc.index_in(wanted.column("id"), value_set=stored.column("id"))  # each wanted row's stored row, or null
+def differing_rows(
+    wanted: pa.Table, stored: pa.Table, *, key: str = "id", columns: Sequence[str] | None = None
+) -> tuple[list[str], list[str], list[int]]:
+    """What makes ``stored`` (the table's rows, every column of EVIDENCE_SCHEMA, or ``columns``)
+    equal to ``wanted`` (normalized rows, unique ``key``s): (keys to delete, keys whose row
+    changed, positions in ``wanted`` of the rows to add: new keys and changed rows). Compared column
+    by column in Arrow, which at 100k entries takes a fraction of hashing every wanted row again
+    (~2.3 s a build). The evidence rows' own inputs (ledger entries, claims) are compared the same
+    way (views/evidence.py :func:`~views.evidence.index_rows_since`)."""
+    at = pc.index_in(wanted.column(key), value_set=stored.column(key))  # each wanted row's stored row, or null
     present = pc.is_valid(at)
     mine = wanted.filter(present)
     theirs = stored.take(pc.drop_null(at))
     same = pa.array([True] * mine.num_rows, pa.bool_())
-    for name in EVIDENCE_SCHEMA.names:
+    for name in EVIDENCE_SCHEMA.names if columns is None else columns:
         ours = mine.column(name).combine_chunks()
         same = pc.and_(same, _same_values(ours, theirs.column(name).combine_chunks().cast(ours.type)))
     changed = pc.invert(same)
-    replaced = mine.column("id").filter(changed).to_pylist()
+    replaced = mine.column(key).filter(changed).to_pylist()
     kept_at = pc.indices_nonzero(present)  # the positions in wanted of mine's rows
     add = pc.indices_nonzero(pc.invert(present)).to_pylist() + kept_at.take(pc.indices_nonzero(changed)).to_pylist()
-    gone = stored.column("id").filter(pc.invert(pc.is_in(stored.column("id"), value_set=wanted.column("id")))).to_pylist()
+    gone = stored.column(key).filter(pc.invert(pc.is_in(stored.column(key), value_set=wanted.column(key)))).to_pylist()
     return sorted(gone), sorted(replaced), sorted(add)
 
 
