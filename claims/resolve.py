@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -106,95 +107,145 @@ PARTICIPANT_COLUMNS = ["kind", "scope", "actor", "session_id"]
 def resolution_tables(ledger: Any, until_seq: int) -> tuple[pa.Table, pa.Table]:
     """(aliases, participants) of the ledger's entries up to ``until_seq``: what a build compares
     with the claims' resolver before its run, and what the run's entity_aliases asset writes. Made
-    once per version of the ledger's files (~1.6 s at 100k entries, asked twice a build)."""
+    once per version of the ledger's files, and from the entries after those last folded in this
+    process while no file they came from was replaced (a purge or a compaction writes new ones):
+    at 100k entries folding every entry takes ~1.3 s a build, mostly the address patterns."""
 
     def make() -> tuple[pa.Table, pa.Table]:
-        aliases = build_aliases(ledger.iter_entries(until_seq=until_seq, columns=ALIAS_COLUMNS))
-        return aliases, build_participants(ledger.iter_entries(until_seq=until_seq, columns=PARTICIPANT_COLUMNS))
+        files = ledger.signature()
+        with _FOLDS_LOCK:
+            held = _FOLDS.pop(str(ledger.root), None)
+        since, fold = 0, _Resolution()
+        if held is not None and set(held[0]) <= set(files) and held[1] <= until_seq:
+            _, since, fold = held
+        fold.add(ledger.iter_entries(since_seq=since, until_seq=until_seq, columns=ALIAS_COLUMNS))
+        tables = fold.aliases(), fold.participants()
+        with _FOLDS_LOCK:
+            _FOLDS.clear()  # one ledger's at a time, like `latest`
+            _FOLDS[str(ledger.root)] = (files, until_seq, fold)
+        return tables
 
     return latest("resolution_tables", (str(ledger.root), until_seq, ledger.signature()), make)
 
 
+class _Resolution:
+    """What the alias and participant tables are made from, gathered from entries in seq order:
+    who speaks under which written forms, who speaks in each conversation and session, who is
+    addressed by which name, which e-mail addresses write. Folding more entries (higher seqs)
+    then gives what one pass over all of them gives; the tables are read from it without
+    changing it."""
+
+    def __init__(self) -> None:
+        self.speakers: dict[tuple[str, str], _Name] = defaultdict(_Name)  # (scope, normalized) -> forms
+        self.by_conv: dict[tuple[str, str], set[str]] = defaultdict(set)  # (scope, conversation) -> speakers (normalized)
+        self.addressed: list[tuple[str, str, str, str, str]] = []  # scope, conversation, name, speaker, entry_id
+        self.senders: dict[tuple[str, str], list[str]] = defaultdict(list)  # (scope, address) -> entry ids
+        self.turns: dict[tuple[str, str, str], Counter] = defaultdict(Counter)  # scope, session, normalized -> forms
+
+    def add(self, entries: Iterable[dict[str, Any]], *, aliases: bool = True) -> "_Resolution":
+        """Fold ``entries`` (ALIAS_COLUMNS; PARTICIPANT_COLUMNS are enough without ``aliases``)."""
+        for e in entries:
+            actor, scope = e.get("actor"), e["scope"]
+            is_name = e["kind"] == "message" and _is_name(actor)
+            if is_name and e.get("session_id"):
+                self.turns[(scope, e["session_id"], normalize_name(actor))][" ".join(actor.split())] += 1
+            if not aliases:
+                continue
+            if email_local_name(actor) is not None:
+                self.senders[(scope, " ".join(actor.split()))].append(e["entry_id"])
+            if not is_name:
+                continue
+            norm = normalize_name(actor)
+            s = self.speakers[(scope, norm)]
+            s.written[" ".join(actor.split())] += 1
+            if len(s.evidence) < MAX_EVIDENCE:
+                s.evidence.append(e["entry_id"])
+            conv = _conversation(e)
+            if conv:
+                self.by_conv[(scope, conv)].add(norm)
+                for pattern in _ADDRESS:
+                    for m in pattern.finditer(e["content"]):
+                        self.addressed.append((scope, conv, m.group("name"), norm, e["entry_id"]))
+        return self
+
+    def aliases(self) -> pa.Table:
+        """The alias table (rows sorted by scope, normalized alias)."""
+        speakers, by_conv = self.speakers, self.by_conv
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
+        canonical: dict[tuple[str, str], str] = {}
+        for (scope, norm), s in speakers.items():
+            # The canonical form is the one written most often (ties: alphabetical, for determinism).
+            name = sorted(s.written.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+            canonical[(scope, norm)] = name
+            eid = entity_id(scope, name)
+            for form in sorted(s.written):
+                rows[(scope, form)] = {
+                    "scope": scope, "alias": form, "normalized": norm, "entity_id": eid, "canonical_name": name,
+                    "rule": "exact" if form == name else "case/space", "evidence": list(s.evidence),
+                }
+
+        nick_evidence: dict[tuple[str, str, str], list[str]] = defaultdict(list)  # scope, nick, target -> ids
+        ambiguous: set[tuple[str, str]] = set()
+        targets: dict[tuple[str, str], str] = {}
+        for scope, conv, name, speaker, eid in self.addressed:
+            nick = normalize_name(name)
+            if len(nick) < MIN_NICKNAME or (scope, nick) in speakers:
+                continue  # a participant's own name, or too short to mean anything
+            others = sorted(
+                n for n in by_conv[(scope, conv)]
+                if n != speaker and n.split()[0] != nick and n.split()[0].startswith(nick)
+            )  # fmt: skip
+            if len(others) != 1:
+                continue  # no participant, or several, could be meant: no merge
+            key = (scope, nick)
+            if targets.setdefault(key, others[0]) != others[0]:
+                ambiguous.add(key)  # the same nickname points at different people in two conversations
+            ev = nick_evidence[(scope, nick, others[0])]
+            if len(ev) < MAX_EVIDENCE // 2:
+                ev.append(eid)
+        for (scope, nick), target in sorted(targets.items()):
+            if (scope, nick) in ambiguous:
+                continue
+            name = canonical[(scope, target)]
+            written = nick_evidence[(scope, nick, target)]
+            rows[(scope, nick)] = {
+                "scope": scope, "alias": _title(nick), "normalized": nick, "entity_id": entity_id(scope, name),
+                "canonical_name": name, "rule": "prefix-in-conversation",
+                # where the nickname is used to address them, then where they speak under their name
+                "evidence": written + speakers[(scope, target)].evidence[: MAX_EVIDENCE - len(written)],
+            }
+        for (scope, address), ids in sorted(self.senders.items()):
+            target = email_local_name(address)
+            if (scope, target) not in speakers:
+                continue  # the local part names no speaker wholly ("pn", "priya" for "Priya Nair"): no merge
+            name = canonical[(scope, target)]
+            rows[(scope, normalize_name(address))] = {
+                "scope": scope, "alias": address, "normalized": normalize_name(address), "entity_id": entity_id(scope, name),
+                "canonical_name": name, "rule": "email-local-part",
+                # where the address writes, then where the person speaks under their name
+                "evidence": ids[: MAX_EVIDENCE // 2] + speakers[(scope, target)].evidence[: MAX_EVIDENCE - min(len(ids), MAX_EVIDENCE // 2)],
+            }
+        ordered = sorted(rows.values(), key=lambda r: (r["scope"], r["normalized"], r["alias"]))
+        return pa.Table.from_pylist(ordered, schema=ALIAS_SCHEMA)
+
+    def participants(self) -> pa.Table:
+        """Every session's speakers, one row per (scope, session, speaker), sorted."""
+        rows = [
+            {"scope": scope, "session_id": session, "participant": sorted(forms.items(), key=lambda kv: (-kv[1], kv[0]))[0][0], "turns": sum(forms.values())}
+            for (scope, session, _), forms in sorted(self.turns.items())
+        ]
+        return pa.Table.from_pylist(rows, schema=PARTICIPANT_SCHEMA)
+
+
+# The fold resolution_tables last made in this process: ledger root -> (its files, the seq folded
+# up to, the fold).
+_FOLDS: dict[str, tuple[tuple, int, _Resolution]] = {}
+_FOLDS_LOCK = threading.Lock()
+
+
 def build_aliases(entries: Iterable[dict[str, Any]]) -> pa.Table:
     """The alias table of a ledger (rows sorted by scope, normalized alias)."""
-    speakers: dict[tuple[str, str], _Name] = defaultdict(_Name)  # (scope, normalized) -> forms
-    by_conv: dict[tuple[str, str], set[str]] = defaultdict(set)  # (scope, conversation) -> speakers (normalized)
-    addressed: list[tuple[str, str, str, str, str]] = []  # scope, conversation, name, speaker, entry_id
-    senders: dict[tuple[str, str], list[str]] = defaultdict(list)  # (scope, address) -> entry ids
-    for e in entries:
-        actor, scope = e.get("actor"), e["scope"]
-        if email_local_name(actor) is not None:
-            senders[(scope, " ".join(actor.split()))].append(e["entry_id"])
-        if e["kind"] != "message" or not _is_name(actor):
-            continue
-        norm = normalize_name(actor)
-        s = speakers[(scope, norm)]
-        s.written[" ".join(actor.split())] += 1
-        if len(s.evidence) < MAX_EVIDENCE:
-            s.evidence.append(e["entry_id"])
-        conv = _conversation(e)
-        if conv:
-            by_conv[(scope, conv)].add(norm)
-            for pattern in _ADDRESS:
-                for m in pattern.finditer(e["content"]):
-                    addressed.append((scope, conv, m.group("name"), norm, e["entry_id"]))
-
-    rows: dict[tuple[str, str], dict[str, Any]] = {}
-    canonical: dict[tuple[str, str], str] = {}
-    for (scope, norm), s in speakers.items():
-        # The canonical form is the one written most often (ties: alphabetical, for determinism).
-        name = sorted(s.written.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-        canonical[(scope, norm)] = name
-        eid = entity_id(scope, name)
-        for form in sorted(s.written):
-            rows[(scope, form)] = {
-                "scope": scope, "alias": form, "normalized": norm, "entity_id": eid, "canonical_name": name,
-                "rule": "exact" if form == name else "case/space", "evidence": list(s.evidence),
-            }
-
-    nick_evidence: dict[tuple[str, str, str], list[str]] = defaultdict(list)  # scope, nick, target -> ids
-    ambiguous: set[tuple[str, str]] = set()
-    targets: dict[tuple[str, str], str] = {}
-    for scope, conv, name, speaker, eid in addressed:
-        nick = normalize_name(name)
-        if len(nick) < MIN_NICKNAME or (scope, nick) in speakers:
-            continue  # a participant's own name, or too short to mean anything
-        others = sorted(
-            n for n in by_conv[(scope, conv)]
-            if n != speaker and n.split()[0] != nick and n.split()[0].startswith(nick)
-        )  # fmt: skip
-        if len(others) != 1:
-            continue  # no participant, or several, could be meant: no merge
-        key = (scope, nick)
-        if targets.setdefault(key, others[0]) != others[0]:
-            ambiguous.add(key)  # the same nickname points at different people in two conversations
-        ev = nick_evidence[(scope, nick, others[0])]
-        if len(ev) < MAX_EVIDENCE // 2:
-            ev.append(eid)
-    for (scope, nick), target in sorted(targets.items()):
-        if (scope, nick) in ambiguous:
-            continue
-        name = canonical[(scope, target)]
-        written = nick_evidence[(scope, nick, target)]
-        rows[(scope, nick)] = {
-            "scope": scope, "alias": _title(nick), "normalized": nick, "entity_id": entity_id(scope, name),
-            "canonical_name": name, "rule": "prefix-in-conversation",
-            # where the nickname is used to address them, then where they speak under their name
-            "evidence": written + speakers[(scope, target)].evidence[: MAX_EVIDENCE - len(written)],
-        }
-    for (scope, address), ids in sorted(senders.items()):
-        target = email_local_name(address)
-        if (scope, target) not in speakers:
-            continue  # the local part names no speaker wholly ("pn", "priya" for "Priya Nair"): no merge
-        name = canonical[(scope, target)]
-        rows[(scope, normalize_name(address))] = {
-            "scope": scope, "alias": address, "normalized": normalize_name(address), "entity_id": entity_id(scope, name),
-            "canonical_name": name, "rule": "email-local-part",
-            # where the address writes, then where the person speaks under their name
-            "evidence": ids[: MAX_EVIDENCE // 2] + speakers[(scope, target)].evidence[: MAX_EVIDENCE - min(len(ids), MAX_EVIDENCE // 2)],
-        }
-    ordered = sorted(rows.values(), key=lambda r: (r["scope"], r["normalized"], r["alias"]))
-    return pa.Table.from_pylist(ordered, schema=ALIAS_SCHEMA)
+    return _Resolution().add(entries).aliases()
 
 
 # Who speaks in each session: what "you" means in a two-party session (the other one).
@@ -211,16 +262,7 @@ PARTICIPANT_SCHEMA = pa.schema(
 def build_participants(entries: Iterable[dict[str, Any]]) -> pa.Table:
     """Every session's speakers (message entries with a person as actor), one row per
     (scope, session, speaker), sorted."""
-    turns: dict[tuple[str, str, str], Counter] = defaultdict(Counter)  # scope, session, normalized -> forms
-    for e in entries:
-        actor, session = e.get("actor"), e.get("session_id")
-        if e["kind"] == "message" and session and _is_name(actor):
-            turns[(e["scope"], session, normalize_name(actor))][" ".join(actor.split())] += 1
-    rows = [
-        {"scope": scope, "session_id": session, "participant": sorted(forms.items(), key=lambda kv: (-kv[1], kv[0]))[0][0], "turns": sum(forms.values())}
-        for (scope, session, _), forms in sorted(turns.items())
-    ]
-    return pa.Table.from_pylist(rows, schema=PARTICIPANT_SCHEMA)
+    return _Resolution().add(entries, aliases=False).participants()
 
 
 def _title(nick: str) -> str:

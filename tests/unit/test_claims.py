@@ -219,7 +219,7 @@ def test_a_capitalised_word_at_a_sentence_start_is_not_a_nickname():
 
 def test_resolution_tables_are_made_once_per_version_of_the_ledger(tmp_path, monkeypatch):
     # A build asks for them twice (deciding the days to extract, then entity_aliases): made once
-    # while the ledger's files stay the same, again after an append.
+    # while the ledger's files stay the same, again after an append, from the new entries alone.
     from claims import resolve
     from ledger import Ledger, NewEntry
     from memc import filecache
@@ -229,12 +229,47 @@ def test_resolution_tables_are_made_once_per_version_of_the_ledger(tmp_path, mon
     turn = lambda who, session, text: NewEntry(kind="message", scope="team", actor=who, session_id=session, content=text, valid_at=when)  # noqa: E731
     ledger = Ledger(tmp_path / "ledger")
     ledger.append([turn("Elena Rossi", "s1", "Hi Tomasz!"), turn("Tomasz", "s1", "Hi Elena.")])
-    made = []
-    real = resolve.build_aliases
-    monkeypatch.setattr(resolve, "build_aliases", lambda entries: made.append(1) or real(entries))
+    folded: list[int] = []
+    real = resolve._Resolution.add
+    monkeypatch.setattr(resolve._Resolution, "add", lambda self, entries, **kw: real(self, [e for e in entries if not folded.append(1)], **kw))
     first = resolve.resolution_tables(ledger, ledger.head())
-    assert resolve.resolution_tables(Ledger(tmp_path / "ledger"), ledger.head()) is first and made == [1]  # another handle
+    assert resolve.resolution_tables(Ledger(tmp_path / "ledger"), ledger.head()) is first and len(folded) == 2  # another handle
     ledger.append([turn("Priya", "s2", "Morning, Elena.")])
     second = resolve.resolution_tables(ledger, ledger.head())
-    assert made == [1, 1] and second[1].num_rows == first[1].num_rows + 1  # Priya speaks in s2
-    assert resolve.resolution_tables(ledger, 2) is not second and made == [1, 1, 1]  # another watermark
+    assert len(folded) == 3 and second[1].num_rows == first[1].num_rows + 1  # Priya speaks in s2: one entry folded
+    assert resolve.resolution_tables(ledger, 2) is not second and len(folded) == 5  # an earlier watermark: all again
+
+
+def test_resolution_tables_folded_a_batch_at_a_time_equal_one_pass(tmp_path):
+    # The fold kept between versions gives the tables one pass over the ledger gives, and after a
+    # purge rewrites a file it starts again: the erased turn's words no longer name anyone.
+    from claims import resolve
+    from ledger import Ledger, NewEntry
+    from memc import filecache
+
+    filecache.clear()
+    when = datetime(2024, 5, 1, 9, tzinfo=timezone.utc)
+    turn = lambda who, session, text: NewEntry(kind="message", scope="team", actor=who, session_id=session, content=text, valid_at=when)  # noqa: E731
+    ledger = Ledger(tmp_path / "ledger")
+    batches = [
+        [turn("Elena Rossi", "s1", "Hi Tomasz!"), turn("Tomasz", "s1", "Hey Elena, how are you?")],
+        [turn("Elena Rossi", "s1", "Thanks, Tom!"), turn("priya.nair@helio.example", "mail", "Invoice attached.")],
+        [turn("Priya Nair", "s2", "Morning, Elena."), turn("elena rossi", "s2", "Hi Priya!")],
+        [turn("Tomasz", "s3", "Jo, are you there?"), turn("Jonas", "s3", "Yes, Tom.")],
+    ]
+    ids = []
+    for batch in batches:
+        ids += ledger.append(batch).entry_ids
+        folded = resolve.resolution_tables(ledger, ledger.head())
+        whole = (
+            resolve.build_aliases(ledger.iter_entries(columns=resolve.ALIAS_COLUMNS)),
+            resolve.build_participants(ledger.iter_entries(columns=resolve.PARTICIPANT_COLUMNS)),
+        )
+        assert folded[0].equals(whole[0]) and folded[1].equals(whole[1])
+    assert "prefix-in-conversation" in folded[0].column("rule").to_pylist()  # "Tom" for Tomasz
+    tomb = ledger.append([NewEntry(kind="erasure", scope="team", actor="admin", content="erasure of 1 entry", valid_at=when,
+                                   attributes={"entry_ids": [ids[2]]})])  # fmt: skip
+    ledger.purge({ids[2]: tomb.entry_ids[0]})  # "Thanks, Tom!"
+    after = resolve.resolution_tables(ledger, ledger.head())
+    assert after[0].equals(resolve.build_aliases(ledger.iter_entries(columns=resolve.ALIAS_COLUMNS)))
+    assert not after[0].equals(folded[0])
