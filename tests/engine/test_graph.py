@@ -278,6 +278,15 @@ def test_neighbours(graph) -> None:
         graph.neighbours(["a"], principals=["x' OR true"])
 
 
+def test_a_scoped_walk_follows_only_that_scopes_edges(graph) -> None:
+    # "lonely" (acme) is tied to Ana only by an edge another scope recorded: a walk kept to acme
+    # does not take it, whatever the scope of the entities at its ends.
+    graph.rebuild(SMALL_E, interactions([("a", "b", "acme", 3), ("a", "lonely", "globex", 9), ("g", "h", "globex", 1)]))
+    assert {n["entity_id"] for n in graph.neighbours(["a"], scope="acme")} == {"b"}
+    assert {n["entity_id"] for n in graph.neighbours(["a"])} == {"b", "lonely"}
+    assert {n["entity_id"] for n in graph.neighbours(["a"], scope="globex")} == set()
+
+
 def test_keep_open_false_releases_the_file_between_calls(tmp_path) -> None:
     shared = KuzuGraphStore(tmp_path / "graph", keep_open=False)
     shared.rebuild(SMALL_E, SMALL_I)
