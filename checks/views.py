@@ -1,6 +1,7 @@
 """Checks on the retrieval and graph views and on dreaming's write-back (the audits in views/audit.py)."""
 
 import dagster as dg
+import pyarrow.compute as pc
 
 from catalog.keys import CENTRALITY, ENTITY_GRAPH, EVIDENCE_INDEX, MEMORY_UNITS
 from catalog.resources import MemcResource
@@ -81,12 +82,16 @@ def derived_claims_sound(memc: MemcResource) -> dg.AssetCheckResult:
     ledger = memc.ledger()
     table = ledger.read(["seq", "entry_id", "kind", "producer", "attributes", "derived_from", "watermark"])
     seq_of = dict(zip(table.column("entry_id").to_pylist(), table.column("seq").to_pylist()))
-    derived = [r for r in table.to_pylist() if r["kind"] == "derived_claim" and r["producer"] == PRODUCER]
-    store = graph_store(home)
-    try:
-        nodes = set(store.node_evidence().get("Entity", {}))
-    finally:
-        store.close()
+    # dreaming's entries picked in Arrow: dicts of every entry were ~0.15 s at 100k entries
+    ours = pc.and_(pc.equal(table.column("kind"), "derived_claim"), pc.equal(table.column("producer"), PRODUCER))
+    derived = table.filter(pc.fill_null(ours, False)).to_pylist()
+    nodes: set[str] = set()
+    if derived:  # the graph's nodes are read only when there is a claim to check against them
+        store = graph_store(home)
+        try:
+            nodes = set(store.node_evidence().get("Entity", {}))
+        finally:
+            store.close()
     return audit_result(audit_derived(derived, nodes, seq_of, ledger.head()))
 
 
