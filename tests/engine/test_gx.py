@@ -172,10 +172,10 @@ def test_claims_schema_and_required_values(good):
 def test_the_frames_are_hashed_by_pandas_not_pickled(good):
     """GX fingerprints each batch with ``pd.util.hash_pandas_object`` and pickles the whole frame
     when that raises (lists as numpy arrays are unhashable): half of the ledger suite's time at
-    100k entries. The frames hold the list columns as tuples, so the hash takes them."""
+    100k entries. The frames hold the list columns as their items joined, so the hash takes them."""
     import pandas as pd
 
-    from checks.gx import claims_frame, ledger_frame
+    from checks.gx import LIST_SEPARATOR, _frame, _visibility_text, claims_frame, ledger_frame
 
     table, claims = good
     texts = zip(table.column("content").to_pylist(), table.column("attributes").to_pylist())
@@ -183,4 +183,9 @@ def test_the_frames_are_hashed_by_pandas_not_pickled(good):
     for frame in (ledger_frame(table), claims_frame(claims, sources)):
         assert len(pd.util.hash_pandas_object(frame, index=True)) == len(frame)
     frame = ledger_frame(table)
-    assert list(frame["visibility"]) == [tuple(v) for v in table.sort_by("seq").column("visibility").to_pylist()]
+    assert list(frame["visibility"]) == [LIST_SEPARATOR.join(v) for v in table.sort_by("seq").column("visibility").to_pylist()]
+    # a null list stays null, a list holding a null item does not (what the suites see of them)
+    crafted = pa.table({"visibility": pa.array([["a", "b"], None, ["a", None], []], pa.list_(pa.string()))})
+    cells = [None if pd.isna(v) else v for v in _frame(crafted)["visibility"]]
+    assert cells == [f"a{LIST_SEPARATOR}b", None, f"a{LIST_SEPARATOR}None", ""]
+    assert _visibility_text(crafted.column("visibility")) == ["a,b", None, "a,None", ""]
