@@ -2,6 +2,7 @@
 
 
 import dagster as dg
+import pyarrow.compute as pc
 
 from catalog.keys import CLAIMS, ENTITY_ALIASES
 from catalog.resources import MemcResource
@@ -22,26 +23,27 @@ from memc.ids import entity_id
 )
 def claims_provenance(memc: MemcResource) -> dg.AssetCheckResult:
     key = active_extractor_key()
-    claims = read_claims(memc.home.claims, key).select(["claim_id", "source_entry_id", "quote", "visibility"]).to_pylist()
-    wanted = {c["source_entry_id"] for c in claims}
-    source = {
-        r["entry_id"]: r
-        for r in memc.ledger().read(["entry_id", "content", "attributes", "visibility"]).to_pylist()
-        if r["entry_id"] in wanted
-    }
+    claims = read_claims(memc.home.claims, key)
+    ledger = memc.ledger().read(["entry_id", "content", "attributes", "visibility"])
+    # Each claim's source row, matched in Arrow (null where the ledger has no such entry): dicts of
+    # every entry and claim were ~1 s of this check at 100k entries.
+    source = ledger.take(pc.index_in(claims.column("source_entry_id"), value_set=ledger.column("entry_id")))
+    rows = zip(
+        *(claims.column(c).to_pylist() for c in ("claim_id", "quote", "visibility")),
+        *(source.column(c).to_pylist() for c in ("entry_id", "content", "attributes", "visibility")),
+    )  # fmt: skip
     bad_quote, too_broad = [], []
-    for c in claims:
-        src = source.get(c["source_entry_id"])
-        if src is None or not said_in(c["quote"], src["content"], src["attributes"]):
-            bad_quote.append(c["claim_id"])
-        elif PUBLIC not in src["visibility"] and set(c["visibility"]) - set(src["visibility"]):
-            too_broad.append(c["claim_id"])
+    for claim_id, quote, visibility, found, content, attributes, source_visibility in rows:
+        if found is None or not said_in(quote, content, attributes):
+            bad_quote.append(claim_id)
+        elif PUBLIC not in source_visibility and set(visibility) - set(source_visibility):
+            too_broad.append(claim_id)
     bad = bad_quote + too_broad
     return dg.AssetCheckResult(
         passed=not bad,
         metadata={
             "extractor": key,
-            "claims": len(claims),
+            "claims": claims.num_rows,
             "quote_not_in_source": len(bad_quote),
             "visibility_too_broad": len(too_broad),
             "failing_claim_ids": ", ".join(bad[:50]) or "none",

@@ -159,3 +159,42 @@ def test_watermark_lag_check_sees_a_view_behind_the_ledger(home):
     assert lag.watermark == head and lag.entries_behind == Ledger(home.ledger).head() - head > 0
     assert lag.seconds_behind >= 0 and lag.metadata()["entries_behind"] == lag.entries_behind
     shutil.rmtree(home.claims)
+
+
+def test_the_provenance_check_names_each_claim_without_its_quote_source_or_visibility(home):
+    """claims_provenance on crafted claims: a quote its entry never said, a source the ledger
+    does not hold, and a claim visible to everyone from an entry only Elena may see."""
+    from datetime import datetime, timezone
+
+    import pyarrow.parquet as pq
+
+    from catalog.keys import CLAIMS, ENTITY_ALIASES
+    from catalog.resources import MemcResource
+    from checks.claims import claims_provenance
+    from claims.extractors.registry import active_extractor_key
+    from claims.store import CLAIMS_FILE, day_dir, days
+    from ledger import Ledger
+    from ledger.schema import NewEntry
+    from orchestration.runner import build
+
+    assert build(home, selection=[ENTITY_ALIASES, CLAIMS]).success
+    assert claims_provenance(memc=MemcResource(home_dir=str(home.root))).passed
+    private = Ledger(home.ledger).append([NewEntry(kind="message", scope="team", actor="Elena", visibility=("elena",),
+                                                   content="My salary is 70k.", valid_at=datetime.now(timezone.utc))]).entry_ids[0]  # fmt: skip
+    key = active_extractor_key()
+    path = day_dir(home.claims, key, days(home.claims, key)[0]) / CLAIMS_FILE
+    table = pq.read_table(path)
+    rows = table.to_pylist()
+    good = len(rows)
+    crafted = [
+        dict(rows[0], claim_id="c_misquoted", quote="words nobody said"),
+        dict(rows[0], claim_id="c_no_source", source_entry_id="e_not_in_the_ledger"),
+        dict(rows[0], claim_id="c_too_broad", source_entry_id=private, quote="salary is 70k", visibility=["public"]),
+        dict(rows[0], claim_id="c_as_private", source_entry_id=private, quote="salary is 70k", visibility=["elena"]),
+    ]
+    pq.write_table(pa.Table.from_pylist(rows + crafted, schema=table.schema), path)
+    res = claims_provenance(memc=MemcResource(home_dir=str(home.root)))
+    meta = {k: v.value for k, v in res.metadata.items()}
+    assert not res.passed and meta["claims"] == good + 4
+    assert meta["quote_not_in_source"] == 2 and meta["visibility_too_broad"] == 1
+    assert meta["failing_claim_ids"] == "c_misquoted, c_no_source, c_too_broad"
