@@ -85,18 +85,18 @@ def graph_counts_match(counts: Mapping[str, int], marts: Mapping[str, pa.Table |
 
 def graph_traces_to_ledger(node_evidence: Mapping[str, Mapping[str, list[str]]], ledger_ids: set[str]) -> Audit:
     """Every node names at least one ledger entry, and every entry it names exists."""
-    problems = []
+    found: list[tuple[str, str, str]] = []  # (label, node, problem): sorted once, not every node
     nodes = 0
-    for label, nodes_of in sorted(node_evidence.items()):
-        for node, evidence in sorted(nodes_of.items()):
+    for label, nodes_of in node_evidence.items():
+        for node, evidence in nodes_of.items():
             nodes += 1
             if not evidence:
-                problems.append(f"{label} {node} traces to no ledger entry")
+                found.append((label, node, f"{label} {node} traces to no ledger entry"))
                 continue
             missing = [e for e in evidence if e not in ledger_ids]
             if missing:
-                problems.append(f"{label} {node} names unknown entries {missing[:3]}")
-    return Audit.of(problems, nodes=nodes)
+                found.append((label, node, f"{label} {node} names unknown entries {missing[:3]}"))
+    return Audit.of([problem for *_, problem in sorted(found)], nodes=nodes)
 
 
 def derived_claims_sound(derived: Iterable[Mapping[str, Any]], node_ids: set[str], seq_of: Mapping[str, int], head: int) -> Audit:

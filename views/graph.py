@@ -226,6 +226,16 @@ class KuzuGraphStore:
             res.close()
 
     @staticmethod
+    def _table(conn: Any, query: str) -> dict[str, list[Any]]:
+        """A query's columns as lists, read as one Arrow table (the query must return columns)."""
+        res = conn.execute(query)
+        try:
+            table = res.get_as_arrow()
+            return {name: table.column(name).to_pylist() for name in table.column_names}
+        finally:
+            res.close()
+
+    @staticmethod
     def _run(conn: Any, query: str, params: dict[str, Any] | None = None) -> None:
         res = conn.execute(query, params or {})
         for r in res if isinstance(res, list) else [res]:
@@ -359,13 +369,15 @@ class KuzuGraphStore:
         with self._session() as conn:
             if conn is None:
                 return {}
-            ent = self._rows(conn, "MATCH (n:Entity) RETURN n.entity_id AS id, n.evidence AS ev")
-            entr = self._rows(conn, "MATCH (n:Entry) RETURN n.entry_id AS id")
-            sess = self._rows(conn, "MATCH (s:Session) OPTIONAL MATCH (e:Entry)-[:IN_SESSION]->(s) RETURN s.session_key AS id, collect(e.entry_id) AS ev")
+            # As Arrow, not a row at a time: at 100k entries the Entry nodes took 0.13 s with
+            # get_next, 0.014 s so.
+            ent = self._table(conn, "MATCH (n:Entity) RETURN n.entity_id AS id, n.evidence AS ev")
+            entr = self._table(conn, "MATCH (n:Entry) RETURN n.entry_id AS id")
+            sess = self._table(conn, "MATCH (s:Session) OPTIONAL MATCH (e:Entry)-[:IN_SESSION]->(s) RETURN s.session_key AS id, collect(e.entry_id) AS ev")
         return {
-            "Entity": {r["id"]: sorted(r["ev"] or []) for r in ent},
-            "Entry": {r["id"]: [r["id"]] for r in entr},
-            "Session": {r["id"]: sorted(e for e in (r["ev"] or []) if e) for r in sess},
+            "Entity": {i: sorted(ev or []) for i, ev in zip(ent["id"], ent["ev"])},
+            "Entry": {i: [i] for i in entr["id"]},
+            "Session": {i: sorted(e for e in (ev or []) if e) for i, ev in zip(sess["id"], sess["ev"])},
         }
 
     def node_count(self, scope: str | None = None) -> int:

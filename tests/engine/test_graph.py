@@ -480,3 +480,16 @@ def test_the_graph_version_names_content_not_chunks() -> None:
     plain = prepare_graph(SMALL_E, SMALL_I)
     assert prepared_version(prepare_graph(renamed, SMALL_I)) != prepared_version(plain)
     assert prepared_version(plain) == graph_version(plain["Entity"], plain["INTERACTS"])
+
+
+def test_graph_trace_problems_are_listed_by_table_then_node() -> None:
+    from views.audit import graph_traces_to_ledger
+
+    evidence = {"Session": {"s2": [], "s1": ["e_gone"]}, "Entity": {"b": ["e_1", "e_gone"], "a": ["e_1"], "c": []}}
+    audit = graph_traces_to_ledger(evidence, {"e_1"})
+    assert audit.problems == [
+        "Entity b names unknown entries ['e_gone']",
+        "Entity c traces to no ledger entry",
+        "Session s1 names unknown entries ['e_gone']",
+        "Session s2 traces to no ledger entry",
+    ]
