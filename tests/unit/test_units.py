@@ -47,6 +47,26 @@ def test_one_speakers_topic_across_sessions_is_one_unit():
     assert group_units(pa.Table.from_pylist(list(reversed(ROWS)))).equals(units), "the same rows in any order: the same units"
 
 
+def test_a_turn_counts_once_a_missing_session_is_one_and_a_nameless_speaker_sorts_first():
+    rows = [
+        *ROWS,
+        dict(_row("m1", "Mira", "S1", 1, CAMPING), id="rm1-chunk2", vector=list(POTTERY)),  # a second chunk: not the turn's
+        _row("n1", None, None, 5, CAMPING),  # no speaker's name, no session: one session, not none
+        _row("n2", None, "S4", 60, CAMPING),
+        _row("n3", None, None, 61, POTTERY),
+        _row("x1", "Mira", "S1", 7, CAMPING, scope="other"),  # another scope: never with Mira's own
+        _row("x2", "Mira", "S5", 80, CAMPING, scope="other"),
+    ]
+    units = group_units(pa.Table.from_pylist(rows)).to_pylist()
+    assert [(u["scope"], u["actor"], u["entry_ids"], u["sessions"]) for u in units] == [
+        ("other", "Mira", ["x1", "x2"], 2),
+        ("s", None, ["n1", "n2"], 2),
+        ("s", "Mira", ["m1", "m2", "m3"], 3),
+        ("s", "Mira", ["m4", "m5"], 2),
+    ]
+    assert units[1]["first_valid_at"] == T0 + timedelta(days=5) and units[1]["last_valid_at"] == T0 + timedelta(days=60)
+
+
 def test_the_index_s_fixed_size_vectors_group_as_lists_do():
     # The index stores vectors as fixed-size lists, read as one matrix (no Python list per vector);
     # sliced into several chunks, as a scan of several fragments returns them.
