@@ -316,6 +316,52 @@ def test_the_profile_reads_the_log_days_of_its_window(marts):
     assert profile.profile_info(got)["compiles"] == 6
 
 
+def test_the_log_is_parsed_from_where_the_last_read_stopped(tmp_path, monkeypatch):
+    """A day file is appended to: a build parses only what came after the last read, and what
+    it keeps of a record is what the profile reads. A record being written counts once whole; a
+    file written again (in place, or replaced) is read whole."""
+    import json
+
+    home = MemcHome.resolve(tmp_path / "home").ensure()
+    home.querylog.mkdir(parents=True, exist_ok=True)
+    day = home.querylog / f"{datetime.now(timezone.utc):%Y-%m-%d}.jsonl"
+    since = datetime.now(timezone.utc) - timedelta(days=1)
+    recs = [dict(_log(q, "bob", "s1", minutes=9 - i), plan={"state": "scan", "steps": [{"step": "fuse", "ids": ["x"] * 50}]})
+            for i, q in enumerate(["Where does Ada live?", "Who is Bob?", "What does Cy like?", "Ada at Acme?", "Bob's plans?"])]  # fmt: skip
+    lines = [json.dumps(r) + "\n" for r in recs]
+    parsed: list[int] = []
+    real = profile._parsed
+    monkeypatch.setattr(profile, "_parsed", lambda data: parsed.append(data.count(b"\n")) or real(data))
+
+    def read() -> list[dict]:
+        got = list(profile._log_records(home, since))
+        with profile._LOG_READ_LOCK:
+            kept = dict(profile._LOG_READ)
+        profile._LOG_READ.clear()
+        assert got == list(profile._log_records(home, since)), "the same as a read from nothing"
+        profile._LOG_READ.update(kept)
+        return got
+
+    day.write_text(lines[0] + lines[1])
+    got = read()
+    assert got == [profile._read(r) for r in recs[:2]] and got[0]["plan"] == {"state": "scan"} and "config" not in got[0]
+    parsed.clear()
+    with open(day, "a") as f:
+        f.write(lines[2] + lines[3][:30])  # the fourth record being written
+    assert [r["question"] for r in profile._log_records(home, since)] == [r["question"] for r in recs[:3]]
+    assert parsed[0] == 1, "the two records read before are not parsed again"
+    with open(day, "a") as f:
+        f.write(lines[3][30:])
+    assert [r["question"] for r in read()] == [r["question"] for r in recs[:4]]
+    day.write_text(lines[4] + lines[0] + lines[1] + lines[2])  # in place, longer, another first record
+    assert [r["question"] for r in read()] == [recs[i]["question"] for i in (4, 0, 1, 2)]
+    fresh = day.with_suffix(".new")
+    fresh.write_text(lines[1])
+    os.replace(fresh, day)
+    assert [r["question"] for r in read()] == [recs[1]["question"]]
+    assert profile.profile_from(read(), ENTITIES).to_pylist() == profile.profile_from([recs[1]], ENTITIES).to_pylist()
+
+
 def test_small_marts_dossiers_hold_every_row_of_the_hot_entities(marts):
     home, stats = marts
     assert stats["dossiers"] == 3 and stats["graph"] == "no graph"  # ada, ada2, bob; cy was asked once
