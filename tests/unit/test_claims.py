@@ -242,7 +242,7 @@ def test_resolution_tables_are_made_once_per_version_of_the_ledger(tmp_path, mon
 
 def test_resolution_tables_folded_a_batch_at_a_time_equal_one_pass(tmp_path):
     # The fold kept between versions gives the tables one pass over the ledger gives, and after a
-    # purge rewrites a file it starts again: the erased turn's words no longer name anyone.
+    # purge rewrites a file it starts again: no alias cites the erased turn any more.
     from claims import resolve
     from ledger import Ledger, NewEntry
     from memc import filecache
@@ -273,3 +273,5 @@ def test_resolution_tables_folded_a_batch_at_a_time_equal_one_pass(tmp_path):
     after = resolve.resolution_tables(ledger, ledger.head())
     assert after[0].equals(resolve.build_aliases(ledger.iter_entries(columns=resolve.ALIAS_COLUMNS)))
     assert not after[0].equals(folded[0])
+    assert ids[2] not in {e for ev in after[0].column("evidence").to_pylist() for e in ev}
+    assert ids[2] in {e for ev in folded[0].column("evidence").to_pylist() for e in ev}
