@@ -32,7 +32,16 @@ def grpc_servers(pgid: int) -> list[int]:
     """The `dagster api grpc` code servers in a process group."""
     from orchestration.platform import group_members
 
-    return sorted(p for p in group_members(pgid) if b"api\x00grpc" in Path(f"/proc/{p}/cmdline").read_bytes())
+    return sorted(p for p in group_members(pgid) if b"api\x00grpc" in _cmdline(p))
+
+
+def _cmdline(pid: int) -> bytes:
+    """A process's command line; empty when it exited after the group was listed (a sensor's
+    short-lived child can: a CI run read a pid that had gone by then)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (FileNotFoundError, ProcessLookupError):
+        return b""
 
 
 def test_one_code_server_outlives_a_starved_daemon_and_the_logs_stay_quiet(tmp_path):
