@@ -111,8 +111,9 @@ def resolution_tables(ledger: Any, until_seq: int) -> tuple[pa.Table, pa.Table]:
     process while no file they came from was replaced (a purge or a compaction writes new ones):
     at 100k entries folding every entry takes ~1.3 s a build, mostly the address patterns."""
 
+    files = ledger.signature()
+
     def make() -> tuple[pa.Table, pa.Table]:
-        files = ledger.signature()
         with _FOLDS_LOCK:
             held = _FOLDS.pop(str(ledger.root), None)
         since, fold = 0, _Resolution()
@@ -125,7 +126,7 @@ def resolution_tables(ledger: Any, until_seq: int) -> tuple[pa.Table, pa.Table]:
             _FOLDS[str(ledger.root)] = (files, until_seq, fold)
         return tables
 
-    return latest("resolution_tables", (str(ledger.root), until_seq, ledger.signature()), make)
+    return latest("resolution_tables", (str(ledger.root), until_seq, files), make)
 
 
 class _Resolution:
