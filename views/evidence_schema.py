@@ -88,8 +88,13 @@ def lance_schema(dim: int, model: str, version: str) -> pa.Schema:
     return pa.schema(fields, metadata={META_MODEL: model.encode(), META_VERSION: version.encode(), META_DIM: str(dim).encode()})
 
 
-def normalize_rows(rows: pa.Table) -> pa.Table:
-    """Validate ``rows`` and cast them to :data:`EVIDENCE_SCHEMA` (extra columns are dropped)."""
+def normalize_rows(rows: pa.Table, *, verify_texts: bool = True) -> pa.Table:
+    """Validate ``rows`` and cast them to :data:`EVIDENCE_SCHEMA` (extra columns are dropped).
+
+    ``verify_texts=False`` leaves out the check that each content_hash is its text's sha256 (one
+    sha256 a row: 0.35 s of a one-message build at 100k entries): a sync makes only the rows it
+    will write pass :func:`check_texts`, before it writes anything. The rows it leaves in place
+    equal, column for column, rows that passed it when they were written."""
     if not isinstance(rows, pa.Table):
         raise TypeError(f"rows must be a pyarrow.Table, not {type(rows).__name__}")
     missing = [c for c in REQUIRED_COLUMNS if c not in rows.column_names]
@@ -102,20 +107,35 @@ def normalize_rows(rows: pa.Table) -> pa.Table:
         else:
             cols.append(pa.nulls(rows.num_rows, f.type))
     out = pa.Table.from_arrays(cols, schema=EVIDENCE_SCHEMA.with_metadata(None)) if rows.num_rows else EVIDENCE_SCHEMA.empty_table()
-    ids = out.column("id").to_pylist()
-    for i in ids:
-        check_literal(i, ID_RE, "id")
-    if len(set(ids)) != len(ids):
+    ids = out.column("id")
+    _check_all(ids, ID_RE, "id")
+    if pc.count_distinct(ids).as_py() != out.num_rows:
         seen: set[str] = set()
-        dupes = sorted({i for i in ids if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
+        dupes = sorted({i for i in ids.to_pylist() if i in seen or seen.add(i)})  # type: ignore[func-returns-value]
         raise ValueError(f"duplicate id(s) in rows: {dupes[:5]}")
-    for i, t, h in zip(ids, out.column("text").to_pylist(), out.column("content_hash").to_pylist()):
+    if verify_texts:
+        check_texts(out)
+    return out
+
+
+def _check_all(values: pa.ChunkedArray, pattern: Any, what: str) -> None:
+    """check_literal over a column, in Arrow (RE2, whose ``$`` is the end of the value); the
+    first value that fails is named as check_literal names it."""
+    ok = pc.fill_null(pc.match_substring_regex(values, pattern.pattern), False)
+    if values.null_count or not pc.all(ok, min_count=0).as_py():
+        bad = values.filter(pc.invert(ok))[0].as_py()
+        check_literal(bad, pattern, what)
+        raise ValueError(f"malformed {what} {bad!r}: must match {pattern.pattern}")
+
+
+def check_texts(rows: pa.Table) -> None:
+    """Every row has a text and its content_hash is the text's sha256: vectors are reused by hash,
+    so a wrong hash would silently attach another text's vector."""
+    for i, t, h in zip(rows.column("id").to_pylist(), rows.column("text").to_pylist(), rows.column("content_hash").to_pylist()):
         if t is None:
             raise ValueError(f"row {i} has no text")
-        # Vectors are reused by hash: a wrong hash would silently attach another text's vector.
         if h is None or not HASH_RE.match(h) or text_hash(t) != h:
             raise ValueError(f"row {i}: content_hash is not the sha256 of its text")
-    return out
 
 
 def hash_rows(rows: pa.Table) -> list[str]:

@@ -55,6 +55,7 @@ from views.evidence_schema import (
     META_DIM,
     META_MODEL,
     META_VERSION,
+    check_texts,
     differing_rows,
     embedder_info,
     fixed_vectors,
@@ -464,8 +465,12 @@ class LanceVectorStore:
         over every row: at 160k rows, full text 81 -> 26 ms, vector 326 -> 94 ms, session windows
         50 -> 21 ms, the time and entity routes 3-25x less, with the same rows and scores
         (benchmarks/bench_compile.py; tests/engine/test_views_search_paths.py). Rows added after an
-        index was built are still found (scanned) until the next rebuild. In-memory tables (the
-        compiler's patch of the ledger tail) are small and built per query: no indexes."""
+        index was built are still found (scanned) until the next rebuild, but a search pays for them
+        whatever their number: at 100k entries 11 rows left uncovered made each full-text search
+        ~4 ms slower (10.9 -> 15 ms median, vector and session reads ~0.5 ms), against 0.23 s to
+        rebuild the indexes (docs/benchmarks.md), so a sync that changed rows rebuilds them all.
+        In-memory tables (the compiler's patch of the ledger tail) are small and built per query:
+        no indexes."""
         if self.in_memory:
             return
         from lancedb import index  # lazy: see `import lancedb` in _connection
@@ -563,7 +568,7 @@ class LanceVectorStore:
         part still holds for its texts (rather than embedding them again). When any part holds
         another model's vectors, every part is re-embedded and swapped in (:meth:`_rebuild_parts`).
         Returns the parts' counts summed (see :meth:`_sync_part`), each part's under ``parts``."""
-        rows = normalize_rows(rows)
+        rows = normalize_rows(rows, verify_texts=False)  # each write path checks what it writes
         model, version, dim = embedder_info(embedder)
         ours = {"embedding_model": model, "embedding_model_version": version, "embedding_dim": dim}
         split = self._split(rows, table)
@@ -642,6 +647,7 @@ class LanceVectorStore:
         gone, replaced, add_idx = differing_rows(rows, self._scan(tbl, list(EVIDENCE_SCHEMA.names)))
 
         to_add = rows.take(pa.array(add_idx, pa.int64())) if add_idx else rows.slice(0, 0)
+        check_texts(to_add)  # before the deletes: a bad row changes nothing
 
         # Delete by opaque id only: LanceDB writes a delete's predicate text into its manifests.
         # Deletes first (a replaced row's new version may be in any commit below), so the vectors
@@ -682,6 +688,7 @@ class LanceVectorStore:
         stops leaves a table of the commits made, and the next sync finds it and adds the rest
         (the view's watermark moves only after a sync returns). ``reuse_from``: another table of
         the same model whose vectors are taken by content hash before anything is embedded."""
+        check_texts(rows)
         model, version, dim = embedder_info(embedder)
         schema = lance_schema(dim, model, version)
         tbl = None
@@ -722,7 +729,7 @@ class LanceVectorStore:
         """Write ``rows`` into a fresh table directory and swap it in for the old one, whose files are
         then removed (deletes in place leave bytes on disk: this is the erasure path). Vectors of
         known content hashes are still reused."""
-        stats = self._rebuild_parts(self._split(normalize_rows(rows), table), embedder)
+        stats = self._rebuild_parts(self._split(normalize_rows(rows, verify_texts=False), table), embedder)  # _embedded checks the texts
         return _merged(table, {part: {**st, "model_changed": False} for part, st in stats.items()})
 
     def _rebuild(self, rows: pa.Table, embedder: Any, table: str, *, reuse: bool) -> dict[str, Any]:
@@ -743,6 +750,7 @@ class LanceVectorStore:
 
     def _embedded(self, rows: pa.Table, embedder: Any, table: str, *, reuse: bool) -> tuple[pa.Table, pa.Schema, int, int, set[str], set[str]]:
         """What a rebuild of ``table`` writes: (batch, schema, embedded, reused, old ids, new ids)."""
+        check_texts(rows)
         model, version, dim = embedder_info(embedder)
         old = self._open(table)
         old_ids: set[str] = set()

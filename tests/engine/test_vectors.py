@@ -268,6 +268,23 @@ def test_input_validation(store, counting, corpus_rows) -> None:
         store.sync(evidence_table(corpus_rows).drop_columns(["visibility"]), counting)
 
 
+def test_a_row_with_a_wrong_hash_changes_nothing_in_a_built_table(store, counting, corpus_rows) -> None:
+    # A sync checks the hashes of the rows it writes only, before its first delete; a rebuild
+    # before its swap. Either way the table stays as it was: the first row is not deleted.
+    store.sync(evidence_table(corpus_rows), counting)
+    before, version = store.ids(), store.versions()
+    bad = dict(corpus_rows[1], id="c_new_row", content_hash=text_hash("something else"))
+    for write in (store.sync, store.rebuild):
+        with pytest.raises(ValueError, match="row c_new_row: content_hash"):
+            write(evidence_table([*corpus_rows[1:], bad]), counting)
+        assert store.ids() == before and store.versions() == version
+    # The rows left in place are not checked again; a changed one is.
+    changed = dict(corpus_rows[2], text=corpus_rows[2]["text"] + " (edited)")
+    with pytest.raises(ValueError, match=f"row {corpus_rows[2]['id']}: content_hash"):
+        store.sync(evidence_table([*corpus_rows[:2], changed, *corpus_rows[3:]]), counting)
+    assert store.ids() == before and store.versions() == version
+
+
 # -- search --------------------------------------------------------------------------------------------
 
 
