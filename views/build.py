@@ -201,10 +201,10 @@ def dream_home(home: MemcHome) -> tuple[list[Any], dict[str, Any]]:
 
     entities = read_mart(mart_path(home, ENTITIES))
     interactions = read_mart(mart_path(home, INTERACTIONS))
-    evidence = {e for ev in interactions.column("evidence").to_pylist() for e in ev}
+    evidence = pc.unique(pc.list_flatten(interactions.column("evidence")))
     ledger = open_ledger(home.ledger, write=False).read(["entry_id", "seq", "kind", "producer", "scope", "attributes", "visibility"])
-    ids, seqs = ledger.column("entry_id").to_pylist(), ledger.column("seq").to_pylist()
-    seq_of = {e: s for e, s in zip(ids, seqs) if e in evidence}
+    cited = ledger.filter(pc.is_in(ledger.column("entry_id"), value_set=evidence))
+    seq_of = dict(zip(cited.column("entry_id").to_pylist(), cited.column("seq").to_pylist()))
     store = graph_store(home)
     try:
         derived = dream(store, interactions, entities, seq_of)

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ledger.schema import NewEntry
 from memc.ids import digest, is_common_noun
@@ -54,24 +55,25 @@ class ScopeInputs:
 def scope_inputs(interactions: pa.Table, seq_of: dict[str, int]) -> dict[str, ScopeInputs]:
     """Per scope, the lineage of anything computed from its interaction graph. Scopes whose inputs
     no single principal may all see are left out: a claim visible to nobody but an administrator
-    would be refused by the policy validator anyway."""
-    by_scope: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in interactions.to_pylist():
-        by_scope[row["scope"]].append(row)
+    would be refused by the policy validator anyway. Each scope's rows are taken in Arrow, not as
+    a dict each (0.17 s at 100k entries, twice a dreaming run, before 2026-12-07)."""
     out = {}
-    for scope, rows in sorted(by_scope.items()):
-        rows.sort(key=lambda r: (r["src"], r["dst"]))
-        evidence = sorted({e for r in rows for e in r["evidence"]})
-        visibility = meet(r["visibility"] for r in rows)
-        if not rows or not evidence or not visibility:
+    scopes = interactions.column("scope")
+    for scope in sorted(s for s in pc.unique(scopes).to_pylist() if s is not None):
+        rows = interactions.filter(pc.equal(scopes, scope)).sort_by([("src", "ascending"), ("dst", "ascending")])
+        evidence = sorted(pc.unique(pc.list_flatten(rows.column("evidence"))).to_pylist())
+        # meet() is a set intersection (public its identity): each distinct list once is enough.
+        visibility = meet({tuple(v) if v is not None else None: v for v in rows.column("visibility").to_pylist()}.values())
+        if not rows.num_rows or not evidence or not visibility:
             continue
+        edges = zip(rows.column("src").to_pylist(), rows.column("dst").to_pylist(), rows.column("weight").to_pylist())
         out[scope] = ScopeInputs(
             scope=scope,
             evidence=tuple(evidence),
             watermark=max(seq_of[e] for e in evidence),
             visibility=tuple(visibility),
-            valid_at=max(r["last_at"] for r in rows),
-            graph_version=digest([(r["src"], r["dst"], r["weight"]) for r in rows])[:12],
+            valid_at=pc.max(rows.column("last_at")).as_py(),
+            graph_version=digest(list(edges))[:12],
         )
     return out
 
@@ -106,17 +108,15 @@ def _entry(inp: ScopeInputs, entity_id: str, name: str, predicate: str, value: s
 
 
 def centrality_entries(
-    interactions: pa.Table,
+    inputs: dict[str, ScopeInputs],
     entities: pa.Table,
     ranks_by_scope: dict[str, list[tuple[str, float]]],
-    seq_of: dict[str, int],
 ) -> list[NewEntry]:
     """Derived ``centrality`` claims, one per ranked entity.
 
-    ``interactions`` and ``entities`` are the dbt marts; ``ranks_by_scope`` maps a scope to its
-    PageRank results; ``seq_of`` maps the interactions' evidence entry ids to their seqs."""
+    ``inputs`` are :func:`scope_inputs` of the interactions mart, ``entities`` the entities mart;
+    ``ranks_by_scope`` maps a scope to its PageRank results."""
     names = _names(entities)
-    inputs = scope_inputs(interactions, seq_of)
     out: list[NewEntry] = []
     for scope, ranks in sorted(ranks_by_scope.items()):
         inp = inputs.get(scope)
@@ -131,18 +131,16 @@ def centrality_entries(
 
 
 def community_entries(
-    interactions: pa.Table,
+    inputs: dict[str, ScopeInputs],
     entities: pa.Table,
     communities_by_scope: dict[str, list[tuple[str, str]]],
     ranks_by_scope: dict[str, list[tuple[str, float]]],
-    seq_of: dict[str, int],
 ) -> list[NewEntry]:
     """Derived ``community`` claims, one per entity in a community of two or more: ``claim: Priya
     community = Elena's circle (3 members)``. A community is named after its most central member
     (PageRank, then entity_id), so the name means something to a reader and follows from the
     graph alone; ``community_id`` hashes the sorted member ids."""
     names = _names(entities)
-    inputs = scope_inputs(interactions, seq_of)
     out: list[NewEntry] = []
     for scope, assignment in sorted(communities_by_scope.items()):
         inp = inputs.get(scope)
@@ -172,11 +170,15 @@ def community_entries(
 def dream(graph: Any, interactions: pa.Table, entities: pa.Table, seq_of: dict[str, int], scopes: Sequence[str] | None = None) -> list[NewEntry]:
     """Everything dreaming derives from a built graph (a views.graph.GraphStore): PageRank and
     Louvain communities per scope of the interaction mart, as derived ledger entries (the write
-    policy, ``unchanged``, is the caller's: views/build.py ``dream_home``)."""
+    policy, ``unchanged``, is the caller's: views/build.py ``dream_home``). A scope without
+    :func:`scope_inputs` (no principal may see all of its inputs) yields no claim, so its graph
+    is not ranked at all."""
+    inputs = scope_inputs(interactions, seq_of)
     scopes = sorted(set(interactions.column("scope").to_pylist())) if scopes is None else sorted(scopes)
+    scopes = [scope for scope in scopes if scope in inputs]
     ranks = {scope: graph.pagerank(scope) for scope in scopes}
     comms = {scope: graph.communities(scope) for scope in scopes}
-    return centrality_entries(interactions, entities, ranks, seq_of) + community_entries(interactions, entities, comms, ranks, seq_of)
+    return centrality_entries(inputs, entities, ranks) + community_entries(inputs, entities, comms, ranks)
 
 
 def _says(scope: str, attributes: dict[str, Any], visibility: Sequence[str]) -> tuple[tuple[str, str, str], tuple]:

@@ -195,6 +195,29 @@ def test_scopes_no_one_may_wholly_see_are_skipped():
     assert set(got) == {"t"} and got["t"].visibility == ("public",) and got["t"].watermark == 3
 
 
+    class Asked:
+        """A graph that records which scopes dreaming ranks (an unseen scope yields no claim)."""
+
+        def __init__(self) -> None:
+            self.asked: list[str] = []
+
+        def pagerank(self, scope: str) -> list[tuple[str, float]]:
+            self.asked.append(scope)
+            return [("x", 0.5), ("y", 0.5)]
+
+        def communities(self, scope: str) -> list[tuple[str, str]]:
+            self.asked.append(scope)
+            return [("x", "x"), ("y", "x")]
+
+    graph = Asked()
+    ents = pa.Table.from_pylist([{"entity_id": e, "name": e.upper()} for e in "abcxy"])
+    derived = dream(graph, inter, ents, {"e1": 1, "e2": 2, "e3": 3})
+    assert graph.asked == ["t", "t"]
+    assert sorted((e.scope, e.attributes["predicate"], e.attributes["subject"]) for e in derived) == [
+        ("t", "centrality", "X"), ("t", "centrality", "Y"), ("t", "community", "X"), ("t", "community", "Y")
+    ]
+
+
 def test_dream_entries_are_valid_derived_claims_for_the_extractor(setup):
     """The rule extractor turns a derived entry's attributes into a claim: subject, predicate, object."""
     ledger, ents, inter, graph, seq_of = setup
