@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401  (pa.compute in prepare_graph)
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from memc.visibility import PRINCIPAL_PATTERN, SCOPE_PATTERN
@@ -133,18 +133,22 @@ def both_directions(interactions: pa.Table) -> pa.Table:
     return pa.concat_tables([interactions, reverse.cast(interactions.schema)])
 
 
-def _keys(table: pa.Table, col: str, what: str) -> set[str]:
-    ids = table.column(col).to_pylist()
-    if any(i is None or i == "" for i in ids):
+def _keys(table: pa.Table, col: str, what: str) -> pa.Array:
+    """The table's keys (checked non-empty and unique), as the value set edges are checked against.
+    In Arrow: at 100k entries these checks took ~0.1 s of a rebuild as Python sets."""
+    ids = table.column(col).combine_chunks()
+    if ids.null_count or pc.any(pc.equal(ids, ""), min_count=0).as_py():
         raise ValueError(f"{what}: {col} must be a non-empty string")
-    if len(set(ids)) != len(ids):
+    if pc.count_distinct(ids).as_py() != len(ids):
         raise ValueError(f"{what}: duplicate {col}")
-    return set(ids)
+    return ids
 
 
-def _dangling(table: pa.Table, col: str, known: set[str], what: str, target: str) -> None:
-    dangling = sorted({v for v in table.column(col).to_pylist() if v not in known})
-    if dangling:
+def _dangling(table: pa.Table, col: str, known: pa.Array, what: str, target: str) -> None:
+    values = table.column(col)
+    unknown = values.filter(pc.invert(pc.is_in(values, value_set=known)))
+    if len(unknown):
+        dangling = sorted(set(unknown.to_pylist()), key=lambda v: "" if v is None else v)
         raise ValueError(f"{what}: {col} names unknown {target} {dangling[:5]}")
 
 
@@ -178,7 +182,7 @@ def prepare_graph(
     session_keys = _keys(sess, "session_key", "sessions")
     _dangling(ment, "entity_id", known, "mentions", "entities")
     _dangling(ment, "entry_id", entry_ids, "mentions", "entries")
-    in_session = entr.select(["entry_id", "session_key"]).filter(pa.compute.is_valid(entr.column("session_key")))
+    in_session = entr.select(["entry_id", "session_key"]).filter(pc.is_valid(entr.column("session_key")))
     in_session = in_session.cast(IN_SESSION_SCHEMA)
     _dangling(in_session, "session_key", session_keys, "entries", "sessions")
     return {
