@@ -39,6 +39,7 @@ import uuid
 import warnings
 import weakref
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -563,9 +564,10 @@ class LanceVectorStore:
 
     def sync(self, rows: pa.Table, embedder: "TextEmbedder", *, table: str = DEFAULT_TABLE) -> dict[str, Any]:
         """Make ``table`` hold exactly ``rows``: each part (:func:`table_parts`) the rows of its
-        kinds. A part left without rows is dropped, except ``table`` itself. The parts of kinds
-        kept apart are synced first, so a part new since an upgrade reuses the vectors the main
-        part still holds for its texts (rather than embedding them again). When any part holds
+        kinds. A part left without rows is dropped, except ``table`` itself. When a part is new
+        beside an existing main part (an upgrade), the parts of kinds kept apart are synced first,
+        so that the new part reuses the vectors the main part still holds for its texts (rather
+        than embedding them again); otherwise the parts are synced side by side. When any part holds
         another model's vectors, every part is re-embedded and swapped in (:meth:`_rebuild_parts`).
         Returns the parts' counts summed (see :meth:`_sync_part`), each part's under ``parts``."""
         rows = normalize_rows(rows, verify_texts=False)  # each write path checks what it writes
@@ -581,12 +583,20 @@ class LanceVectorStore:
             return _merged(table, {part: {**st, "model_changed": True} for part, st in stats.items()})
         main = opened.get(table)
         stats = {}
-        for part, part_rows in reversed(split):
-            if part_rows is None:
-                if (dropped := self._drop_counted(part)) is not None:
-                    stats[part] = dropped
-            else:
+        synced = [(part, part_rows) for part, part_rows in reversed(split) if part_rows is not None]
+        if main is None or all(part in opened for part, _ in synced):
+            # No part takes vectors from the main one (only a part's first fill does), so the
+            # parts, each its own LanceDB table, are synced side by side: their index rebuilds are
+            # LanceDB's own threads, and at 100k entries the two took 1.8 s one after the other.
+            with ThreadPoolExecutor(max_workers=len(synced) or 1, thread_name_prefix="memc-sync") as pool:
+                futures = {part: pool.submit(self._sync_part, part_rows, embedder, part) for part, part_rows in synced}
+                stats.update({part: future.result() for part, future in futures.items()})
+        else:
+            for part, part_rows in synced:
                 stats[part] = self._sync_part(part_rows, embedder, part, reuse_from=main if part != table else None)
+        for part, part_rows in reversed(split):
+            if part_rows is None and (dropped := self._drop_counted(part)) is not None:
+                stats[part] = dropped
         return _merged(table, stats)
 
     def _drop_counted(self, part: str) -> dict[str, Any] | None:
