@@ -14,7 +14,9 @@ never over another's. dbt reads ``claims/extractor=<key>/*/claims.parquet``.
 
 from __future__ import annotations
 
+import os
 import re
+import threading
 from datetime import date
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from claims.extract import ExtractionResult, Extractor
 from claims.model import CLAIM_SCHEMA, REJECTION_SCHEMA
 from claims.resolve import Resolver
 from memc.atomic import read_parquet, write_parquet
+from memc.filecache import signature
 from memc.watermark import write_watermark
 
 _DAY = re.compile(r"^day=(\d{4}-\d{2}-\d{2})$")
@@ -96,13 +99,36 @@ def days(claims_root: Path, extractor_key: str) -> list[str]:
     return sorted(m.group(1) for p in d.iterdir() if (m := _DAY.match(p.name)) and (p / CLAIMS_FILE).exists())
 
 
+# The day files last read in this process, for one claims directory and extractor (and one of
+# rejections): a build reads every day's claims three times (the evidence index's rows, the
+# provenance check, the GX suite) and one new message changes the newest day's file only. At
+# 100k entries a read of the 101 day files took 0.23-0.33 s. A file is read again when its
+# signature (inode, size, mtime) changed; the signature is taken before the read.
+_DAYS_READ: dict[bool, tuple[tuple[str, str], dict[Path, tuple[tuple[int, int, int], pa.Table]]]] = {}
+_DAYS_READ_LOCK = threading.Lock()
+
+
 def read_claims(claims_root: Path, extractor_key: str, *, rejected: bool = False, day: str | None = None) -> pa.Table:
     """Every day's claims (or rejections) of one extractor version, in day order."""
     schema = REJECTION_SCHEMA if rejected else CLAIM_SCHEMA
     name = REJECTIONS_FILE if rejected else CLAIMS_FILE
     wanted = [day] if day else days(claims_root, extractor_key)
     paths = [day_dir(claims_root, extractor_key, d) / name for d in wanted]
-    tables = [read_parquet(p, schema=schema) for p in paths if p.exists()]
+    which = (os.path.realpath(claims_root), extractor_key)
+    with _DAYS_READ_LOCK:
+        held = _DAYS_READ.get(rejected)
+        before = held[1] if held is not None and held[0] == which else {}
+    now: dict[Path, tuple[tuple[int, int, int], pa.Table]] = {}
+    for p in paths:
+        sig = signature(p)
+        if sig is None:
+            continue
+        hit = before.get(p)
+        now[p] = hit if hit is not None and hit[0] == sig else (sig, read_parquet(p, schema=schema))
+    if day is None:  # a whole read says which files the extractor's claims are now
+        with _DAYS_READ_LOCK:
+            _DAYS_READ[rejected] = (which, now)
+    tables = [table for _, table in now.values()]
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 

@@ -275,3 +275,59 @@ def test_resolution_tables_folded_a_batch_at_a_time_equal_one_pass(tmp_path):
     assert not after[0].equals(folded[0])
     assert ids[2] not in {e for ev in after[0].column("evidence").to_pylist() for e in ev}
     assert ids[2] in {e for ev in folded[0].column("evidence").to_pylist() for e in ev}
+
+
+def test_a_read_of_the_claims_reads_again_only_the_day_files_that_changed(tmp_path, monkeypatch) -> None:
+    # A build reads every day's claims three times; one message rewrites the newest day only.
+    import shutil
+
+    import pyarrow as pa
+
+    from claims import store
+    from memc.atomic import write_parquet
+
+    root = tmp_path / "claims"
+
+    def day(d: str, ids: list[str], key: str = "k", name: str = store.CLAIMS_FILE) -> None:
+        schema = store.REJECTION_SCHEMA if name == store.REJECTIONS_FILE else CLAIM_SCHEMA
+        column = "proposal_id" if name == store.REJECTIONS_FILE else "claim_id"
+        filler = {f.name: _filler(f.type) for f in schema if not f.nullable}
+        write_parquet(pa.Table.from_pylist([{**filler, column: i} for i in ids], schema=schema), store.day_dir(root, key, d) / name)
+
+    reads: list[str] = []
+    real = store.read_parquet
+    monkeypatch.setattr(store, "read_parquet", lambda p, **kw: reads.append(p.parent.name) or real(p, **kw))
+
+    def ids(key: str = "k") -> list[str]:
+        reads.clear()
+        return store.read_claims(root, key).column("claim_id").to_pylist()
+
+    day("2024-01-01", ["a", "b"])
+    day("2024-01-02", ["c"])
+    assert ids() == ["a", "b", "c"] and sorted(reads) == ["day=2024-01-01", "day=2024-01-02"]
+    assert ids() == ["a", "b", "c"] and reads == []
+    day("2024-01-02", ["c", "d"])  # rewritten: a new file under the same name
+    day("2024-01-03", ["e"])
+    assert ids() == ["a", "b", "c", "d", "e"] and sorted(reads) == ["day=2024-01-02", "day=2024-01-03"]
+    shutil.rmtree(store.day_dir(root, "k", "2024-01-01"))
+    assert ids() == ["c", "d", "e"] and reads == []
+    day("2024-01-03", ["x"], key="other")  # another extractor's days are its own
+    assert ids("other") == ["x"] and ids() == ["c", "d", "e"] and reads == ["day=2024-01-02", "day=2024-01-03"]
+    day("2024-01-03", ["r"], name=store.REJECTIONS_FILE)  # and so are the rejections
+    assert store.read_claims(root, "k", rejected=True).column("proposal_id").to_pylist() == ["r"]
+    assert store.read_claims(root, "k", day="2024-01-02").column("claim_id").to_pylist() == ["c", "d"]
+
+
+def _filler(kind) -> object:
+    """A value of an Arrow type, for a column the test does not look at."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind):
+        return datetime(2024, 1, 1, tzinfo=timezone.utc)
+    if pa.types.is_list(kind):
+        return ["public"]
+    if pa.types.is_floating(kind):
+        return 1.0
+    if pa.types.is_integer(kind):
+        return 1
+    return "x"
