@@ -194,7 +194,6 @@ def test_scopes_no_one_may_wholly_see_are_skipped():
     got = scope_inputs(inter, {"e1": 1, "e2": 2, "e3": 3})
     assert set(got) == {"t"} and got["t"].visibility == ("public",) and got["t"].watermark == 3
 
-
     class Asked:
         """A graph that records which scopes dreaming ranks (an unseen scope yields no claim)."""
 

@@ -311,7 +311,7 @@ def test_a_read_of_the_claims_reads_again_only_the_day_files_that_changed(tmp_pa
     assert ids() == ["a", "b", "c", "d", "e"] and sorted(reads) == ["day=2024-01-02", "day=2024-01-03"]
     shutil.rmtree(store.day_dir(root, "k", "2024-01-01"))
     assert ids() == ["c", "d", "e"] and reads == []
-    day("2024-01-03", ["x"], key="other")  # another extractor's days are its own
+    day("2024-01-03", ["x"], key="other")  # one extractor's files are kept at a time
     assert ids("other") == ["x"] and ids() == ["c", "d", "e"] and reads == ["day=2024-01-02", "day=2024-01-03"]
     day("2024-01-03", ["r"], name=store.REJECTIONS_FILE)  # and so are the rejections
     assert store.read_claims(root, "k", rejected=True).column("proposal_id").to_pylist() == ["r"]
