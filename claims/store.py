@@ -103,7 +103,11 @@ def days(claims_root: Path, extractor_key: str) -> list[str]:
 # rejections): a build reads every day's claims three times (the evidence index's rows, the
 # provenance check, the GX suite) and one new message changes the newest day's file only. At
 # 100k entries a read of the 101 day files took 0.23-0.33 s. A file is read again when its
-# signature (inode, size, mtime) changed; the signature is taken before the read.
+# signature (inode, size, mtime) changed; the signature is taken before the read. Kept up to
+# CLAIM_ROWS_KEPT rows (like the evidence rows, views/build.py): a claim is ~350 bytes in Arrow
+# (85k claims, 28 MB at 100k entries), so the 1M-entry bench home's 704,831 would keep ~250 MB
+# in a serving process for good.
+CLAIM_ROWS_KEPT = 500_000
 _DAYS_READ: dict[bool, tuple[tuple[str, str], dict[Path, tuple[tuple[int, int, int], pa.Table]]]] = {}
 _DAYS_READ_LOCK = threading.Lock()
 
@@ -125,10 +129,13 @@ def read_claims(claims_root: Path, extractor_key: str, *, rejected: bool = False
             continue
         hit = before.get(p)
         now[p] = hit if hit is not None and hit[0] == sig else (sig, read_parquet(p, schema=schema))
+    tables = [table for _, table in now.values()]
     if day is None:  # a whole read says which files the extractor's claims are now
         with _DAYS_READ_LOCK:
-            _DAYS_READ[rejected] = (which, now)
-    tables = [table for _, table in now.values()]
+            if sum(t.num_rows for t in tables) <= CLAIM_ROWS_KEPT:
+                _DAYS_READ[rejected] = (which, now)
+            else:
+                _DAYS_READ.pop(rejected, None)
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 

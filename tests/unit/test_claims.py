@@ -316,6 +316,10 @@ def test_a_read_of_the_claims_reads_again_only_the_day_files_that_changed(tmp_pa
     day("2024-01-03", ["r"], name=store.REJECTIONS_FILE)  # and so are the rejections
     assert store.read_claims(root, "k", rejected=True).column("proposal_id").to_pylist() == ["r"]
     assert store.read_claims(root, "k", day="2024-01-02").column("claim_id").to_pylist() == ["c", "d"]
+    monkeypatch.setattr(store, "CLAIM_ROWS_KEPT", 2)  # more rows than are kept: not kept after this read
+    assert ids() == ["c", "d", "e"] and reads == []
+    assert ids() == ["c", "d", "e"] and sorted(reads) == ["day=2024-01-02", "day=2024-01-03"]
+    assert ids() == ["c", "d", "e"] and sorted(reads) == ["day=2024-01-02", "day=2024-01-03"]
 
 
 def _filler(kind) -> object:
