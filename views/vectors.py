@@ -588,7 +588,8 @@ class LanceVectorStore:
             # No part takes vectors from the main one (only a part's first fill does), so the
             # parts, each its own LanceDB table, are synced side by side: their index rebuilds are
             # LanceDB's own threads, and at 100k entries the two took 1.8 s one after the other.
-            with ThreadPoolExecutor(max_workers=len(synced) or 1, thread_name_prefix="memc-sync") as pool:
+            # The main part is always among them: _split gives it a table, empty or not.
+            with ThreadPoolExecutor(max_workers=len(synced), thread_name_prefix="memc-sync") as pool:
                 futures = {part: pool.submit(self._sync_part, part_rows, embedder, part) for part, part_rows in synced}
                 stats.update({part: future.result() for part, future in futures.items()})
         else:
