@@ -29,16 +29,26 @@ SCOPE_PATTERN = r"^[A-Za-z0-9_.:\-]{1,128}$"
 # visibility of tombstones); no API key, MCP server or ``--as`` may stand for one.
 RESERVED_PREFIX = "memc:"
 
-_PRINCIPAL = re.compile(PRINCIPAL_PATTERN)
+PRINCIPAL_RE = re.compile(PRINCIPAL_PATTERN)
+SCOPE_RE = re.compile(SCOPE_PATTERN)
 
 # The visibility of what only administrators may see (erasure tombstones). Principals in the
 # reserved "memc:" namespace are never handed out as asker names.
 ADMIN = RESERVED_PREFIX + "admin"
 
 
+def check_literal(value: object, pattern: re.Pattern[str], what: str) -> str:
+    """``value`` itself when it is a string matching ``pattern``, else a ValueError naming
+    ``what``. Every literal a store inlines into query text (a LanceDB filter, Cypher) passes this
+    first; none of the patterns admits a quote or a backslash, so nothing depends on escaping."""
+    if not isinstance(value, str) or not pattern.match(value):
+        raise ValueError(f"malformed {what} {value!r}: must match {pattern.pattern}")
+    return value
+
+
 def principal_problem(name: object) -> str | None:
     """Why ``name`` cannot be a principal an asker or writer acts as (None when it can)."""
-    if not isinstance(name, str) or not _PRINCIPAL.match(name):
+    if not isinstance(name, str) or not PRINCIPAL_RE.match(name):
         return f"{name!r} is not a valid principal: use 1-128 letters, digits and _.@:-"
     if name == PUBLIC:
         return f"{PUBLIC!r} is the visibility every asker has, not a principal to act as"
@@ -49,7 +59,7 @@ def principal_problem(name: object) -> str | None:
 
 def well_formed(visibility: Iterable[str] | None) -> bool:
     vis = list(visibility or [])
-    return bool(vis) and all(isinstance(p, str) and _PRINCIPAL.match(p) for p in vis)
+    return bool(vis) and all(isinstance(p, str) and PRINCIPAL_RE.match(p) for p in vis)
 
 
 def may_see(asker: str, visibility: Iterable[str] | None, *, admin: bool = False) -> bool:

@@ -30,6 +30,7 @@ from claims.extractors import active_extractor_key
 from claims.store import extractor_dir
 from ledger import Ledger, shared_reader
 from memc.home import MemcHome
+from memc.visibility import PRINCIPAL_RE, SCOPE_RE, check_literal
 from memc.watermark import read_watermark
 from query import current
 from query.acl import check_context, check_scope, ledger_facts
@@ -44,7 +45,6 @@ from query.retrieve import embed_question, retrieve
 from query.staleness import assess
 from views.build import vector_store
 from views.dossiers import load_dossiers
-from views.lance_filters import PRINCIPAL_RE, SCOPE_RE, check_literal
 from views.profile import logged_entities
 from views.published import PULL_TTL_S
 from views.published import pull as pull_views

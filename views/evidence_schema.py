@@ -15,7 +15,8 @@ import pyarrow.compute as pc
 
 from memc.ids import canonical_json, json_rows, text_hash
 from views.embedder import EMBEDDING_DIM, EMBEDDING_MODEL, EMBEDDING_MODEL_VERSION
-from views.lance_filters import HASH_RE, ID_RE, check_literal
+from memc.visibility import check_literal
+from views.lance_filters import HASH_RE, ID_RE
 
 TS = pa.timestamp("us", tz="UTC")
 

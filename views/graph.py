@@ -45,15 +45,11 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import pyarrow as pa
-import pyarrow.compute  # noqa: F401
 
-from memc.visibility import PUBLIC
+from memc.visibility import PRINCIPAL_RE, PUBLIC, SCOPE_RE, check_literal
 from views.graph_tables import (
     EDGE_TABLES,
     NODE_TABLES,
-    PRINCIPAL_RE,
-    SCOPE_RE,
-    check_literal,
     prepare_graph,
     prepared_version,
 )

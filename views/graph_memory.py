@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from views.graph import check_pagerank, name_communities, walk
-from views.graph_tables import EDGE_TABLES, NODE_TABLES, SCOPE_RE, check_literal, prepare_graph, prepared_version
+from memc.visibility import SCOPE_RE, check_literal
+from views.graph_tables import EDGE_TABLES, NODE_TABLES, prepare_graph, prepared_version
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -6,19 +6,11 @@ Kùzu store (views/graph.py) loads what ``prepare_graph`` returns."""
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
-from typing import Any
-
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from memc.visibility import PRINCIPAL_PATTERN, SCOPE_PATTERN
-
-# Only values matching memc.visibility's patterns are ever inlined into Cypher text.
-SCOPE_RE = re.compile(SCOPE_PATTERN)
-PRINCIPAL_RE = re.compile(PRINCIPAL_PATTERN)
 
 TS = pa.timestamp("us", tz="UTC")
 
@@ -104,12 +96,6 @@ IN_SESSION_SCHEMA = pa.schema([pa.field("entry_id", pa.string(), nullable=False)
 NODE_TABLES = ("Entity", "Session", "Entry")
 
 EDGE_TABLES = ("INTERACTS", "RELATES", "MENTIONS", "IN_SESSION")
-
-
-def check_literal(value: Any, pattern: re.Pattern[str], what: str) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
-        raise ValueError(f"malformed {what} {value!r}: must match {pattern.pattern}")
-    return value
 
 
 def _conform(table: pa.Table, schema: pa.Schema, what: str) -> pa.Table:

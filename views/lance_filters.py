@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from memc.visibility import PRINCIPAL_PATTERN, PUBLIC, SCOPE_PATTERN
+from memc.visibility import PRINCIPAL_RE, PUBLIC, SCOPE_RE, check_literal
 
 # Every literal that enters a LanceDB filter must match one of these (no quotes, no backslashes);
 # principals and scopes by memc.visibility's patterns, the ones the ledger validates entries with.
@@ -28,10 +28,6 @@ HASH_PATTERN = r"^[0-9a-f]{64}$"
 
 TABLE_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
 
-PRINCIPAL_RE = re.compile(PRINCIPAL_PATTERN)
-
-SCOPE_RE = re.compile(SCOPE_PATTERN)
-
 ID_RE = re.compile(ID_PATTERN)
 
 KIND_RE = re.compile(KIND_PATTERN)
@@ -41,12 +37,6 @@ HASH_RE = re.compile(HASH_PATTERN)
 TABLE_RE = re.compile(TABLE_PATTERN)
 
 CHUNK = 500  # ids or hashes per IN (...) list
-
-
-def check_literal(value: Any, pattern: re.Pattern[str], what: str) -> str:
-    if not isinstance(value, str) or not pattern.match(value):
-        raise ValueError(f"malformed {what} {value!r}: must match {pattern.pattern}")
-    return value
 
 
 def sql_list(values: Iterable[str]) -> str:

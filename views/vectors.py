@@ -48,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memc.visibility import check_literal
 from memc.watermark import FILE as WATERMARK_FILE
 from memc.watermark import read_watermark, watermark_record, write_watermark
 from views.evidence_schema import (
@@ -71,7 +72,6 @@ from views.lance_filters import (
     TABLE_RE,
     allowed_principals,
     arrow_filter,
-    check_literal,
     chunks,
     ids_filter,
     search_filter,

@@ -37,7 +37,8 @@ from typing import Any, Callable
 from memc.objectstore import aws_region, claim_builder, delete_every_version, get_json, object_key, parse_s3_uri, put_json, shared_client
 from memc.watermark import FILE as WATERMARK_FILE
 from memc.watermark import watermark_record
-from views.lance_filters import TABLE_RE, check_literal
+from memc.visibility import check_literal
+from views.lance_filters import TABLE_RE
 from views.vectors import DEFAULT_TABLE, LanceVectorStore
 
 # Between the logical name and the token: never inside a logical name memc uses ("evidence").
