@@ -38,8 +38,8 @@ import threading
 import uuid
 import warnings
 import weakref
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -582,19 +582,24 @@ class LanceVectorStore:
             stats = self._rebuild_parts(split, embedder)
             return _merged(table, {part: {**st, "model_changed": True} for part, st in stats.items()})
         main = opened.get(table)
-        stats = {}
         synced = [(part, part_rows) for part, part_rows in reversed(split) if part_rows is not None]
-        if main is None or all(part in opened for part, _ in synced):
-            # No part takes vectors from the main one (only a part's first fill does), so the
-            # parts, each its own LanceDB table, are synced side by side: their index rebuilds are
-            # LanceDB's own threads, and at 100k entries the two took 1.8 s one after the other.
-            # The main part is always among them: _split gives it a table, empty or not.
+        if main is not None and all(part in opened for part, _ in synced):
+            # Every part exists, so none takes vectors from another (only a part's first fill
+            # does): the parts, each its own LanceDB table, are checked and then written side by
+            # side, their index rebuilds being LanceDB's own threads (at 100k entries the two took
+            # 1.8 s one after the other). A first build stays in one thread: it is all embedding,
+            # which uses every core already, and a cancelled run must not wait for a second
+            # thread's minutes of it. The main part is always among them: _split gives it a table.
+            embedder = _OneEncodeAtATime(embedder)
             with ThreadPoolExecutor(max_workers=len(synced), thread_name_prefix="memc-sync") as pool:
-                futures = {part: pool.submit(self._sync_part, part_rows, embedder, part) for part, part_rows in synced}
-                stats.update({part: future.result() for part, future in futures.items()})
+                writes = _all_or_raise({part: pool.submit(self._planned_part, part_rows, embedder, part) for part, part_rows in synced})
+                stats = _all_or_raise({part: pool.submit(write, None) for part, write in writes.items()})
         else:
-            for part, part_rows in synced:
-                stats[part] = self._sync_part(part_rows, embedder, part, reuse_from=main if part != table else None)
+            # Every part is checked before any writes, so a bad row anywhere changes no part (a
+            # new part filled from the main one, then a main part refusing its rows, would leave
+            # the claims in both); a new part first, as it reuses the main part's vectors.
+            writes = {part: self._planned_part(part_rows, embedder, part) for part, part_rows in synced}
+            stats = {part: write(main if part != table else None) for part, write in writes.items()}
         for part, part_rows in reversed(split):
             if part_rows is None and (dropped := self._drop_counted(part)) is not None:
                 stats[part] = dropped
@@ -622,7 +627,15 @@ class LanceVectorStore:
         return out
 
     def _sync_part(self, rows: pa.Table, embedder: "TextEmbedder", table: str, reuse_from: Any | None = None) -> dict[str, Any]:
-        """Make the part ``table`` hold exactly ``rows`` (normalized).
+        """Make the part ``table`` hold exactly ``rows`` (normalized): :meth:`_planned_part`'s
+        write, made at once."""
+        return self._planned_part(rows, embedder, table)(reuse_from)
+
+    def _planned_part(self, rows: pa.Table, embedder: "TextEmbedder", table: str) -> Callable[[Any | None], dict[str, Any]]:
+        """A part's sync in two steps: this call reads the part and checks every row it will
+        write (a wrong content hash raises here), writing nothing; the function it returns makes
+        the part ``table`` hold exactly ``rows`` (normalized), given the table to reuse vectors
+        from in a first fill (``reuse_from``).
 
         Rows whose id is gone (or whose columns changed) are deleted by id; new rows are added with a
         vector reused from the table when their content hash is known, else embedded. The full-text
@@ -635,63 +648,65 @@ class LanceVectorStore:
         """
         model, version, dim = embedder_info(embedder)
         tbl = self._open(table)
-        if tbl is not None and self._meta(tbl) != {
-            "embedding_model": model,
-            "embedding_model_version": version,
-            "embedding_dim": dim,
-        }:
-            log.warning("%s/%s holds vectors of another model (%s): rebuilding", self.uri, table, self._meta(tbl))
-            stats = self._rebuild(rows, embedder, table, reuse=False)
-            stats["model_changed"] = True
-            return stats
-        if tbl is None:
-            return self._fill(rows, embedder, table, reuse_from)
-        if not same_fields(tbl.schema, lance_schema(dim, model, version)):
-            # The row layout changed (a column added by a memc upgrade): the stored rows cannot take
-            # new ones. Rebuild into a fresh table, reusing every vector of the same model by hash.
-            log.warning("%s/%s has an older row layout: rebuilding (vectors reused)", self.uri, table)
-            stats = self._rebuild(rows, embedder, table, reuse=True)
-            stats["model_changed"] = False
-            stats["layout_changed"] = True
-            return stats
+        if tbl is None or self._meta(tbl) != {"embedding_model": model, "embedding_model_version": version, "embedding_dim": dim} or not same_fields(tbl.schema, lance_schema(dim, model, version)):
+            # A first fill or a rebuild writes every row: all are checked now, and again by the
+            # write itself (_fill, _embedded), which costs ~2 us a row beside ~5 ms of embedding.
+            check_texts(rows)
+            return lambda reuse_from: self._whole_part(rows, embedder, table, tbl, reuse_from)
 
         gone, replaced, add_idx = differing_rows(rows, self._scan(tbl, list(EVIDENCE_SCHEMA.names)))
-
         to_add = rows.take(pa.array(add_idx, pa.int64())) if add_idx else rows.slice(0, 0)
         check_texts(to_add)  # before the deletes: a bad row changes nothing
 
-        # Delete by opaque id only: LanceDB writes a delete's predicate text into its manifests.
-        # Deletes first (a replaced row's new version may be in any commit below), so the vectors
-        # the deleted rows hold for texts that stay are read before (re-chunked texts embed nothing).
-        prior: dict[str, np.ndarray] = {}
-        if gone or replaced:
-            prior = self._vectors_for(tbl, sorted(set(to_add.column("content_hash").to_pylist())), dim)
-        for part in chunks(gone + replaced):
-            tbl.delete(ids_filter(part))
-        embedded = reused_added = 0
-        for start in range(0, to_add.num_rows, self.commit_rows):
-            batch, e, r = self._materialize(to_add.slice(start, self.commit_rows), embedder, tbl, dim, prior)
-            tbl.add(batch.cast(tbl.schema))
-            embedded, reused_added = embedded + e, reused_added + r
-        changed = bool(gone or replaced or to_add.num_rows)
-        reindexed = self._ensure_fts(tbl, force=changed)
-        self._ensure_scalar(tbl, force=changed)
-        vector_indexed = self._ensure_vector_index(tbl, force=changed, deleted=len(gone) + len(replaced))
-        total = tbl.count_rows()
-        return {
-            "table": table,
-            "rows": total,
-            "added": to_add.num_rows - len(replaced),
-            "deleted": len(gone),
-            "replaced": len(replaced),
-            "unchanged": rows.num_rows - len(add_idx),
-            "newly_embedded": embedded,
-            "reused": total - (to_add.num_rows - reused_added),
-            "fts_reindexed": reindexed,
-            "vector_indexed": vector_indexed,
-            "model_changed": False,
-            "version": tbl.version,
-        }
+        def write(reuse_from: Any | None) -> dict[str, Any]:
+            # Delete by opaque id only: LanceDB writes a delete's predicate text into its manifests.
+            # Deletes first (a replaced row's new version may be in any commit below), so the vectors
+            # the deleted rows hold for texts that stay are read before (re-chunked texts embed nothing).
+            prior: dict[str, np.ndarray] = {}
+            if gone or replaced:
+                prior = self._vectors_for(tbl, sorted(set(to_add.column("content_hash").to_pylist())), dim)
+            for part in chunks(gone + replaced):
+                tbl.delete(ids_filter(part))
+            embedded = reused_added = 0
+            for start in range(0, to_add.num_rows, self.commit_rows):
+                batch, e, r = self._materialize(to_add.slice(start, self.commit_rows), embedder, tbl, dim, prior)
+                tbl.add(batch.cast(tbl.schema))
+                embedded, reused_added = embedded + e, reused_added + r
+            changed = bool(gone or replaced or to_add.num_rows)
+            reindexed = self._ensure_fts(tbl, force=changed)
+            self._ensure_scalar(tbl, force=changed)
+            vector_indexed = self._ensure_vector_index(tbl, force=changed, deleted=len(gone) + len(replaced))
+            total = tbl.count_rows()
+            return {
+                "table": table,
+                "rows": total,
+                "added": to_add.num_rows - len(replaced),
+                "deleted": len(gone),
+                "replaced": len(replaced),
+                "unchanged": rows.num_rows - len(add_idx),
+                "newly_embedded": embedded,
+                "reused": total - (to_add.num_rows - reused_added),
+                "fts_reindexed": reindexed,
+                "vector_indexed": vector_indexed,
+                "model_changed": False,
+                "version": tbl.version,
+            }
+
+        return write
+
+    def _whole_part(self, rows: pa.Table, embedder: Any, table: str, tbl: Any | None, reuse_from: Any | None) -> dict[str, Any]:
+        """A part written whole: filled when it does not exist, else rebuilt, every vector embedded
+        again when the stored ones are another model's, else reused by hash (a memc upgrade that
+        added a column: the stored rows cannot take new ones)."""
+        if tbl is None:
+            return self._fill(rows, embedder, table, reuse_from)
+        model, version, dim = embedder_info(embedder)
+        meta = self._meta(tbl)
+        if meta != {"embedding_model": model, "embedding_model_version": version, "embedding_dim": dim}:
+            log.warning("%s/%s holds vectors of another model (%s): rebuilding", self.uri, table, meta)
+            return {**self._rebuild(rows, embedder, table, reuse=False), "model_changed": True}
+        log.warning("%s/%s has an older row layout: rebuilding (vectors reused)", self.uri, table)
+        return {**self._rebuild(rows, embedder, table, reuse=True), "model_changed": False, "layout_changed": True}
 
     def _fill(self, rows: pa.Table, embedder: Any, table: str, reuse_from: Any | None = None) -> dict[str, Any]:
         """The first sync of ``table``: created from the first ``commit_rows`` rows, the rest added
@@ -1287,6 +1302,33 @@ class LanceVectorStore:
 # What a sync or rebuild reports per part, summed over the parts of a table (the flags: any part).
 _COUNTS = ("rows", "added", "deleted", "replaced", "unchanged", "newly_embedded", "reused")
 _FLAGS = ("fts_reindexed", "vector_indexed", "model_changed", "layout_changed")
+
+
+class _OneEncodeAtATime:
+    """An embedder shared by the parts' syncs in two threads, encoding for one at a time. A Hugging
+    Face fast tokenizer raises "Already borrowed" when one thread's first encode sets its
+    truncation while another thread encodes, and an encode uses every core anyway."""
+
+    def __init__(self, inner: "TextEmbedder") -> None:
+        self.inner = inner
+        self.model_name, self.model_version, self.dim = embedder_info(inner)
+        self._lock = threading.Lock()
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return self.inner.encode(texts)
+
+
+def _all_or_raise(futures: dict[str, Future]) -> dict[str, Any]:
+    """Each future's result by key, once every one is done; when any failed, the first failure
+    (in the dict's order) is raised and the others are logged, so none is lost unseen."""
+    wait(futures.values())
+    failed = [(key, f.exception()) for key, f in futures.items() if f.exception() is not None]
+    for key, error in failed[1:]:
+        log.error("the sync of %s failed too: %r", key, error)
+    if failed:
+        raise failed[0][1]
+    return {key: f.result() for key, f in futures.items()}
 
 
 def _merged(table: str, stats: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import random
 import secrets
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -129,11 +130,11 @@ def test_modules_import_nothing_heavy() -> None:
 
 def test_patterns_mirror_the_ledger() -> None:
     from ledger import schema
-    from views import graph, graph_tables
+    from views import graph
     from views import lance_filters as vectors  # the filters validate with the ledger's patterns
 
-    assert vectors.PRINCIPAL_PATTERN == graph_tables.PRINCIPAL_PATTERN == schema.PRINCIPAL_PATTERN
-    assert vectors.SCOPE_PATTERN == graph_tables.SCOPE_PATTERN == schema.SCOPE_PATTERN
+    assert vectors.PRINCIPAL_RE.pattern == graph.PRINCIPAL_RE.pattern == schema.PRINCIPAL_PATTERN
+    assert vectors.SCOPE_RE.pattern == graph.SCOPE_RE.pattern == schema.SCOPE_PATTERN
     assert vectors.PUBLIC == graph.PUBLIC == schema.PUBLIC
 
 
@@ -283,6 +284,62 @@ def test_a_row_with_a_wrong_hash_changes_nothing_in_a_built_table(store, countin
     with pytest.raises(ValueError, match=f"row {corpus_rows[2]['id']}: content_hash"):
         store.sync(evidence_table([*corpus_rows[:2], changed, *corpus_rows[3:]]), counting)
     assert store.ids() == before and store.versions() == version
+
+
+def test_a_bad_row_in_either_part_changes_neither(tmp_path, counting, corpus_rows) -> None:
+    # Every part checks the rows it will write before any part writes: two built parts synced side
+    # by side, and a claims part new beside the turns (after an upgrade), filled from them.
+    claims = [row(100 + i, text, kind="claim") for i, text in enumerate(["Ana lives in Porto", "Ana works at Helio Labs"])]
+    new_turn, new_claim = row(50, "Bruno moved to Braga last spring."), row(150, "Bruno lives in Braga", kind="claim")
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(corpus_rows + claims), counting)
+
+    def state(s: LanceVectorStore) -> tuple:
+        return s.ids(), {t: s._open(t).version for t in s.table_names()}
+
+    before = state(store)
+    for good, bad in ((new_turn, new_claim), (new_claim, new_turn)):
+        wrong = dict(bad, content_hash=text_hash("something else"))
+        with pytest.raises(ValueError, match=f"row {bad['id']}: content_hash"):
+            store.sync(evidence_table([*corpus_rows, *claims, good, wrong]), counting)
+        assert state(store) == before, f"a bad {bad['kind']} row"
+    fresh = LanceVectorStore(tmp_path / "fresh")
+    fresh.sync(evidence_table(corpus_rows), counting)
+    before = state(fresh)
+    with pytest.raises(ValueError, match=f"row {new_turn['id']}: content_hash"):
+        fresh.sync(evidence_table([*corpus_rows, *claims, dict(new_turn, content_hash=text_hash("something else"))]), counting)
+    assert state(fresh) == before and fresh.table_names() == ["evidence"]
+
+
+class OverlapCounting(CountingEmbedder):
+    """Counts the encodes that began while another was running."""
+
+    def __init__(self, inner: Embedder) -> None:
+        super().__init__(inner)
+        self._running = threading.Lock()
+        self.overlapping = 0
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not self._running.acquire(blocking=False):
+            self.overlapping += 1
+            return super().encode(texts)
+        try:
+            time.sleep(0.5)  # long enough for the other part's sync to reach its encode
+            return super().encode(texts)
+        finally:
+            self._running.release()
+
+
+def test_parts_synced_side_by_side_encode_one_at_a_time(tmp_path, embedder, corpus_rows) -> None:
+    # Two threads in one fast tokenizer can raise "Already borrowed"; each encode uses every core.
+    claims = [row(100, "Ana lives in Porto", kind="claim")]
+    store = LanceVectorStore(tmp_path / "vectors")
+    store.sync(evidence_table(corpus_rows + claims), embedder)
+    overlap = OverlapCounting(embedder)
+    new = [row(50, "Bruno moved to Braga last spring."), row(150, "Bruno lives in Braga", kind="claim")]
+    stats = store.sync(evidence_table(corpus_rows + claims + new), overlap)
+    assert sorted(overlap.encoded) == sorted(r["text"] for r in new) and stats["newly_embedded"] == 2
+    assert overlap.overlapping == 0
 
 
 # -- search --------------------------------------------------------------------------------------------
