@@ -41,7 +41,6 @@ supported with it at the erasure's rebuild.
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -50,7 +49,9 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from tokenizers.pre_tokenizers import BertPreTokenizer
 
+from claims.nlp import lemma
 from ingestion.formats.trajectories import stored_trajectory
 from memc.atomic import read_parquet, write_parquet
 from memc.filecache import cached
@@ -60,7 +61,7 @@ from memc.visibility import PUBLIC, may_see, meet
 from views.audit import Audit
 
 # Bump when mining changes: the asset's code version.
-SKILLS_VERSION = "skills-1"
+SKILLS_VERSION = "skills-2"  # 2: task words as lemmas
 SKILLS_FILE = "skills.parquet"
 
 # The gate. Three followers is the least that is more than a coincidence of two; a margin of a
@@ -77,31 +78,26 @@ TRIGGER_SHARE = 0.5  # a word is in the trigger when at least this share of the 
 MATCH = 0.75  # share of the trigger's words a goal must contain to match (2 of 3 does not)
 MAX_PAIRS_OF = 40  # the most recent successes paired for common subsequences (40 -> 780 pairs)
 
+# Words that never tell one task from another (function words, and the requests' own: "please",
+# "again", "new", "using", "via").
 _STOP = frozenset(
     "a an the to of for and or in on at by with from into onto our my your their its this that these those "
     "is are be was were do does did how what please again new using via".split()
 )
-_WORD = re.compile(r"[a-z][a-z0-9]*")
-
-
-def stem(word: str) -> str:
-    """A light suffix stripper, enough to join "rotate", "rotating", "rotated" and "rotates" (and
-    "keys"/"key"); a real lemmatizer would be one more pipeline to load per compile."""
-    for suffix in ("ing", "ed", "es", "s"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            word = word[: -len(suffix)]
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+# Words as the packer counts them (query/tokens.py): split at whitespace and punctuation.
+_WORDS = BertPreTokenizer()
 
 
 def _content_words(text: str) -> list[str]:
-    return [w for w in _WORD.findall(text.lower()) if w not in _STOP and not any(c.isdigit() for c in w)]
+    return [w for w, _ in _WORDS.pre_tokenize_str(text.lower()) if w.isalpha() and w not in _STOP]
 
 
 def task_words(text: str) -> frozenset[str]:
-    """The content words of a task or goal: lower-cased, stemmed, without stop words and
-    without tokens holding digits (versions, ticket numbers vary between runs of one task)."""
-    return frozenset(stem(w) for w in _content_words(text))
+    """The content words of a task or goal, as lemmas ("rotating" and "rotated" are "rotate"),
+    looked up in the extractor's table (claims/nlp.py: spacy-lookups-data, no spaCy pipeline):
+    lower-cased, without stop words and without tokens holding digits (versions, ticket numbers
+    vary between runs of one task)."""
+    return frozenset(lemma(w) for w in _content_words(text))
 
 
 def _arg_value(v: Any, task: frozenset[str]) -> str:
@@ -198,12 +194,12 @@ class Family:
     @property
     def trigger(self) -> tuple[str, ...]:
         """The words used by at least TRIGGER_SHARE of the family's tasks, most used first, each
-        as the tasks spell it most often (matching compares their stems)."""
+        as the tasks spell it most often (matching compares their lemmas)."""
         counts = Counter(w for t in self.members for w in task_words(t.task))
         spelt = Counter(w for t in self.members for w in _content_words(t.task))
         need = TRIGGER_SHARE * len(self.members)
         kept = sorted((w for w, n in counts.items() if n >= need), key=lambda w: (-counts[w], w))
-        return tuple(max((w for w in spelt if stem(w) == k), key=lambda w: (spelt[w], w)) for k in kept)
+        return tuple(max((w for w in spelt if lemma(w) == k), key=lambda w: (spelt[w], w)) for k in kept)
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -500,14 +496,15 @@ def matching_skills(home: MemcHome, text: str, asker: str, scope: str | None = N
 
     The compiler should still pass each skill's ``source_entry_ids`` through its ledger check
     (query/acl.py): an erasure whose rebuild has not run yet names them."""
-    words = task_words(text)
+    words: frozenset[str] | None = None  # only once a skill may match: the lemmas' table loads in ~0.1 s
     out: dict[tuple[str, tuple[str, ...]], Skill] = {}
     for s in load_skills(home) or []:
         if s.status != "active" or (scope is not None and s.scope != scope) or not may_see(asker, s.visibility):
             continue
-        trigger = {stem(w) for w in s.trigger}
+        trigger = {lemma(w) for w in s.trigger}
         if not trigger:
             continue
+        words = task_words(text) if words is None else words
         share = len(words & trigger) / len(trigger)
         if share < MATCH:
             continue
