@@ -11,10 +11,9 @@ one) only when the question asks about importance or groups.
 from __future__ import annotations
 
 import functools
-import re
 
 from claims.lexicon import lexicon
-from claims.nlp import lemma
+from claims.nlp import lemma, split_words
 from claims.ontology import ONTOLOGY
 
 # Never a line of "What holds now": a name occurring in a turn is not a fact about anyone.
@@ -33,7 +32,7 @@ _STOP = frozenset(
 
 
 def _content_lemmas(text: str) -> set[str]:
-    return {lemma(w) for w in re.findall(r"[a-z']+", text.casefold()) if len(w) > 1} - _STOP
+    return {lemma(w) for w in split_words(text) if len(w) > 1} - _STOP
 
 
 @functools.cache
@@ -61,7 +60,7 @@ def asked(question: str) -> dict[str, int]:
 
 
 def wants_analytics(question: str) -> bool:
-    return bool(set(re.findall(r"[a-z]+", question.casefold())) & ANALYTICS_WORDS)
+    return bool(set(split_words(question)) & ANALYTICS_WORDS)
 
 
 def shown(predicate: str, question: str) -> bool:

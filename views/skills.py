@@ -49,9 +49,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from tokenizers.pre_tokenizers import BertPreTokenizer
 
-from claims.nlp import lemma
+from claims.nlp import lemma, split_words
 from ingestion.formats.trajectories import stored_trajectory
 from memc.atomic import read_parquet, write_parquet
 from memc.filecache import cached
@@ -84,12 +83,8 @@ _STOP = frozenset(
     "a an the to of for and or in on at by with from into onto our my your their its this that these those "
     "is are be was were do does did how what please again new using via".split()
 )
-# Words as the packer counts them (query/tokens.py): split at whitespace and punctuation.
-_WORDS = BertPreTokenizer()
-
-
 def _content_words(text: str) -> list[str]:
-    return [w for w, _ in _WORDS.pre_tokenize_str(text.lower()) if w.isalpha() and w not in _STOP]
+    return [w for w in split_words(text) if w not in _STOP]
 
 
 def task_words(text: str) -> frozenset[str]:

@@ -184,3 +184,10 @@ def test_a_trajectory_is_one_event_entry_with_readable_content(tmp_path):
     # the same file again gives the same entries (the ledger's idempotency rests on it)
     again = parse_file(write_corpus(tmp_path / "again.jsonl"), scope=SCOPE).entries
     assert [x.entry_id for x in again] == [x.entry_id for x in parsed.entries]
+
+
+def test_words_are_split_as_the_bert_pre_tokenizer_splits():
+    # claims.nlp.split_words: what questions and tasks are matched on, without loading spaCy.
+    from claims.nlp import split_words
+
+    assert split_words("Élodie's re-deploy, v4.2 (HOTFIX)") == ["élodie", "s", "re", "deploy", "hotfix"]
