@@ -148,18 +148,60 @@ def build_entry(source: Source, line: int | None, field_names: Mapping[str, str]
     try:
         return NewEntry(**kw)
     except ValidationError as exc:
-        errors = exc.errors(include_url=False)
-        first = errors[0]
-        loc = first.get("loc") or ()
-        model_field = str(loc[0]) if loc else None
-        field = field_names.get(model_field, model_field) if model_field else None
-        msg = str(first.get("msg", "invalid value"))
-        msg = msg.removeprefix("Value error, ")
-        if first.get("type") == "string_too_long" and model_field == "content":
+        first = exc.errors(include_url=False)[0]
+        if first.get("type") == "string_too_long" and tuple(first.get("loc") or ())[:1] == ("content",):
             msg = f"text is {len(kw.get('content') or ''):,} characters; the ledger keeps at most 1,000,000 per entry"
-        if len(errors) > 1:
-            msg += f" (and {len(errors) - 1} more problem(s))"
-        raise source.error(msg, line=line, field=field) from None
+            raise source.error(msg, line=line, field=field_names.get("content", "content")) from None
+        raise record_error(exc, source, line, field_names=field_names) from None
+
+
+# pydantic's type errors in the words of the other checks here ("expected a string, got a number").
+_EXPECTED = {
+    "string_type": "a string", "int_type": "an integer", "float_type": "a number", "bool_type": "a boolean",
+    "dict_type": "an object", "list_type": "an array",
+}  # fmt: skip
+
+
+def field_path(loc: tuple[Any, ...]) -> str:
+    """pydantic's location as the source spells it: ``steps[2].action`` (1-based item numbers,
+    as a reader counts them). Union branch names (``int``, ``literal[...]``) are pydantic's, not
+    the file's, and are dropped."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part + 1}]"
+        elif str(part) in {"str", "int", "float", "bool"} or str(part).startswith(("literal[", "function-")):
+            continue
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def record_error(
+    exc: ValidationError, source: Source, line: int | None, *, field_names: Mapping[str, str] | None = None, allowed: tuple[str, ...] = ()
+) -> IngestError:
+    """A record's validation errors as one IngestError naming the file, the line and the first
+    bad field as the source spells it (``field_names``: the model's name -> the file's), the
+    others counted. A misspelt field comes first, as the likeliest cause of the rest; ``allowed``
+    lists the fields such a record may have."""
+    errors = sorted(exc.errors(include_url=False), key=lambda e: e.get("type") != "extra_forbidden")
+    first = errors[0]
+    path = field_path(tuple(first.get("loc") or ()))
+    head = path.split(".")[0].split("[")[0]
+    field = (field_names or {}).get(head, head) + path[len(head) :] if path else None
+    kind, value = str(first.get("type")), first.get("input")
+    if kind == "missing" or (value is None and kind in _EXPECTED):
+        msg = "missing required field"
+    elif kind == "extra_forbidden":
+        msg = f"unknown field (allowed: {', '.join(allowed)})" if allowed else "unknown field"
+    elif kind in _EXPECTED:
+        msg = f"expected {_EXPECTED[kind]}, got {json_type(value)}"
+    else:
+        msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    others = {field_path(tuple(e.get("loc") or ())) for e in errors} - {path}
+    if others:
+        msg += f" (and {len(others)} more problem(s))"
+    return source.error(msg, line=line, field=field)
 
 
 def _has_nul(value: Any) -> bool:

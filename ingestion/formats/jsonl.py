@@ -7,10 +7,11 @@ import json
 from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from ledger.schema import NewEntry
+from pydantic import BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator
 
 from ingestion.errors import MAX_REPORTED, IngestError
 
-from ingestion.formats.common import BOM, Source, build_entry, decode_utf8, file_key_and_visibility, human_size, json_type, parse_time, short
+from ingestion.formats.common import BOM, Source, build_entry, decode_utf8, file_key_and_visibility, human_size, json_type, parse_time, record_error, short
 from ingestion.formats.trajectories import is_trajectory_record, trajectory_entry
 
 
@@ -77,54 +78,51 @@ def is_conversation_record(obj: Mapping[str, Any]) -> bool:
     return all(k in obj for k in ("speaker", "text", "turn_id"))
 
 
-def _need(obj: Mapping[str, Any], key: str, source: Source, line: int, *, types: tuple[type, ...] = (str,), what: str = "a string") -> Any:
-    if key not in obj or obj[key] is None:
-        raise source.error("missing required field", line=line, field=key)
-    return _typed(obj, key, source, line, types=types, what=what)
+class ConversationTurn(BaseModel):
+    """One conversation turn (LoCoMo-style): who said what, when, in which conversation and
+    session. Other fields ride along into the entry's attributes; none of them sets who may see
+    the entry."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    conversation_id: StrictStr
+    session_id: StrictStr
+    turn_id: StrictStr
+    speaker: StrictStr
+    text: StrictStr
+    timestamp: StrictStr
+    image_caption: StrictStr | None = None
+    date_time_raw: StrictStr | None = None
+    session_index: StrictInt | None = None
+    turn_index: StrictInt | None = None
 
 
-def _typed(obj: Mapping[str, Any], key: str, source: Source, line: int, *, types: tuple[type, ...] = (str,), what: str = "a string") -> Any:
-    v = obj[key]
-    if (isinstance(v, bool) and bool not in types) or not isinstance(v, types):
-        raise source.error(f"expected {what}, got {json_type(v)}", line=line, field=key)
-    return v
-
-
-CONVERSATION_REQUIRED = ("conversation_id", "session_id", "turn_id", "speaker", "text", "timestamp")
-
-_CONVERSATION_OPTIONAL: dict[str, tuple[tuple[type, ...], str]] = {
-    "image_caption": ((str,), "a string"),
-    "date_time_raw": ((str,), "a string"),
-    "session_index": ((int,), "an integer"),
-    "turn_index": ((int,), "an integer"),
-}
+CONVERSATION_REQUIRED = tuple(name for name, f in ConversationTurn.model_fields.items() if f.is_required())
 
 _CONVERSATION_FIELDS = {"actor": "speaker", "content": "text", "valid_at": "timestamp", "source_ref": "turn_id"}
 
 
 def conversation_entry(obj: Mapping[str, Any], source: Source, line: int) -> NewEntry:
     """One conversation turn -> a ``message`` entry (the LoCoMo-style JSONL the eval set uses)."""
-    vals = {k: _need(obj, k, source, line) for k in CONVERSATION_REQUIRED}
-    attributes: dict[str, Any] = {"conversation_id": vals["conversation_id"]}
-    for key, value in obj.items():
-        if key in CONVERSATION_REQUIRED or value is None:
-            continue
-        if key in _CONVERSATION_OPTIONAL:
-            types, what = _CONVERSATION_OPTIONAL[key]
-            _typed(obj, key, source, line, types=types, what=what)
-        attributes[key] = value  # format-specific extras ride along; they never set who may see what
+    try:
+        turn = ConversationTurn.model_validate(obj)
+    except ValidationError as exc:
+        raise record_error(exc, source, line) from None
+    attributes: dict[str, Any] = {"conversation_id": turn.conversation_id}
+    # format-specific extras ride along; they never set who may see what
+    attributes.update((k, v) for k, v in obj.items() if k not in CONVERSATION_REQUIRED and v is not None)
     return build_entry(
         source,
         line,
         _CONVERSATION_FIELDS,
         kind="message",
         scope=source.scope,
-        content=vals["text"],
-        valid_at=parse_time(vals["timestamp"], source, line=line, field="timestamp"),
-        session_id=vals["session_id"],
-        actor=vals["speaker"],
+        content=turn.text,
+        valid_at=parse_time(turn.timestamp, source, line=line, field="timestamp"),
+        session_id=turn.session_id,
+        actor=turn.speaker,
         source_uri=source.source_uri,
-        source_ref=vals["turn_id"],
+        source_ref=turn.turn_id,
         visibility=source.visibility,
         attributes=attributes,
     )
@@ -134,48 +132,57 @@ def conversation_entry(obj: Mapping[str, Any], source: Source, line: int) -> New
 # policy checks); accepting them from a dropped file would let anyone forge a tombstone.
 EVENT_KINDS = ("event", "observation", "correction", "message", "document")
 
-EVENT_FIELDS = (
-    "content", "text", "valid_at", "timestamp", "kind", "actor", "session_id", "source_ref",
-    "confidence", "visibility", "attributes", "idempotency_key",
-)  # fmt: skip
+
+class Event(BaseModel):
+    """One generic event line: its text (``content`` or ``text``), its time (``valid_at`` or
+    ``timestamp``, ISO 8601) and what else the ledger keeps of an entry. Any other field is
+    refused: a misspelt ``visiblity`` must not publish."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    content: StrictStr | None = None
+    text: StrictStr | None = None
+    valid_at: Any = None  # parse_time says what a time may be, naming the field as given
+    timestamp: Any = None
+    kind: Any = None
+    actor: StrictStr | None = None
+    session_id: StrictStr | None = None
+    source_ref: StrictStr | None = None
+    confidence: StrictFloat | None = None  # an integer too; the ledger holds it to [0, 1]
+    visibility: Any = None  # checked by file_key_and_visibility, as in every structured format
+    attributes: dict[str, Any] | None = None
+    idempotency_key: StrictStr | None = None
+
+    @field_validator("kind")
+    @classmethod
+    def _a_kind_a_file_may_carry(cls, kind: Any) -> Any:
+        if kind is not None and (not isinstance(kind, str) or kind not in EVENT_KINDS):
+            raise ValueError(f"{short(kind)} is not a kind a file may carry; use one of {', '.join(EVENT_KINDS)}")
+        return kind
+
+
+EVENT_FIELDS = tuple(Event.model_fields)
 
 
 def event_entry(obj: Mapping[str, Any], source: Source, line: int) -> NewEntry:
     """One generic event line -> an entry of the kind it names (default ``event``)."""
-    unknown = sorted(k for k in obj if k not in EVENT_FIELDS)
-    if unknown:
-        raise source.error(
-            f"unknown field (allowed: {', '.join(EVENT_FIELDS)})", line=line, field=unknown[0]
-        )
+    try:
+        event = Event.model_validate(obj)
+    except ValidationError as exc:
+        raise record_error(exc, source, line, allowed=EVENT_FIELDS) from None
     content_key = _one_of(obj, ("content", "text"), source, line)
     time_key = _one_of(obj, ("valid_at", "timestamp"), source, line)
-    content = _typed(obj, content_key, source, line)
     valid_at = parse_time(obj[time_key], source, line=line, field=time_key)
-    kind = obj.get("kind") if obj.get("kind") is not None else "event"
-    if not isinstance(kind, str) or kind not in EVENT_KINDS:
-        raise source.error(
-            f"{short(kind)} is not a kind a file may carry; use one of {', '.join(EVENT_KINDS)}",
-            line=line,
-            field="kind",
-        )
-    optional: dict[str, Any] = {}
-    for key in ("actor", "session_id", "source_ref", "idempotency_key"):
-        if obj.get(key) is not None:
-            optional[key] = _typed(obj, key, source, line)
-    if obj.get("confidence") is not None:
-        optional["confidence"] = _typed(obj, "confidence", source, line, types=(int, float), what="a number between 0 and 1")
-    attributes = obj.get("attributes")
-    if attributes is not None and not isinstance(attributes, dict):
-        raise source.error(f"expected an object, got {json_type(attributes)}", line=line, field="attributes")
-    attributes = dict(attributes or {})
+    optional: dict[str, Any] = {key: obj[key] for key in ("actor", "session_id", "source_ref", "idempotency_key", "confidence") if obj.get(key) is not None}
+    attributes = dict(event.attributes or {})
     visibility = file_key_and_visibility(obj, optional, attributes, source, line, namespace="event-key")
     return build_entry(
         source,
         line,
         {"content": content_key, "valid_at": time_key},
-        kind=kind,
+        kind=event.kind or "event",
         scope=source.scope,
-        content=content,
+        content=obj[content_key],
         valid_at=valid_at,
         source_uri=source.source_uri,
         visibility=visibility,

@@ -24,7 +24,7 @@ from typing import Any, Literal, Mapping
 from ledger.schema import NewEntry
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr, ValidationError, field_validator, model_validator
 
-from ingestion.formats.common import Source, build_entry, file_key_and_visibility, parse_time
+from ingestion.formats.common import Source, build_entry, field_path, file_key_and_visibility, parse_time
 
 # Bump when the stored structure changes; the miner reads the version it knows.
 TRAJECTORY_VERSION = 1
@@ -112,28 +112,13 @@ def render(t: Trajectory) -> str:
     return "\n".join(lines)
 
 
-def _field_path(loc: tuple[Any, ...]) -> str:
-    """pydantic's location as the source spells it: ``steps[2].action`` (1-based step numbers,
-    as the rendered content numbers them). Union branch names (``int``, ``literal[...]``) are
-    pydantic's, not the file's, and are dropped."""
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part + 1}]"
-        elif str(part) in {"str", "int", "float", "bool"} or str(part).startswith(("literal[", "function-")):
-            continue
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
 def _validate(obj: Mapping[str, Any], source: Source, line: int) -> Trajectory:
     try:
         return Trajectory.model_validate({k: obj[k] for k in TRAJECTORY_REQUIRED})
     except ValidationError as exc:
         errors = exc.errors(include_url=False)
         first = errors[0]
-        field = _field_path(tuple(first.get("loc") or ())) or None
+        field = field_path(tuple(first.get("loc") or ())) or None
         msg = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
         if first.get("type") == "extra_forbidden":
             allowed = ", ".join(Step.model_fields) if field and field.startswith("steps[") else ", ".join(TRAJECTORY_FIELDS)
@@ -142,7 +127,7 @@ def _validate(obj: Mapping[str, Any], source: Source, line: int) -> Trajectory:
             msg = f"expected \"success\", \"failure\" or a score in [0, 1], got {json.dumps(obj.get('outcome'))}"
         if len(errors) > 1:
             # A bad outcome shows as one error per branch of the union: count problems by field.
-            others = {_field_path(tuple(e.get("loc") or ())) for e in errors} - {field}
+            others = {field_path(tuple(e.get("loc") or ())) for e in errors} - {field}
             if others:
                 msg += f" (and {len(others)} more problem(s))"
         raise source.error(msg, line=line, field=field) from None

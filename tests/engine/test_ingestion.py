@@ -277,6 +277,9 @@ BAD_CASES = [
     ("event-no-content", jsonl({"valid_at": "2024-01-01"}), (1, "content", "missing required field (or 'text')")),
     ("event-both-times", jsonl({"content": "x", "valid_at": "2024-01-01", "timestamp": "2024-01-01"}), (1, "timestamp", "not both")),
     ("event-attributes-array", jsonl({"content": "x", "valid_at": "2024-01-01", "attributes": [1]}), (1, "attributes", "expected an object")),
+    # Every problem of a line is found (pydantic), the misspelt field named first and the rest counted.
+    ("event-two-problems", jsonl({"content": 5, "valid_at": "2024-01-01", "visiblity": ["ana"]}), (1, "visiblity", "unknown field (allowed: content, text, valid_at, timestamp, kind, actor, session_id, source_ref, confidence, visibility, attributes, idempotency_key) (and 1 more problem(s))")),
+    ("two-wrong-types", jsonl(turn(speaker=42, turn_index="3")), (1, "speaker", "expected a string, got a number (and 1 more problem(s))")),
     ("blank-lines-only", "\n  \n\n", (None, None, "no entries: every line is blank")),
 ]
 
