@@ -12,6 +12,9 @@ code location loads, never at import. Sources, later ones winning:
    for ``[execution]``, ``MEMC_EXECUTOR``, ``MEMC_MAX_CONCURRENT``, ``MEMC_MAX_CONCURRENT_RUNS``,
    ``MEMC_DAYS_PER_RUN``, ``MEMC_CELERY_BROKER``, ``MEMC_CELERY_BACKEND``, ``MEMC_K8S_NAMESPACE``.
 
+The tables are pydantic models: an unknown key or a bad value is refused when the settings load,
+naming the file or the variable it came from, the table and the key.
+
 Example ``memc.toml``::
 
     [freshness]          # minutes; a tier, or one asset by name (the asset wins)
@@ -39,8 +42,10 @@ Example ``memc.toml``::
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memc.toml import read_toml
 
@@ -77,26 +82,32 @@ def usable_cores() -> int:
         return os.cpu_count() or 1
 
 
-@dataclass(frozen=True)
-class Execution:
+class Execution(BaseModel):
     """How launched runs execute (orchestration/execution.py turns this into Dagster's executor,
     instance concurrency and the claims' backfill policy)."""
 
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
     # "auto": multiprocess from MULTIPROCESS_MIN_CORES usable cores, in-process below (above).
-    executor: str = "auto"
+    executor: Literal["auto", "in_process", "multiprocess", "celery", "k8s"] = "auto"
     # Two step processes on the two-core machines this runs on; each imports the code location
     # (~0.5 GB with torch once the evidence index loads the model).
-    max_concurrent: int = 2
+    max_concurrent: int = Field(2, ge=1)
     # One run at a time, as before the pools: a run peaks near 1 GB on a 2-core box. The pools make
     # more safe (dbt and Kùzu still take turns); raise it on a bigger node or with Celery/k8s.
-    max_concurrent_runs: int = 1
+    max_concurrent_runs: int = Field(1, ge=1)
     # Ledger days per claims run when the daemon or a UI backfill requests several days: 0 keeps a
     # range in one run (one extraction step); N > 0 fans out into runs of N days each, which run
     # side by side up to max_concurrent_runs, so workers share the extraction.
-    days_per_run: int = 0
+    days_per_run: int = Field(0, ge=0)
     broker: str = "redis://127.0.0.1:6379/0"
     backend: str = "redis://127.0.0.1:6379/1"
     namespace: str = "memc"
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _either_spelling(cls, value: Any) -> Any:
+        return value.replace("-", "_") if isinstance(value, str) else value  # "in-process" too
 
     def chosen_executor(self) -> str:
         """The executor launched runs use: the setting, with "auto" decided by this node's cores."""
@@ -104,63 +115,37 @@ class Execution:
             return self.executor
         return "multiprocess" if usable_cores() >= MULTIPROCESS_MIN_CORES else "in_process"
 
-    def __post_init__(self) -> None:
-        if self.executor not in EXECUTORS:
-            raise ValueError(f"[execution] executor must be one of {', '.join(EXECUTORS)}, not {self.executor!r}")
-        for name in ("max_concurrent", "max_concurrent_runs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"[execution] {name} must be at least 1, not {getattr(self, name)}")
-        if self.days_per_run < 0:
-            raise ValueError(f"[execution] days_per_run must be 0 (one run) or more, not {self.days_per_run}")
+
+class Automation(BaseModel):
+    """``[automation]``: the crons and the sensors' interval."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    dreaming_cron: str = DEFAULT_DREAMING_CRON
+    compaction_cron: str = DEFAULT_COMPACTION_CRON
+    sensor_interval_seconds: int = Field(DEFAULT_SENSOR_INTERVAL, ge=1)
 
 
-@dataclass(frozen=True)
-class Settings:
-    freshness_minutes: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_FRESHNESS_MINUTES))
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    # Minutes, by tier or asset name. Dagster refuses windows under a minute ("system constraints").
+    freshness_minutes: dict[str, Annotated[float, Field(ge=1)]] = Field(default_factory=lambda: dict(DEFAULT_FRESHNESS_MINUTES))
     dreaming_cron: str = DEFAULT_DREAMING_CRON
     compaction_cron: str = DEFAULT_COMPACTION_CRON
     sensor_interval_seconds: int = DEFAULT_SENSOR_INTERVAL
-    execution: Execution = field(default_factory=Execution)
+    execution: Execution = Field(default_factory=Execution)
 
     def freshness_for(self, asset: str, tier: str) -> float:
         """Minutes: the asset's own target if one is set, else its tier's."""
         return self.freshness_minutes.get(asset, self.freshness_minutes[tier])
 
 
-def load_settings(home_root: str | os.PathLike[str] | None = None) -> Settings:
-    fresh: dict[str, float] = dict(DEFAULT_FRESHNESS_MINUTES)
-    auto: dict[str, object] = {}
-    execution: dict[str, object] = {}
-    if home_root is not None:
-        path = Path(home_root) / CONFIG_FILE
-        if path.exists():
-            data = read_toml(path)  # a malformed file: TomlError naming the file and line
-            fresh.update({str(k): float(v) for k, v in data.get("freshness", {}).items()})
-            auto.update(data.get("automation", {}))
-            execution.update(data.get("execution", {}))
-    prefix, suffix = "MEMC_FRESHNESS_", "_MINUTES"
-    for name, value in os.environ.items():
-        if name.startswith(prefix) and name.endswith(suffix) and value:
-            fresh[name[len(prefix) : -len(suffix)].lower()] = float(value)
-    for key, env in (("dreaming_cron", "MEMC_DREAMING_CRON"), ("compaction_cron", "MEMC_COMPACTION_CRON"),
-                     ("sensor_interval_seconds", "MEMC_SENSOR_INTERVAL_SECONDS")):  # fmt: skip
-        if os.environ.get(env):
-            auto[key] = os.environ[env]
-    for key, env in _EXECUTION_ENV.items():
-        if os.environ.get(env):
-            execution[key] = os.environ[env]
-    bad = {k: v for k, v in fresh.items() if v < 1}
-    if bad:
-        # Dagster refuses windows under a minute ("system constraints"); say so at load time.
-        raise ValueError(f"freshness targets must be at least 1 minute: {bad}")
-    return Settings(
-        freshness_minutes=fresh,
-        dreaming_cron=str(auto.get("dreaming_cron", DEFAULT_DREAMING_CRON)),
-        compaction_cron=str(auto.get("compaction_cron", DEFAULT_COMPACTION_CRON)),
-        sensor_interval_seconds=int(auto.get("sensor_interval_seconds", DEFAULT_SENSOR_INTERVAL)),
-        execution=_execution(execution),
-    )
-
+_AUTOMATION_ENV = {
+    "dreaming_cron": "MEMC_DREAMING_CRON",
+    "compaction_cron": "MEMC_COMPACTION_CRON",
+    "sensor_interval_seconds": "MEMC_SENSOR_INTERVAL_SECONDS",
+}
 
 _EXECUTION_ENV = {
     "executor": "MEMC_EXECUTOR",
@@ -173,9 +158,64 @@ _EXECUTION_ENV = {
 }
 
 
-def _execution(values: dict[str, object]) -> Execution:
-    unknown = sorted(set(values) - set(_EXECUTION_ENV))
-    if unknown:
-        raise ValueError(f"[execution] has no setting {', '.join(unknown)} (known: {', '.join(_EXECUTION_ENV)})")
-    ints = {"max_concurrent", "max_concurrent_runs", "days_per_run"}
-    return Execution(**{k: int(v) if k in ints else str(v).replace("-", "_") if k == "executor" else str(v) for k, v in values.items()})  # type: ignore[arg-type]
+def load_settings(home_root: str | os.PathLike[str] | None = None) -> Settings:
+    """The settings of the home at ``home_root`` (sources in the module docstring). A bad value is
+    a ValueError naming where it came from (the file or the environment variable), the table and
+    the key, and what is wanted."""
+    # (table, key) -> (value, where it came from); later sources win.
+    given: dict[tuple[str, str], tuple[Any, str]] = {}
+    if home_root is not None:
+        path = Path(home_root) / CONFIG_FILE
+        if path.exists():
+            data = read_toml(path)  # a malformed file: TomlError naming the file and line
+            for table in ("freshness", "automation", "execution"):
+                section = data.get(table, {})
+                if not isinstance(section, dict):
+                    raise ValueError(f"{path}: [{table}] must be a table")
+                given.update({(table, str(k)): (v, str(path)) for k, v in section.items()})
+    prefix, suffix = "MEMC_FRESHNESS_", "_MINUTES"
+    for name, value in os.environ.items():
+        if name.startswith(prefix) and name.endswith(suffix) and value:
+            given[("freshness", name[len(prefix) : -len(suffix)].lower())] = (value, f"${name}")
+    for table, env in (("automation", _AUTOMATION_ENV), ("execution", _EXECUTION_ENV)):
+        for key, name in env.items():
+            if os.environ.get(name):
+                given[(table, key)] = (os.environ[name], f"${name}")
+
+    def values(table: str) -> dict[str, Any]:
+        return {key: value for (t, key), (value, _) in given.items() if t == table}
+
+    freshness = {**DEFAULT_FRESHNESS_MINUTES, **values("freshness")}
+    try:
+        automation = Automation.model_validate(values("automation"))
+        execution = Execution.model_validate(values("execution"))
+        return Settings(freshness_minutes=freshness, execution=execution, **automation.model_dump())
+    except ValidationError as exc:
+        raise ValueError(_problem(exc, given)) from None
+
+
+def _problem(exc: ValidationError, given: dict[tuple[str, str], tuple[Any, str]]) -> str:
+    """A settings ValidationError's first problem: where the value came from, its table and key,
+    and what is wanted ("$MEMC_MAX_CONCURRENT_RUNS: [execution] max_concurrent_runs must be at
+    least 1, not 0")."""
+    error = exc.errors(include_url=False)[0]
+    loc = [str(part) for part in error.get("loc") or ()]
+    table = {"Execution": "execution", "Automation": "automation"}.get(exc.title)
+    if table is None:  # Settings: only its freshness targets are validated there
+        table = "freshness" if loc and loc.pop(0) == "freshness_minutes" else ""
+    key = loc[0] if loc else ""
+    origin = given.get((table, key), (None, "memc's default"))[1]
+    value = error.get("input")
+    kind = str(error.get("type"))
+    if kind == "extra_forbidden":
+        known = ", ".join({"execution": _EXECUTION_ENV, "automation": _AUTOMATION_ENV}[table])
+        wanted = f"[{table}] has no setting {key} (known: {known})"
+    elif kind == "literal_error":
+        wanted = f"[{table}] {key} must be one of {', '.join(EXECUTORS)}, not {value!r}"
+    elif kind == "greater_than_equal":
+        limit = error.get("ctx", {}).get("ge")
+        unit = " minute (Dagster's shortest window)" if table == "freshness" else ""
+        wanted = f"[{table}] {key} must be at least {limit:g}{unit}, not {value}"
+    else:
+        wanted = f"[{table}] {key}: {error.get('msg')}, not {value!r}"
+    return f"{origin}: {wanted}"

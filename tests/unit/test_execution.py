@@ -91,7 +91,15 @@ def test_the_environment_wins_over_memc_toml_and_bad_values_are_refused(tmp_path
     with pytest.raises(ValueError, match="no setting max_concurent"):
         load_settings(home)
     (home / "memc.toml").write_text("[execution]\nmax_concurrent_runs = 0\n")
-    with pytest.raises(ValueError, match="max_concurrent_runs must be at least 1"):
+    with pytest.raises(ValueError, match=r"memc\.toml: \[execution\] max_concurrent_runs must be at least 1, not 0"):
+        load_settings(home)
+    # Where a bad value came from is named, and the key, whatever is wrong with it.
+    (home / "memc.toml").write_text("[automation]\ndreaming = 1\n")
+    with pytest.raises(ValueError, match=r"memc\.toml: \[automation\] has no setting dreaming \(known: dreaming_cron,"):
+        load_settings(home)
+    (home / "memc.toml").write_text("")
+    clean_env.setenv("MEMC_MAX_CONCURRENT", "two")
+    with pytest.raises(ValueError, match=r"\$MEMC_MAX_CONCURRENT: \[execution\] max_concurrent: .*valid integer.*, not 'two'"):
         load_settings(home)
 
 
