@@ -648,7 +648,8 @@ class LanceVectorStore:
         """
         model, version, dim = embedder_info(embedder)
         tbl = self._open(table)
-        if tbl is None or self._meta(tbl) != {"embedding_model": model, "embedding_model_version": version, "embedding_dim": dim} or not same_fields(tbl.schema, lance_schema(dim, model, version)):
+        ours = {"embedding_model": model, "embedding_model_version": version, "embedding_dim": dim}
+        if tbl is None or self._meta(tbl) != ours or not same_fields(tbl.schema, lance_schema(dim, model, version)):
             # A first fill or a rebuild writes every row: all are checked now, and again by the
             # write itself (_fill, _embedded), which costs ~2 us a row beside ~5 ms of embedding.
             check_texts(rows)
